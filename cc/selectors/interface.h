@@ -1,0 +1,63 @@
+// ItemSelector: the policy that picks which item a table samples (its
+// "sampler") or evicts (its "remover").
+//
+// A selector only knows keys and priorities. The table owns the items and
+// calls its selectors under its own mutex, so implementations need no
+// locking and are not thread-safe.
+//
+// Every call that can be caused by user input returns a status:
+// Insert of an existing key, Update or Delete of a missing key and
+// priorities a selector cannot use (NaN or negative for Prioritized) give
+// INVALID_ARGUMENT and leave the selector unchanged.
+#ifndef REVERB_CC_SELECTORS_INTERFACE_H_
+#define REVERB_CC_SELECTORS_INTERFACE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "cc/support/export.h"
+#include "reverb/cc/schema.pb.h"
+
+namespace deepmind::reverb {
+
+using Key = uint64_t;
+
+class REVERB_EXPORT ItemSelector {
+ public:
+  struct KeyWithProbability {
+    Key key;
+    // Probability with which `key` was chosen: 1/size for Uniform, w/sum(w)
+    // for Prioritized and 1.0 for the deterministic selectors.
+    double probability;
+  };
+
+  virtual ~ItemSelector() = default;
+
+  // Adds `key`. Error if the key is already present.
+  virtual absl::Status Insert(Key key, double priority) = 0;
+
+  // Changes the priority of `key`. Error if the key is not present.
+  virtual absl::Status Update(Key key, double priority) = 0;
+
+  // Removes `key`. Error if the key is not present.
+  virtual absl::Status Delete(Key key) = 0;
+
+  // Picks a key. Precondition: the selector holds at least one key.
+  virtual KeyWithProbability Sample() = 0;
+
+  // Removes all keys.
+  virtual void Clear() = 0;
+
+  // Number of keys held.
+  virtual int64_t size() const = 0;
+
+  // The configuration, as stored in TableInfo and checkpoints.
+  virtual KeyDistributionOptions options() const = 0;
+
+  virtual std::string DebugString() const = 0;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SELECTORS_INTERFACE_H_

@@ -1,0 +1,497 @@
+#include "cc/table.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "cc/errors.h"
+#include "cc/support/status_macros.h"
+
+namespace deepmind::reverb {
+namespace {
+
+// The worker releases the table lock after this many rounds so that info(),
+// MutateItems() and new requests are never held up for long.
+constexpr int kMaxRoundsPerLock = 256;
+
+int64_t ChunkBytes(const TableItem& item) {
+  int64_t bytes = 0;
+  for (const auto& chunk : item.chunks) bytes += chunk->DataByteSizeLong();
+  return bytes;
+}
+
+void RunOutbox(std::vector<std::function<void()>>* callbacks) {
+  for (auto& callback : *callbacks) callback();
+  callbacks->clear();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Table>> Table::Create(
+    std::string name, std::unique_ptr<ItemSelector> sampler,
+    std::unique_ptr<ItemSelector> remover, int64_t max_size,
+    int32_t max_times_sampled, RateLimiter rate_limiter,
+    std::optional<tensorflow::StructuredValue> signature) {
+  if (name.empty()) {
+    return absl::InvalidArgumentError("Table name must not be empty.");
+  }
+  if (max_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_size (", max_size, ") must be a positive integer."));
+  }
+  if (sampler == nullptr || remover == nullptr) {
+    return absl::InvalidArgumentError("A table needs a sampler and a remover.");
+  }
+  return std::shared_ptr<Table>(
+      new Table(std::move(name), std::move(sampler), std::move(remover),
+                max_size, max_times_sampled, std::move(rate_limiter),
+                std::move(signature)));
+}
+
+Table::Table(std::string name, std::unique_ptr<ItemSelector> sampler,
+             std::unique_ptr<ItemSelector> remover, int64_t max_size,
+             int32_t max_times_sampled, RateLimiter rate_limiter,
+             std::optional<tensorflow::StructuredValue> signature)
+    : name_(std::move(name)),
+      max_size_(max_size),
+      max_times_sampled_(max_times_sampled),
+      signature_(std::move(signature)),
+      sampler_(std::move(sampler)),
+      remover_(std::move(remover)),
+      rate_limiter_(std::move(rate_limiter)) {
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+Table::~Table() { Close(); }
+
+void Table::Close() {
+  absl::MutexLock close_lock(&close_mu_);
+  {
+    absl::MutexLock lock(&queue_mu_);
+    closed_ = true;
+    queue_cv_.Signal();
+  }
+  if (worker_.joinable()) worker_.join();
+}
+
+void Table::Wake() {
+  absl::MutexLock lock(&queue_mu_);
+  wake_ = true;
+  queue_cv_.Signal();
+}
+
+void Table::InsertOrAssignAsync(TableItem item, InsertCallback done) {
+  absl::Status status = ValidateTableItem(item);
+  if (status.ok() && std::isnan(item.item.priority())) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("Priority of item ", item.item.key(), " is NaN."));
+  }
+  if (status.ok()) {
+    absl::MutexLock lock(&queue_mu_);
+    if (!closed_) {
+      incoming_inserts_.push_back({std::move(item), std::move(done)});
+      queue_cv_.Signal();
+      return;
+    }
+    status = TableClosed();
+  }
+  done(status);
+}
+
+absl::Status Table::InsertOrAssign(TableItem item, absl::Duration timeout) {
+  struct State {
+    absl::Notification notification;
+    absl::Status status;
+  };
+  auto state = std::make_shared<State>();
+  InsertOrAssignAsync(std::move(item), [state](const absl::Status& status) {
+    state->status = status;
+    state->notification.Notify();
+  });
+  if (!state->notification.WaitForNotificationWithTimeout(timeout)) {
+    return RateLimiterTimeout();
+  }
+  return state->status;
+}
+
+void Table::SampleAsync(int32_t batch_size, absl::Time deadline,
+                        SampleCallback done) {
+  if (batch_size < 1) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("batch_size (", batch_size, ") must be >= 1.")));
+    return;
+  }
+  {
+    absl::MutexLock lock(&queue_mu_);
+    if (!closed_) {
+      SampleRequest request{batch_size, deadline, std::move(done)};
+      request.items.reserve(std::min(batch_size, 1024));
+      incoming_samples_.push_back(std::move(request));
+      queue_cv_.Signal();
+      return;
+    }
+  }
+  done(TableClosed());
+}
+
+absl::StatusOr<std::vector<SampledItem>> Table::SampleFlexibleBatch(
+    int32_t batch_size, absl::Duration timeout) {
+  struct State {
+    absl::Notification notification;
+    absl::StatusOr<std::vector<SampledItem>> result;
+  };
+  auto state = std::make_shared<State>();
+  SampleAsync(batch_size, absl::Now() + timeout,
+              [state](absl::StatusOr<std::vector<SampledItem>> items) {
+                state->result = std::move(items);
+                state->notification.Notify();
+              });
+  // The worker answers every request by its deadline, so this wait ends.
+  state->notification.WaitForNotification();
+  return std::move(state->result);
+}
+
+absl::StatusOr<SampledItem> Table::Sample(absl::Duration timeout) {
+  REVERB_ASSIGN_OR_RETURN(std::vector<SampledItem> items,
+                          SampleFlexibleBatch(1, timeout));
+  return std::move(items.front());
+}
+
+absl::Status Table::MutateItems(absl::Span<const KeyWithPriority> updates,
+                                absl::Span<const uint64_t> deletes) {
+  Outbox outbox;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    for (uint64_t key : deletes) DeleteLocked(key, &outbox);
+    for (const auto& update : updates) {
+      auto it = entries_.find(update.key());
+      if (it == entries_.end()) continue;
+      absl::Status update_status =
+          UpdatePriorityLocked(update.key(), &it->second, update.priority());
+      if (status.ok()) status = update_status;
+    }
+  }
+  outbox.garbage.clear();
+  if (!deletes.empty()) Wake();
+  return status;
+}
+
+void Table::Reset() {
+  Outbox outbox;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, entry] : entries_) {
+      outbox.garbage.push_back(std::move(entry.item));
+    }
+    entries_.clear();
+    sampler_->Clear();
+    remover_->Clear();
+    episode_refs_.clear();
+    num_deleted_episodes_ = 0;
+    num_unique_samples_ = 0;
+    rate_limiter_.Reset();
+  }
+  outbox.garbage.clear();
+  Wake();
+}
+
+bool Table::CanSample(int64_t num_samples) const {
+  absl::MutexLock lock(&mu_);
+  return rate_limiter_.CanSample(num_samples);
+}
+
+bool Table::CanInsert(int64_t num_inserts) const {
+  absl::MutexLock lock(&mu_);
+  return rate_limiter_.CanInsert(num_inserts);
+}
+
+int64_t Table::size() const {
+  absl::MutexLock lock(&mu_);
+  return entries_.size();
+}
+
+absl::StatusOr<PrioritizedItem> Table::Get(uint64_t key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("Key ", key, " not found in table ", name_, "."));
+  }
+  PrioritizedItem item = it->second.item->item;
+  item.set_priority(it->second.priority);
+  item.set_times_sampled(it->second.times_sampled);
+  return item;
+}
+
+TableInfo Table::info() const {
+  TableInfo info;
+  info.set_name(name_);
+  info.set_max_size(max_size_);
+  info.set_max_times_sampled(max_times_sampled_);
+  if (signature_.has_value()) *info.mutable_signature() = *signature_;
+  absl::MutexLock lock(&mu_);
+  *info.mutable_sampler_options() = sampler_->options();
+  *info.mutable_remover_options() = remover_->options();
+  *info.mutable_rate_limiter_info() = rate_limiter_.Info();
+  info.set_current_size(entries_.size());
+  info.set_num_episodes(episode_refs_.size());
+  info.set_num_deleted_episodes(num_deleted_episodes_);
+  info.set_num_unique_samples(num_unique_samples_);
+  *info.mutable_table_worker_time() = worker_time_;
+  return info;
+}
+
+std::string Table::DebugString() const {
+  absl::MutexLock lock(&mu_);
+  return absl::StrCat("Table(name=", name_, ", sampler=",
+                      sampler_->DebugString(), ", remover=",
+                      remover_->DebugString(), ", max_size=", max_size_,
+                      ", max_times_sampled=", max_times_sampled_,
+                      ", rate_limiter=", rate_limiter_.DebugString(), ")");
+}
+
+// ---------------------------------------------------------------------------
+// Item changes (under mu_).
+
+absl::Status Table::UpdatePriorityLocked(uint64_t key, Entry* entry,
+                                         double priority) {
+  REVERB_RETURN_IF_ERROR(sampler_->Update(key, priority));
+  if (absl::Status status = remover_->Update(key, priority); !status.ok()) {
+    // Keep the selectors in agreement: undo the sampler's update.
+    sampler_->Update(key, entry->priority).IgnoreError();
+    return status;
+  }
+  entry->priority = priority;
+  return absl::OkStatus();
+}
+
+absl::Status Table::InsertOrAssignLocked(TableItem item, Outbox* outbox) {
+  const uint64_t key = item.item.key();
+  const double priority = item.item.priority();
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    outbox->garbage.push_back(std::make_shared<TableItem>(std::move(item)));
+    return UpdatePriorityLocked(key, &it->second, priority);
+  }
+  REVERB_RETURN_IF_ERROR(sampler_->Insert(key, priority));
+  if (absl::Status status = remover_->Insert(key, priority); !status.ok()) {
+    sampler_->Delete(key).IgnoreError();
+    return status;
+  }
+  const absl::Time now = absl::Now();
+  auto* inserted_at = item.item.mutable_inserted_at();
+  inserted_at->set_seconds(absl::ToUnixSeconds(now));
+  inserted_at->set_nanos((now - absl::FromUnixSeconds(inserted_at->seconds())) /
+                         absl::Nanoseconds(1));
+  item.item.set_times_sampled(0);
+  for (const auto& chunk : item.chunks) ++episode_refs_[chunk->episode_id()];
+  entries_.emplace(
+      key, Entry{std::make_shared<const TableItem>(std::move(item)), priority,
+                 0});
+  while (static_cast<int64_t>(entries_.size()) > max_size_) {
+    DeleteLocked(remover_->Sample().key, outbox);
+  }
+  rate_limiter_.Insert();
+  return absl::OkStatus();
+}
+
+void Table::DeleteLocked(uint64_t key, Outbox* outbox) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  for (const auto& chunk : it->second.item->chunks) {
+    auto episode = episode_refs_.find(chunk->episode_id());
+    if (--episode->second == 0) {
+      episode_refs_.erase(episode);
+      ++num_deleted_episodes_;
+    }
+  }
+  // The selectors hold every key of entries_, so these cannot fail.
+  sampler_->Delete(key).IgnoreError();
+  remover_->Delete(key).IgnoreError();
+  rate_limiter_.Delete();
+  outbox->garbage.push_back(std::move(it->second.item));
+  entries_.erase(it);
+}
+
+void Table::SampleLocked(SampleRequest* request, Outbox* outbox) {
+  const ItemSelector::KeyWithProbability pick = sampler_->Sample();
+  Entry& entry = entries_.find(pick.key)->second;
+  if (entry.times_sampled == 0) ++num_unique_samples_;
+  ++entry.times_sampled;
+  request->bytes += ChunkBytes(*entry.item);
+  request->items.push_back(SampledItem{
+      entry.item, pick.probability, static_cast<int64_t>(entries_.size()),
+      entry.priority, entry.times_sampled, request->rate_limited});
+  if (max_times_sampled_ > 0 && entry.times_sampled >= max_times_sampled_) {
+    DeleteLocked(pick.key, outbox);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Worker.
+
+void Table::FinishSampleRequest(SampleRequest* request, absl::Status status,
+                                Outbox* outbox) {
+  auto done = std::move(request->done);
+  if (status.ok()) {
+    outbox->callbacks.push_back(
+        [done = std::move(done), items = std::move(request->items)]() mutable {
+          done(std::move(items));
+        });
+  } else {
+    outbox->callbacks.push_back(
+        [done = std::move(done), status = std::move(status)]() mutable {
+          done(std::move(status));
+        });
+  }
+}
+
+bool Table::ServeRequests(Outbox* outbox) {
+  bool progress = false;
+  absl::MutexLock lock(&mu_);
+  const absl::Time start = absl::Now();
+  for (int round = 0; round < kMaxRoundsPerLock; ++round) {
+    bool round_progress = false;
+    if (!inserts_.empty() && rate_limiter_.CanInsert(1)) {
+      InsertRequest request = std::move(inserts_.front());
+      inserts_.pop_front();
+      absl::Status status = InsertOrAssignLocked(std::move(request.item), outbox);
+      outbox->callbacks.push_back(
+          [done = std::move(request.done), status = std::move(status)] {
+            done(status);
+          });
+      round_progress = true;
+    }
+    if (!samples_.empty()) {
+      SampleRequest& request = samples_.front();
+      while (static_cast<int32_t>(request.items.size()) < request.batch_size &&
+             request.bytes < kMaxSampleBatchBytes &&
+             rate_limiter_.MaybeCommitSample()) {
+        SampleLocked(&request, outbox);
+        round_progress = true;
+      }
+      if (static_cast<int32_t>(request.items.size()) == request.batch_size ||
+          request.bytes >= kMaxSampleBatchBytes) {
+        FinishSampleRequest(&request, absl::OkStatus(), outbox);
+        samples_.pop_front();
+        round_progress = true;
+      }
+    }
+    if (!round_progress) break;
+    progress = true;
+  }
+  AddWorkerTime(WorkerState::kRunning, absl::Now() - start);
+  return progress;
+}
+
+absl::Time Table::AnswerStalledSamples(Outbox* outbox) {
+  // Flexible batch: a request that holds items is answered rather than kept
+  // waiting for more.
+  if (!samples_.empty() && !samples_.front().items.empty()) {
+    FinishSampleRequest(&samples_.front(), absl::OkStatus(), outbox);
+    samples_.pop_front();
+  }
+  const absl::Time now = absl::Now();
+  absl::Time earliest = absl::InfiniteFuture();
+  std::deque<SampleRequest> waiting;
+  for (SampleRequest& request : samples_) {
+    if (request.deadline <= now) {
+      FinishSampleRequest(&request,
+                          request.items.empty() ? RateLimiterTimeout()
+                                                : absl::OkStatus(),
+                          outbox);
+    } else {
+      request.rate_limited = true;
+      earliest = std::min(earliest, request.deadline);
+      waiting.push_back(std::move(request));
+    }
+  }
+  samples_ = std::move(waiting);
+  return earliest;
+}
+
+void Table::CancelAll(Outbox* outbox) {
+  {
+    absl::MutexLock lock(&queue_mu_);
+    std::move(incoming_inserts_.begin(), incoming_inserts_.end(),
+              std::back_inserter(inserts_));
+    std::move(incoming_samples_.begin(), incoming_samples_.end(),
+              std::back_inserter(samples_));
+    incoming_inserts_.clear();
+    incoming_samples_.clear();
+  }
+  for (InsertRequest& request : inserts_) {
+    outbox->callbacks.push_back(
+        [done = std::move(request.done)] { done(TableClosed()); });
+  }
+  for (SampleRequest& request : samples_) {
+    FinishSampleRequest(&request, TableClosed(), outbox);
+  }
+  inserts_.clear();
+  samples_.clear();
+}
+
+void Table::AddWorkerTime(WorkerState state, absl::Duration duration) {
+  const int64_t ms = absl::ToInt64Milliseconds(duration);
+  switch (state) {
+    case WorkerState::kRunning:
+      worker_time_.set_running_ms(worker_time_.running_ms() + ms);
+      break;
+    case WorkerState::kSleeping:
+      worker_time_.set_sleeping_ms(worker_time_.sleeping_ms() + ms);
+      break;
+    case WorkerState::kWaitingForInserts:
+      worker_time_.set_waiting_for_inserts_ms(
+          worker_time_.waiting_for_inserts_ms() + ms);
+      break;
+    case WorkerState::kWaitingForSamples:
+      worker_time_.set_waiting_for_sampling_ms(
+          worker_time_.waiting_for_sampling_ms() + ms);
+      break;
+  }
+}
+
+void Table::WorkerLoop() {
+  Outbox outbox;
+  while (true) {
+    {
+      absl::MutexLock lock(&queue_mu_);
+      if (closed_) break;
+      std::move(incoming_inserts_.begin(), incoming_inserts_.end(),
+                std::back_inserter(inserts_));
+      std::move(incoming_samples_.begin(), incoming_samples_.end(),
+                std::back_inserter(samples_));
+      incoming_inserts_.clear();
+      incoming_samples_.clear();
+      wake_ = false;
+    }
+
+    const bool progress = ServeRequests(&outbox);
+    const absl::Time deadline =
+        progress ? absl::InfiniteFuture() : AnswerStalledSamples(&outbox);
+    // Release dropped items first, so that a confirmed caller sees their
+    // chunks freed.
+    outbox.garbage.clear();
+    RunOutbox(&outbox.callbacks);
+    if (progress) continue;
+
+    const WorkerState state = !samples_.empty() ? WorkerState::kWaitingForInserts
+                              : !inserts_.empty() ? WorkerState::kWaitingForSamples
+                                                  : WorkerState::kSleeping;
+    const absl::Time sleep_start = absl::Now();
+    {
+      absl::MutexLock lock(&queue_mu_);
+      while (!closed_ && !wake_ && incoming_inserts_.empty() &&
+             incoming_samples_.empty()) {
+        if (queue_cv_.WaitWithDeadline(&queue_mu_, deadline)) break;
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    AddWorkerTime(state, absl::Now() - sleep_start);
+  }
+  CancelAll(&outbox);
+  RunOutbox(&outbox.callbacks);
+}
+
+}  // namespace deepmind::reverb

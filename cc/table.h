@@ -1,0 +1,217 @@
+// Table: a named collection of items with a sampler, a remover, a maximum
+// size and a rate limiter. The one place where items change.
+//
+// Requests are queued and served by one worker thread per table, in arrival
+// order, whenever the rate limiter allows:
+//  - an insert of a new key adds the item, evicts (remover's pick) while the
+//    table is larger than max_size (the new item itself may be evicted) and
+//    counts one insert; an insert of an existing key only updates its
+//    priority (the new item is dropped, the rate limiter is not consulted
+//    twice);
+//  - a sample request asks for up to `batch_size` items and is served, under
+//    one lock acquisition, as far as the rate limiter allows. A request that
+//    holds some items when nothing more can be done, or when its deadline
+//    passes, is answered with the partial batch ("flexible batch"); one that
+//    holds none at its deadline gets RateLimiterTimeout() (DEADLINE_EXCEEDED).
+//    A batch is also closed once it references 1 MB of chunk data.
+//    An item sampled max_times_sampled times (if > 0) is deleted.
+// Inserts and samples interleave: one insert, then as many samples as
+// allowed, and again.
+//
+// Callbacks run on the worker thread, outside all locks, exactly once per
+// request. They must be quick and must not call the blocking methods of the
+// same table. Chunks of removed items are released outside the table lock.
+//
+// Bad input (invalid item, NaN priority, a priority the sampler rejects)
+// fails only the request that carries it; the table keeps serving.
+//
+// Thread-safe. Close() (also run by the destructor) cancels all waiting and
+// future requests with CANCELLED.
+#ifndef REVERB_CC_TABLE_H_
+#define REVERB_CC_TABLE_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "cc/rate_limiters/rate_limiter.h"
+#include "cc/selectors/interface.h"
+#include "cc/support/export.h"
+#include "cc/table_item.h"
+#include "reverb/cc/schema.pb.h"
+
+namespace deepmind::reverb {
+
+class REVERB_EXPORT Table {
+ public:
+  // A sample batch is closed once its items reference this many chunk bytes.
+  static constexpr int64_t kMaxSampleBatchBytes = 1 << 20;
+
+  using InsertCallback = std::function<void(const absl::Status&)>;
+  using SampleCallback =
+      std::function<void(absl::StatusOr<std::vector<SampledItem>>)>;
+
+  // INVALID_ARGUMENT if `name` is empty, `max_size` < 1 or a selector is
+  // missing. `max_times_sampled` < 1 means unlimited.
+  static absl::StatusOr<std::shared_ptr<Table>> Create(
+      std::string name, std::unique_ptr<ItemSelector> sampler,
+      std::unique_ptr<ItemSelector> remover, int64_t max_size,
+      int32_t max_times_sampled, RateLimiter rate_limiter,
+      std::optional<tensorflow::StructuredValue> signature = std::nullopt);
+
+  ~Table();
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+
+  // Queues an insert. `done` gets OK once the item is in the table (or its
+  // priority updated), or the error. Invalid items fail at once, on the
+  // calling thread.
+  void InsertOrAssignAsync(TableItem item, InsertCallback done);
+
+  // Inserts and waits. On timeout returns RateLimiterTimeout(); the insert
+  // stays queued and happens when the rate limiter allows.
+  absl::Status InsertOrAssign(TableItem item,
+                              absl::Duration timeout = absl::InfiniteDuration());
+
+  // Queues a sample request for up to `batch_size` (>= 1) items.
+  void SampleAsync(int32_t batch_size, absl::Time deadline,
+                   SampleCallback done);
+
+  // Samples up to `batch_size` items and waits for them (flexible batch).
+  absl::StatusOr<std::vector<SampledItem>> SampleFlexibleBatch(
+      int32_t batch_size, absl::Duration timeout = absl::InfiniteDuration());
+
+  // Samples one item.
+  absl::StatusOr<SampledItem> Sample(
+      absl::Duration timeout = absl::InfiniteDuration());
+
+  // Deletes `deletes`, then updates the priorities of `updates`, under one
+  // lock acquisition. Unknown keys are ignored. An update the selectors
+  // reject (NaN, or negative for Prioritized) is skipped; the others are
+  // applied and the first error is returned.
+  absl::Status MutateItems(absl::Span<const KeyWithPriority> updates,
+                           absl::Span<const uint64_t> deletes);
+
+  // Removes all items and zeroes the rate limiter and episode counters.
+  // Queued requests stay queued.
+  void Reset();
+
+  // Stops the worker; waiting and later requests get CANCELLED. Idempotent.
+  // Must not be called from a callback of this table.
+  void Close();
+
+  // The rate limiter's predicates (max_size and max_times_sampled are not
+  // considered, as in dm-reverb).
+  bool CanSample(int64_t num_samples) const;
+  bool CanInsert(int64_t num_inserts) const;
+
+  int64_t size() const;
+  const std::string& name() const { return name_; }
+
+  // The item with its current priority and times_sampled, or NOT_FOUND.
+  absl::StatusOr<PrioritizedItem> Get(uint64_t key) const;
+
+  TableInfo info() const;
+
+  std::string DebugString() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<const TableItem> item;
+    double priority;
+    int32_t times_sampled;
+  };
+  struct InsertRequest {
+    TableItem item;
+    InsertCallback done;
+  };
+  struct SampleRequest {
+    int32_t batch_size;
+    absl::Time deadline;
+    SampleCallback done;
+    std::vector<SampledItem> items;
+    int64_t bytes = 0;
+    bool rate_limited = false;
+  };
+  // Work prepared under the lock and finished outside it.
+  struct Outbox {
+    std::vector<std::function<void()>> callbacks;
+    std::vector<std::shared_ptr<const TableItem>> garbage;
+  };
+  enum class WorkerState { kRunning, kSleeping, kWaitingForInserts,
+                           kWaitingForSamples };
+
+  Table(std::string name, std::unique_ptr<ItemSelector> sampler,
+        std::unique_ptr<ItemSelector> remover, int64_t max_size,
+        int32_t max_times_sampled, RateLimiter rate_limiter,
+        std::optional<tensorflow::StructuredValue> signature);
+
+  void WorkerLoop();
+  // Serves queued requests while possible; true if anything was served.
+  bool ServeRequests(Outbox* outbox) ABSL_LOCKS_EXCLUDED(mu_);
+  // Answers requests that cannot progress: partial batches and expired ones.
+  // Returns the earliest deadline among the requests left waiting.
+  absl::Time AnswerStalledSamples(Outbox* outbox);
+  void FinishSampleRequest(SampleRequest* request, absl::Status status,
+                           Outbox* outbox);
+  void CancelAll(Outbox* outbox) ABSL_LOCKS_EXCLUDED(queue_mu_);
+
+  absl::Status InsertOrAssignLocked(TableItem item, Outbox* outbox)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status UpdatePriorityLocked(uint64_t key, Entry* entry, double priority)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SampleLocked(SampleRequest* request, Outbox* outbox)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DeleteLocked(uint64_t key, Outbox* outbox)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddWorkerTime(WorkerState state, absl::Duration duration)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Wakes the worker to re-evaluate the rate limiter.
+  void Wake() ABSL_LOCKS_EXCLUDED(queue_mu_);
+
+  const std::string name_;
+  const int64_t max_size_;
+  const int32_t max_times_sampled_;
+  const std::optional<tensorflow::StructuredValue> signature_;
+
+  // Table state. Lock order: queue_mu_ is never acquired while holding mu_.
+  mutable absl::Mutex mu_;
+  std::unique_ptr<ItemSelector> sampler_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<ItemSelector> remover_ ABSL_GUARDED_BY(mu_);
+  RateLimiter rate_limiter_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  // Episode id -> number of chunk references from items.
+  absl::flat_hash_map<uint64_t, int64_t> episode_refs_ ABSL_GUARDED_BY(mu_);
+  int64_t num_deleted_episodes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t num_unique_samples_ ABSL_GUARDED_BY(mu_) = 0;
+  TableWorkerTime worker_time_ ABSL_GUARDED_BY(mu_);
+
+  // Requests handed to the worker.
+  absl::Mutex queue_mu_;
+  absl::CondVar queue_cv_;
+  std::deque<InsertRequest> incoming_inserts_ ABSL_GUARDED_BY(queue_mu_);
+  std::deque<SampleRequest> incoming_samples_ ABSL_GUARDED_BY(queue_mu_);
+  bool wake_ ABSL_GUARDED_BY(queue_mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(queue_mu_) = false;
+
+  // Owned by the worker thread.
+  std::deque<InsertRequest> inserts_;
+  std::deque<SampleRequest> samples_;
+
+  absl::Mutex close_mu_;
+  std::thread worker_;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_TABLE_H_

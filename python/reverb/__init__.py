@@ -1,0 +1,30 @@
+"""Reverb: experience replay for reinforcement learning.
+
+A drop-in replacement for dm-reverb. `import reverb` never imports
+TensorFlow; the TensorFlow integration loads only when it is used.
+"""
+
+import os as _os
+import sys as _sys
+
+# libreverb and the extension carry their own gRPC/protobuf/abseil (Debian's).
+# TensorFlow exports same-named symbols with RTLD_GLOBAL; RTLD_DEEPBIND makes
+# our libraries bind to their own dependencies whichever is imported first.
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_os.RTLD_NOW | _os.RTLD_DEEPBIND)
+try:
+  from reverb import pybind
+finally:
+  _sys.setdlopenflags(_flags)
+del _flags
+
+from reverb import errors
+from reverb import item_selectors
+from reverb import item_selectors as selectors
+from reverb import rate_limiters
+from reverb import reverb_types
+from reverb import specs
+from reverb.errors import DeadlineExceededError
+from reverb.errors import ReverbError
+from reverb.server import Table
+from reverb.server import TableExtensionBase

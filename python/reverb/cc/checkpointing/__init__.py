@@ -1,0 +1,1 @@
+"""Protocol buffer modules, under dm-reverb's module names."""

@@ -1,0 +1,232 @@
+"""Table signatures <-> `tensorflow.StructuredValue`, without TensorFlow.
+
+Writes the same messages as TensorFlow's `nested_structure_coder`, so a
+signature stored by dm-reverb reads back here and vice versa. Supported
+nests: dicts (keys sorted), lists, tuples, namedtuples and, as leaves,
+`tf.TensorSpec` / `tf.BoundedTensorSpec` (when TensorFlow is in use) or
+`reverb.specs.TensorSpec` / `BoundedTensorSpec`.
+
+Decoding returns TensorFlow specs if TensorFlow has already been imported,
+else `reverb.specs` ones; it never imports TensorFlow itself.
+"""
+
+import collections
+import sys
+from typing import Any
+
+import numpy as np
+
+from reverb import specs
+from reverb import tf_protos
+
+# numpy dtype <-> tensorflow.DataType. Strings are numpy object arrays.
+_NUMPY_TO_DT = {
+    np.dtype(np.float16): tf_protos.DT_HALF,
+    np.dtype(np.float32): tf_protos.DT_FLOAT,
+    np.dtype(np.float64): tf_protos.DT_DOUBLE,
+    np.dtype(np.int8): tf_protos.DT_INT8,
+    np.dtype(np.int16): tf_protos.DT_INT16,
+    np.dtype(np.int32): tf_protos.DT_INT32,
+    np.dtype(np.int64): tf_protos.DT_INT64,
+    np.dtype(np.uint8): tf_protos.DT_UINT8,
+    np.dtype(np.uint16): tf_protos.DT_UINT16,
+    np.dtype(np.uint32): tf_protos.DT_UINT32,
+    np.dtype(np.uint64): tf_protos.DT_UINT64,
+    np.dtype(np.bool_): tf_protos.DT_BOOL,
+    np.dtype(np.complex64): tf_protos.DT_COMPLEX64,
+    np.dtype(np.complex128): tf_protos.DT_COMPLEX128,
+    np.dtype(object): tf_protos.DT_STRING,
+}
+_DT_TO_NUMPY = {dt: dtype for dtype, dt in _NUMPY_TO_DT.items()}
+
+# Which repeated field of TensorProto holds the values of each dtype when
+# `tensor_content` is not used.
+_VALUE_FIELDS = {
+    tf_protos.DT_HALF: 'half_val',
+    tf_protos.DT_FLOAT: 'float_val',
+    tf_protos.DT_DOUBLE: 'double_val',
+    tf_protos.DT_INT8: 'int_val',
+    tf_protos.DT_INT16: 'int_val',
+    tf_protos.DT_INT32: 'int_val',
+    tf_protos.DT_UINT8: 'int_val',
+    tf_protos.DT_UINT16: 'int_val',
+    tf_protos.DT_INT64: 'int64_val',
+    tf_protos.DT_UINT32: 'uint32_val',
+    tf_protos.DT_UINT64: 'uint64_val',
+    tf_protos.DT_BOOL: 'bool_val',
+    tf_protos.DT_COMPLEX64: 'scomplex_val',
+    tf_protos.DT_COMPLEX128: 'dcomplex_val',
+    tf_protos.DT_STRING: 'string_val',
+}
+
+
+def numpy_dtype(data_type: int) -> np.dtype:
+  """The numpy dtype of a `tensorflow.DataType` value."""
+  try:
+    return _DT_TO_NUMPY[data_type]
+  except KeyError:
+    raise ValueError(f'Unsupported tensorflow.DataType {data_type}.') from None
+
+
+def data_type(dtype: Any) -> int:
+  """The `tensorflow.DataType` value of a numpy (or TensorFlow) dtype."""
+  as_enum = getattr(dtype, 'as_datatype_enum', None)
+  if as_enum is not None:
+    return as_enum
+  dtype = specs.TensorSpec((), dtype).dtype
+  try:
+    return _NUMPY_TO_DT[dtype]
+  except KeyError:
+    raise ValueError(f'Unsupported dtype {dtype}.') from None
+
+
+def array_to_tensor_proto(array: Any, dtype: Any = None):
+  """A `tensorflow.TensorProto` holding `array`."""
+  array = np.asarray(array, dtype=None if dtype is None else
+                     specs.TensorSpec((), dtype).dtype)
+  proto = tf_protos.TensorProto(dtype=data_type(array.dtype))
+  proto.tensor_shape.CopyFrom(_shape_proto(array.shape))
+  if array.dtype == object or array.dtype.kind in 'SU':
+    proto.string_val.extend(
+        v if isinstance(v, bytes) else str(v).encode('utf-8')
+        for v in array.reshape(-1))
+  else:
+    proto.tensor_content = np.ascontiguousarray(array).tobytes()
+  return proto
+
+
+def tensor_proto_to_array(proto) -> np.ndarray:
+  """The numpy array held by a `tensorflow.TensorProto`."""
+  dtype = numpy_dtype(proto.dtype)
+  shape = tuple(d.size for d in proto.tensor_shape.dim)
+  if proto.tensor_content:
+    return np.frombuffer(proto.tensor_content, dtype=dtype).reshape(shape)
+  values = list(getattr(proto, _VALUE_FIELDS[proto.dtype]))
+  if proto.dtype == tf_protos.DT_HALF:
+    values = np.array(values, np.uint16).view(np.float16)
+  elif proto.dtype in (tf_protos.DT_COMPLEX64, tf_protos.DT_COMPLEX128):
+    values = np.array(values).reshape(-1, 2) @ np.array([1, 1j])
+  flat = np.array(values, dtype=dtype).reshape(-1)
+  size = int(np.prod(shape, dtype=np.int64))
+  if flat.size < size:
+    # TensorFlow repeats the last value to fill the tensor.
+    fill = flat[-1] if flat.size else np.zeros((), dtype)
+    flat = np.concatenate([flat, np.full(size - flat.size, fill, dtype)])
+  return flat.reshape(shape)
+
+
+def _shape_proto(shape):
+  proto = tf_protos.TensorShapeProto()
+  if shape is None:
+    proto.unknown_rank = True
+  else:
+    for d in shape:
+      proto.dim.add(size=-1 if d is None else int(d))
+  return proto
+
+
+def _shape_from_proto(proto):
+  if proto.unknown_rank:
+    return None
+  return tuple(None if d.size < 0 else d.size for d in proto.dim)
+
+
+def _tf_spec_classes():
+  """(TensorSpec, BoundedTensorSpec) of TensorFlow if it is loaded."""
+  if 'tensorflow' not in sys.modules:
+    return None
+  module = sys.modules.get('tensorflow.python.framework.tensor_spec')
+  if module is None:
+    return None
+  return module.TensorSpec, module.BoundedTensorSpec
+
+
+def _is_namedtuple(value) -> bool:
+  return isinstance(value, tuple) and hasattr(value, '_fields')
+
+
+def _tf_shape(shape):
+  as_list = getattr(shape, 'as_list', None)
+  if as_list is None:
+    return shape
+  return None if shape.rank is None else as_list()
+
+
+def encode(nest: Any):
+  """Encodes a nest of tensor specs; ValueError for unsupported leaves."""
+  value = tf_protos.StructuredValue()
+  if isinstance(nest, dict):
+    value.dict_value.SetInParent()
+    for key in sorted(nest):
+      if not isinstance(key, str):
+        raise ValueError(f'Unsupported signature key {key!r}: keys must be '
+                         'strings.')
+      value.dict_value.fields[key].CopyFrom(encode(nest[key]))
+  elif _is_namedtuple(nest):
+    value.named_tuple_value.name = type(nest).__name__
+    for field, item in zip(nest._fields, nest):
+      value.named_tuple_value.values.add(key=field).value.CopyFrom(encode(item))
+  elif isinstance(nest, (list, tuple)):
+    target = value.list_value if isinstance(nest, list) else value.tuple_value
+    target.SetInParent()
+    for item in nest:
+      target.values.add().CopyFrom(encode(item))
+  elif hasattr(nest, 'shape') and hasattr(nest, 'dtype') and (
+      isinstance(nest, specs.TensorSpec) or
+      type(nest).__module__.startswith('tensorflow')):
+    name = nest.name or ''
+    shape = _shape_proto(_tf_shape(nest.shape))
+    dtype = data_type(nest.dtype)
+    if hasattr(nest, 'minimum') and hasattr(nest, 'maximum'):
+      bounded = value.bounded_tensor_spec_value
+      bounded.name = name
+      bounded.shape.CopyFrom(shape)
+      bounded.dtype = dtype
+      numpy_type = numpy_dtype(dtype)
+      bounded.minimum.CopyFrom(array_to_tensor_proto(nest.minimum, numpy_type))
+      bounded.maximum.CopyFrom(array_to_tensor_proto(nest.maximum, numpy_type))
+    else:
+      value.tensor_spec_value.name = name
+      value.tensor_spec_value.shape.CopyFrom(shape)
+      value.tensor_spec_value.dtype = dtype
+  else:
+    raise ValueError(f'Unsupported signature spec: {nest!r}')
+  return value
+
+
+def decode(value) -> Any:
+  """Decodes what `encode` (or TensorFlow's coder) wrote."""
+  kind = value.WhichOneof('kind')
+  if kind == 'dict_value':
+    return {key: decode(value.dict_value.fields[key])
+            for key in sorted(value.dict_value.fields)}
+  if kind == 'named_tuple_value':
+    pairs = value.named_tuple_value.values
+    cls = collections.namedtuple(value.named_tuple_value.name,
+                                 [pair.key for pair in pairs])
+    return cls(*[decode(pair.value) for pair in pairs])
+  if kind == 'list_value':
+    return [decode(v) for v in value.list_value.values]
+  if kind == 'tuple_value':
+    return tuple(decode(v) for v in value.tuple_value.values)
+  if kind == 'none_value':
+    return None
+  tf_classes = _tf_spec_classes()
+  if kind == 'tensor_spec_value':
+    spec = value.tensor_spec_value
+    shape = _shape_from_proto(spec.shape)
+    name = spec.name or None
+    if tf_classes:
+      return tf_classes[0](shape, spec.dtype, name)
+    return specs.TensorSpec(shape, numpy_dtype(spec.dtype), name)
+  if kind == 'bounded_tensor_spec_value':
+    spec = value.bounded_tensor_spec_value
+    shape = _shape_from_proto(spec.shape)
+    name = spec.name or None
+    minimum = tensor_proto_to_array(spec.minimum)
+    maximum = tensor_proto_to_array(spec.maximum)
+    if tf_classes:
+      return tf_classes[1](shape, spec.dtype, minimum, maximum, name)
+    return specs.BoundedTensorSpec(shape, numpy_dtype(spec.dtype), minimum,
+                                   maximum, name)
+  raise ValueError(f'Unsupported StructuredValue kind {kind!r} in signature.')

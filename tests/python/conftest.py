@@ -1,0 +1,26 @@
+"""Shared helpers for the Python tests."""
+
+import pytest
+
+from reverb.cc import schema_pb2
+from reverb import tf_protos
+
+
+def make_item(key: int, priority: float = 1.0, episode: int = 1,
+              table: str = 'table'):
+  """(serialized PrioritizedItem, [serialized ChunkData]) of a one-step item
+  whose chunk holds the float32 value `key`."""
+  chunk = schema_pb2.ChunkData(chunk_key=key + 1_000_000, data_tensors_len=1)
+  chunk.sequence_range.episode_id = episode
+  tensor = chunk.data.tensors.add(dtype=tf_protos.DT_FLOAT)
+  tensor.tensor_shape.dim.add(size=1)
+  tensor.float_val.append(float(key))
+  item = schema_pb2.PrioritizedItem(key=key, table=table, priority=priority)
+  item.flat_trajectory.columns.add().chunk_slices.add(
+      chunk_key=chunk.chunk_key, offset=0, length=1, index=0)
+  return item.SerializeToString(), [chunk.SerializeToString()]
+
+
+@pytest.fixture(name='make_item')
+def make_item_fixture():
+  return make_item
