@@ -130,6 +130,8 @@ class REVERB_EXPORT Table {
     std::shared_ptr<const TableItem> item;
     double priority;
     int32_t times_sampled;
+    // Serialized size of the item's chunks, counted against a sample batch.
+    int64_t chunk_bytes;
   };
   struct InsertRequest {
     TableItem item;
@@ -170,7 +172,11 @@ class REVERB_EXPORT Table {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status UpdatePriorityLocked(uint64_t key, Entry* entry, double priority)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SampleLocked(SampleRequest* request, Outbox* outbox)
+  // Fills `request` as far as the rate limiter allows.
+  void SampleBatchLocked(SampleRequest* request, Outbox* outbox)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SampleLocked(const ItemSelector::KeyWithProbability& pick,
+                    SampleRequest* request, Outbox* outbox)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DeleteLocked(uint64_t key, Outbox* outbox)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -137,6 +137,31 @@ TEST(TableTest, ItemIsDeletedAfterMaxTimesSampled) {
   EXPECT_EQ(table->info().num_unique_samples(), 2);
 }
 
+TEST(TableTest, SampledFrequenciesFollowThePriorities) {
+  // Batches draw picks ahead of use; the frequencies must still be exactly
+  // those of the selector.
+  auto table = MakeTable(std::make_unique<PrioritizedSelector>(1.0),
+                         std::make_unique<FifoSelector>());
+  std::vector<double> probabilities;
+  for (uint64_t key = 0; key < 5; ++key) {
+    ASSERT_TRUE(table->InsertOrAssign(MakeItem(key, key + 1.0)).ok());
+    probabilities.push_back((key + 1.0) / 15);
+  }
+  std::vector<int64_t> counts(5);
+  for (int i = 0; i < 1000; ++i) {
+    auto batch = table->SampleFlexibleBatch(300, kTimeout);
+    ASSERT_TRUE(batch.ok());
+    ASSERT_EQ(batch->size(), 300u);
+    for (const auto& item : *batch) {
+      ++counts[item.ref->item.key()];
+      EXPECT_DOUBLE_EQ(item.probability,
+                       probabilities[item.ref->item.key()]);
+    }
+  }
+  EXPECT_LT(testing::ChiSquare(counts, probabilities),
+            testing::ChiSquareCritical(4));
+}
+
 TEST(TableTest, SampleWaitsForMinSize) {
   auto table = MakeTable(std::make_unique<UniformSelector>(),
                          std::make_unique<FifoSelector>(), 10, 0,
