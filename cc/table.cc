@@ -456,15 +456,19 @@ absl::Time Table::AnswerStalledSamples(Outbox* outbox) {
   return earliest;
 }
 
+void Table::TakeIncomingLocked() {
+  std::move(incoming_inserts_.begin(), incoming_inserts_.end(),
+            std::back_inserter(inserts_));
+  std::move(incoming_samples_.begin(), incoming_samples_.end(),
+            std::back_inserter(samples_));
+  incoming_inserts_.clear();
+  incoming_samples_.clear();
+}
+
 void Table::CancelAll(Outbox* outbox) {
   {
     absl::MutexLock lock(&queue_mu_);
-    std::move(incoming_inserts_.begin(), incoming_inserts_.end(),
-              std::back_inserter(inserts_));
-    std::move(incoming_samples_.begin(), incoming_samples_.end(),
-              std::back_inserter(samples_));
-    incoming_inserts_.clear();
-    incoming_samples_.clear();
+    TakeIncomingLocked();
   }
   for (InsertRequest& request : inserts_) {
     outbox->callbacks.push_back(
@@ -503,12 +507,7 @@ void Table::WorkerLoop() {
     {
       absl::MutexLock lock(&queue_mu_);
       if (closed_) break;
-      std::move(incoming_inserts_.begin(), incoming_inserts_.end(),
-                std::back_inserter(inserts_));
-      std::move(incoming_samples_.begin(), incoming_samples_.end(),
-                std::back_inserter(samples_));
-      incoming_inserts_.clear();
-      incoming_samples_.clear();
+      TakeIncomingLocked();
       wake_ = false;
     }
 

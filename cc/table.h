@@ -166,6 +166,8 @@ class REVERB_EXPORT Table {
   absl::Time AnswerStalledSamples(Outbox* outbox);
   void FinishSampleRequest(SampleRequest* request, absl::Status status,
                            Outbox* outbox);
+  // Moves the requests handed over by other threads to the worker's queues.
+  void TakeIncomingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
   void CancelAll(Outbox* outbox) ABSL_LOCKS_EXCLUDED(queue_mu_);
 
   absl::Status InsertOrAssignLocked(TableItem item, Outbox* outbox)

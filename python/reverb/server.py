@@ -78,15 +78,9 @@ class Table:
             signature: Optional[reverb_types.SpecNest] = None) -> 'Table':
     """A FIFO queue: each item is sampled once, oldest first; inserts block
     while `max_size` items wait to be sampled."""
-    return cls(
-        name=name,
-        sampler=item_selectors.Fifo(),
-        remover=item_selectors.Fifo(),
-        max_size=max_size,
-        max_times_sampled=1,
-        rate_limiter=rate_limiters.Queue(max_size),
-        extensions=extensions,
-        signature=signature)
+    return cls._single_use(name, item_selectors.Fifo,
+                           rate_limiters.Queue(max_size), max_size,
+                           extensions, signature)
 
   @classmethod
   def stack(cls,
@@ -95,13 +89,21 @@ class Table:
             extensions: Sequence[TableExtensionBase] = (),
             signature: Optional[reverb_types.SpecNest] = None) -> 'Table':
     """A LIFO stack: each item is sampled once, newest first."""
+    return cls._single_use(name, item_selectors.Lifo,
+                           rate_limiters.Stack(max_size), max_size,
+                           extensions, signature)
+
+  @classmethod
+  def _single_use(cls, name, selector, rate_limiter, max_size, extensions,
+                  signature) -> 'Table':
+    """A table whose items are sampled once, in `selector`'s order."""
     return cls(
         name=name,
-        sampler=item_selectors.Lifo(),
-        remover=item_selectors.Lifo(),
+        sampler=selector(),
+        remover=selector(),
         max_size=max_size,
         max_times_sampled=1,
-        rate_limiter=rate_limiters.Stack(max_size),
+        rate_limiter=rate_limiter,
         extensions=extensions,
         signature=signature)
 

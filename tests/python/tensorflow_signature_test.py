@@ -1,17 +1,71 @@
-"""Signatures given as tf.TensorSpec (only when TensorFlow is installed)."""
+"""Signatures given as tf.TensorSpec, when TensorFlow is installed.
+
+Each case runs in a subprocess: once TensorFlow is imported, signatures
+decode to TensorFlow specs, which would change what the other tests see.
+"""
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
-import reverb
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec('tensorflow') is None,
+    reason='TensorFlow is not installed')
 
-tf = pytest.importorskip('tensorflow')
+
+def run(code: str):
+  result = subprocess.run([sys.executable, '-c', textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_tf_specs_round_trip_as_tf_specs():
-  signature = {
-      'obs': tf.TensorSpec([None, 4], tf.float32, 'obs'),
-      'action': tf.TensorSpec([], tf.int64, 'action'),
-  }
-  table = reverb.Table('t', reverb.selectors.Uniform(), reverb.selectors.Fifo(),
-                       10, reverb.rate_limiters.MinSize(1), signature=signature)
-  assert table.info.signature == signature
+  run("""
+      import tensorflow as tf
+      import reverb
+      signature = {
+          'obs': tf.TensorSpec([None, 4], tf.float32, 'obs'),
+          'action': tf.TensorSpec([], tf.int64, 'action'),
+      }
+      table = reverb.Table('t', reverb.selectors.Uniform(),
+                           reverb.selectors.Fifo(), 10,
+                           reverb.rate_limiters.MinSize(1),
+                           signature=signature)
+      assert table.info.signature == signature, table.info.signature
+      """)
+
+
+def test_reverb_first_then_tensorflow_then_tables():
+  run("""
+      import sys
+      import reverb
+      assert 'tensorflow' not in sys.modules
+      import tensorflow as tf
+      table = reverb.Table.queue('q', 3,
+                                 signature=tf.TensorSpec([2], tf.uint8))
+      assert table.info.signature == tf.TensorSpec([2], tf.uint8)
+      """)
+
+
+def test_encoding_matches_tensorflows_own_coder():
+  run("""
+      import collections
+      import tensorflow as tf
+      from tensorflow.python.saved_model import nested_structure_coder
+      from reverb import structured_value
+      Step = collections.namedtuple('Step', ['o', 'r'])
+      nest = {'s': Step(tf.TensorSpec([None, 2], tf.float32, 'o'),
+                        tf.TensorSpec([], tf.int32, 'r')),
+              'l': [tf.TensorSpec([3], tf.uint8)]}
+      ours = structured_value.encode(nest).SerializeToString()
+      theirs = nested_structure_coder.encode_structure(nest)
+      from reverb import tf_protos
+      assert tf_protos.StructuredValue.FromString(ours) == (
+          tf_protos.StructuredValue.FromString(theirs.SerializeToString()))
+      assert structured_value.decode(
+          tf_protos.StructuredValue.FromString(
+              theirs.SerializeToString())) == nest
+      """)
