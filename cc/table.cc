@@ -244,7 +244,16 @@ TableInfo Table::info() const {
   info.set_num_episodes(episode_refs_.size());
   info.set_num_deleted_episodes(num_deleted_episodes_);
   info.set_num_unique_samples(num_unique_samples_);
-  *info.mutable_table_worker_time() = worker_time_;
+  auto ms = [&](WorkerState state) {
+    return absl::ToInt64Milliseconds(worker_time_[state]);
+  };
+  TableWorkerTime* time = info.mutable_table_worker_time();
+  time->set_running_ms(ms(kRunning));
+  time->set_sampling_ms(ms(kSampling));
+  time->set_inserting_ms(ms(kInserting));
+  time->set_sleeping_ms(ms(kSleeping));
+  time->set_waiting_for_sampling_ms(ms(kWaitingForSamples));
+  time->set_waiting_for_inserts_ms(ms(kWaitingForInserts));
   return info;
 }
 
@@ -342,7 +351,8 @@ void Table::SampleBatchLocked(SampleRequest* request, Outbox* outbox) {
   if (max_times_sampled_ > 0) {
     // Each sample may delete its item, so every pick must see the table as
     // the previous sample left it.
-    while (has_room() && rate_limiter_.MaybeCommitSample()) {
+    while (has_room() && !entries_.empty() &&
+           rate_limiter_.MaybeCommitSample()) {
       SampleLocked(sampler_->Sample(), request, outbox);
     }
     return;
@@ -356,8 +366,11 @@ void Table::SampleBatchLocked(SampleRequest* request, Outbox* outbox) {
   size_t head = 0, count = 0;
   const size_t wanted = std::min<size_t>(
       kSampleLookahead, request->batch_size - request->items.size());
-  while (has_room() && rate_limiter_.MaybeCommitSample()) {
-    while (count < wanted && !entries_.empty()) {
+  // The rate limiter counts exactly the items in entries_; the emptiness
+  // check only keeps a broken invariant from becoming a crash.
+  while (has_room() && !entries_.empty() &&
+         rate_limiter_.MaybeCommitSample()) {
+    while (count < wanted) {
       const auto pick = sampler_->Sample();
       entries_.prefetch(pick.key);
       ahead[(head + count++) % kSampleLookahead] = pick;
@@ -404,7 +417,9 @@ bool Table::ServeRequests(Outbox* outbox) {
     if (!inserts_.empty() && rate_limiter_.CanInsert(1)) {
       InsertRequest request = std::move(inserts_.front());
       inserts_.pop_front();
+      const absl::Time insert_start = absl::Now();
       absl::Status status = InsertOrAssignLocked(std::move(request.item), outbox);
+      AddWorkerTime(kInserting, absl::Now() - insert_start);
       outbox->callbacks.push_back(
           [done = std::move(request.done), status = std::move(status)] {
             done(status);
@@ -414,7 +429,9 @@ bool Table::ServeRequests(Outbox* outbox) {
     if (!samples_.empty()) {
       SampleRequest& request = samples_.front();
       const size_t before = request.items.size();
+      const absl::Time sample_start = absl::Now();
       SampleBatchLocked(&request, outbox);
+      AddWorkerTime(kSampling, absl::Now() - sample_start);
       round_progress |= request.items.size() > before;
       if (static_cast<int32_t>(request.items.size()) == request.batch_size ||
           request.bytes >= kMaxSampleBatchBytes) {
@@ -426,7 +443,7 @@ bool Table::ServeRequests(Outbox* outbox) {
     if (!round_progress) break;
     progress = true;
   }
-  AddWorkerTime(WorkerState::kRunning, absl::Now() - start);
+  AddWorkerTime(kRunning, absl::Now() - start);
   return progress;
 }
 
@@ -482,23 +499,7 @@ void Table::CancelAll(Outbox* outbox) {
 }
 
 void Table::AddWorkerTime(WorkerState state, absl::Duration duration) {
-  const int64_t ms = absl::ToInt64Milliseconds(duration);
-  switch (state) {
-    case WorkerState::kRunning:
-      worker_time_.set_running_ms(worker_time_.running_ms() + ms);
-      break;
-    case WorkerState::kSleeping:
-      worker_time_.set_sleeping_ms(worker_time_.sleeping_ms() + ms);
-      break;
-    case WorkerState::kWaitingForInserts:
-      worker_time_.set_waiting_for_inserts_ms(
-          worker_time_.waiting_for_inserts_ms() + ms);
-      break;
-    case WorkerState::kWaitingForSamples:
-      worker_time_.set_waiting_for_sampling_ms(
-          worker_time_.waiting_for_sampling_ms() + ms);
-      break;
-  }
+  worker_time_[state] += duration;
 }
 
 void Table::WorkerLoop() {
@@ -520,9 +521,9 @@ void Table::WorkerLoop() {
     RunOutbox(&outbox.callbacks);
     if (progress) continue;
 
-    const WorkerState state = !samples_.empty() ? WorkerState::kWaitingForInserts
-                              : !inserts_.empty() ? WorkerState::kWaitingForSamples
-                                                  : WorkerState::kSleeping;
+    const WorkerState state = !samples_.empty()   ? kWaitingForInserts
+                              : !inserts_.empty() ? kWaitingForSamples
+                                                  : kSleeping;
     const absl::Time sleep_start = absl::Now();
     {
       absl::MutexLock lock(&queue_mu_);

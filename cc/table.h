@@ -19,8 +19,8 @@
 // allowed, and again.
 //
 // Callbacks run on the worker thread, outside all locks, exactly once per
-// request. They must be quick and must not call the blocking methods of the
-// same table. Chunks of removed items are released outside the table lock.
+// request. They must be quick, must not call the blocking methods of the
+// same table and must not drop the last reference to it. Chunks of removed items are released outside the table lock.
 //
 // Bad input (invalid item, NaN priority, a priority the sampler rejects)
 // fails only the request that carries it; the table keeps serving.
@@ -30,6 +30,7 @@
 #ifndef REVERB_CC_TABLE_H_
 #define REVERB_CC_TABLE_H_
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -150,8 +151,16 @@ class REVERB_EXPORT Table {
     std::vector<std::function<void()>> callbacks;
     std::vector<std::shared_ptr<const TableItem>> garbage;
   };
-  enum class WorkerState { kRunning, kSleeping, kWaitingForInserts,
-                           kWaitingForSamples };
+  // What the worker spends its time on (TableInfo.table_worker_time).
+  enum WorkerState {
+    kRunning,             // Serving requests (includes the two below).
+    kSampling,
+    kInserting,
+    kSleeping,            // Nothing queued.
+    kWaitingForSamples,   // Inserts queued, blocked by the rate limiter.
+    kWaitingForInserts,   // Samples queued, blocked by the rate limiter.
+    kNumWorkerStates
+  };
 
   Table(std::string name, std::unique_ptr<ItemSelector> sampler,
         std::unique_ptr<ItemSelector> remover, int64_t max_size,
@@ -202,7 +211,8 @@ class REVERB_EXPORT Table {
   absl::flat_hash_map<uint64_t, int64_t> episode_refs_ ABSL_GUARDED_BY(mu_);
   int64_t num_deleted_episodes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t num_unique_samples_ ABSL_GUARDED_BY(mu_) = 0;
-  TableWorkerTime worker_time_ ABSL_GUARDED_BY(mu_);
+  std::array<absl::Duration, kNumWorkerStates> worker_time_
+      ABSL_GUARDED_BY(mu_);
 
   // Requests handed to the worker.
   absl::Mutex queue_mu_;

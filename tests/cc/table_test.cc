@@ -180,6 +180,20 @@ TEST(TableTest, SampleWaitsForMinSize) {
   EXPECT_TRUE(result->rate_limited);
 }
 
+TEST(TableTest, WorkerTimeCountsWaitingForInserts) {
+  auto table = MakeUniformTable();
+  std::thread sampler([&] { ASSERT_TRUE(table->Sample(kTimeout).ok()); });
+  // The sample request waits for this insert for (at least) 200 ms.
+  absl::SleepFor(absl::Milliseconds(200));
+  ASSERT_TRUE(table->InsertOrAssign(MakeItem(1)).ok());
+  sampler.join();
+  TableWorkerTime time = table->info().table_worker_time();
+  EXPECT_GE(time.waiting_for_inserts_ms(), 100);
+  EXPECT_LE(time.waiting_for_inserts_ms() + time.sleeping_ms() +
+                time.running_ms(),
+            absl::ToInt64Milliseconds(kTimeout));
+}
+
 TEST(TableTest, SampleTimesOutWithRateLimiterTimeout) {
   auto table = MakeUniformTable();
   auto result = table->Sample(absl::Milliseconds(20));
