@@ -344,15 +344,16 @@ void Table::SampleLocked(const ItemSelector::KeyWithProbability& pick,
 }
 
 void Table::SampleBatchLocked(SampleRequest* request, Outbox* outbox) {
+  // The rate limiter counts exactly the items in entries_; the emptiness
+  // check only keeps a broken invariant from becoming a crash.
   auto has_room = [&] {
     return static_cast<int32_t>(request->items.size()) < request->batch_size &&
-           request->bytes < kMaxSampleBatchBytes;
+           request->bytes < kMaxSampleBatchBytes && !entries_.empty();
   };
   if (max_times_sampled_ > 0) {
     // Each sample may delete its item, so every pick must see the table as
     // the previous sample left it.
-    while (has_room() && !entries_.empty() &&
-           rate_limiter_.MaybeCommitSample()) {
+    while (has_room() && rate_limiter_.MaybeCommitSample()) {
       SampleLocked(sampler_->Sample(), request, outbox);
     }
     return;
@@ -366,10 +367,7 @@ void Table::SampleBatchLocked(SampleRequest* request, Outbox* outbox) {
   size_t head = 0, count = 0;
   const size_t wanted = std::min<size_t>(
       kSampleLookahead, request->batch_size - request->items.size());
-  // The rate limiter counts exactly the items in entries_; the emptiness
-  // check only keeps a broken invariant from becoming a crash.
-  while (has_room() && !entries_.empty() &&
-         rate_limiter_.MaybeCommitSample()) {
+  while (has_room() && rate_limiter_.MaybeCommitSample()) {
     while (count < wanted) {
       const auto pick = sampler_->Sample();
       entries_.prefetch(pick.key);

@@ -20,7 +20,8 @@
 //
 // Callbacks run on the worker thread, outside all locks, exactly once per
 // request. They must be quick, must not call the blocking methods of the
-// same table and must not drop the last reference to it. Chunks of removed items are released outside the table lock.
+// same table and must not drop the last reference to it. Chunks of removed
+// items are released outside the table lock.
 //
 // Bad input (invalid item, NaN priority, a priority the sampler rejects)
 // fails only the request that carries it; the table keeps serving.
