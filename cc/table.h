@@ -118,6 +118,7 @@ class REVERB_EXPORT Table {
   bool CanInsert(int64_t num_inserts) const;
 
   int64_t size() const;
+  int64_t max_size() const { return max_size_; }
   const std::string& name() const { return name_; }
 
   // The item with its current priority and times_sampled, or NOT_FOUND.

@@ -8,6 +8,7 @@
 // RESOURCE_EXHAUSTED -> IndexError, UNIMPLEMENTED -> NotImplementedError,
 // DEADLINE_EXCEEDED -> reverb.errors.DeadlineExceededError, anything else ->
 // RuntimeError.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -29,7 +30,12 @@
 #include "cc/selectors/interface.h"
 #include "cc/selectors/prioritized.h"
 #include "cc/selectors/uniform.h"
+#include "cc/client.h"
+#include "cc/sampler.h"
+#include "cc/server.h"
 #include "cc/table.h"
+#include "cc/writer.h"
+#include "python/bindings/numpy_conversion.h"
 
 namespace py = pybind11;
 
@@ -74,6 +80,17 @@ Message ParseOrRaise(const std::string& bytes, const char* what) {
     throw py::value_error(absl::StrCat("Could not parse ", what, "."));
   }
   return message;
+}
+
+// Runs `fn` (returning absl::Status) without the GIL; raises its error.
+template <typename Fn>
+void RunWithoutGil(Fn&& fn) {
+  absl::Status status;
+  {
+    py::gil_scoped_release release;
+    status = fn();
+  }
+  MaybeRaise(status);
 }
 
 // None or a negative number means "no timeout".
@@ -125,6 +142,38 @@ py::tuple SampledItemToPython(const SampledItem& sample) {
     chunks.append(py::bytes(chunk->data().SerializeAsString()));
   }
   return py::make_tuple(py::bytes(info.SerializeAsString()), chunks);
+}
+
+std::vector<Tensor> TensorsFromPython(const py::list& arrays) {
+  std::vector<Tensor> tensors;
+  tensors.reserve(arrays.size());
+  for (const auto& array : arrays) {
+    tensors.push_back(ValueOrRaise(TensorFromNumpy(array)));
+  }
+  return tensors;
+}
+
+// A sample as ((key, probability, table_size, priority, times_sampled),
+// [column arrays], timesteps) where timesteps is -1 if the columns cannot be
+// split into timesteps.
+template <typename T>
+py::array Scalar(T value) {
+  return py::array_t<T>(std::vector<ssize_t>{}, std::vector<ssize_t>{},
+                        &value);
+}
+
+py::tuple SampleToPython(Sample sample) {
+  const PrioritizedItem& item = sample.info.item();
+  py::tuple info = py::make_tuple(
+      Scalar<uint64_t>(item.key()), Scalar<double>(sample.info.probability()),
+      Scalar<int64_t>(sample.info.table_size()),
+      Scalar<double>(item.priority()), Scalar<int32_t>(item.times_sampled()));
+  auto timesteps = NumTimesteps(sample);
+  py::list columns;
+  for (Tensor& column : sample.columns) {
+    columns.append(TensorToNumpy(std::move(column)));
+  }
+  return py::make_tuple(info, columns, timesteps.ok() ? *timesteps : -1);
 }
 
 }  // namespace
@@ -288,4 +337,174 @@ PYBIND11_MODULE(pybind, m) {
       .def("reset", &Table::Reset, py::call_guard<py::gil_scoped_release>())
       .def("close", &Table::Close, py::call_guard<py::gil_scoped_release>())
       .def("__repr__", &Table::DebugString);
+
+  // --- Server ------------------------------------------------------------------------
+  py::class_<Server, std::shared_ptr<Server>>(m, "Server")
+      .def(py::init([](const std::vector<std::shared_ptr<Table>>& tables,
+                       int port, const std::string& bind_address) {
+             absl::StatusOr<std::unique_ptr<Server>> server;
+             {
+               py::gil_scoped_release release;
+               server = Server::Start(tables, port, bind_address);
+             }
+             return std::shared_ptr<Server>(ValueOrRaise(std::move(server)));
+           }),
+           py::arg("priority_tables"), py::arg("port"),
+           py::arg("bind_address") = "localhost")
+      .def_property_readonly("port", &Server::port)
+      .def("Stop", &Server::Stop, py::call_guard<py::gil_scoped_release>())
+      // True once stopped; false if `timeout_ms` (None: forever) passed.
+      .def(
+          "Wait",
+          [](Server& self, std::optional<int64_t> timeout_ms) {
+            py::gil_scoped_release release;
+            return self.Wait(TimeoutFromMs(timeout_ms));
+          },
+          py::arg("timeout_ms") = py::none());
+
+  // --- Client ------------------------------------------------------------------------
+  py::class_<Writer>(m, "Writer")
+      .def("Append",
+           [](Writer& self, const py::list& step) {
+             std::vector<Tensor> tensors = TensorsFromPython(step);
+             RunWithoutGil([&] { return self.Append(std::move(tensors)); });
+           })
+      .def("AppendSequence",
+           [](Writer& self, const py::list& sequence) {
+             std::vector<Tensor> tensors = TensorsFromPython(sequence);
+             RunWithoutGil(
+                 [&] { return self.AppendSequence(std::move(tensors)); });
+           })
+      .def(
+          "CreateItem",
+          [](Writer& self, const std::string& table, int num_timesteps,
+             double priority) {
+            RunWithoutGil([&] {
+              return self.CreateItem(table, num_timesteps, priority);
+            });
+          },
+          py::arg("table"), py::arg("num_timesteps"), py::arg("priority"))
+      .def(
+          "Flush",
+          [](Writer& self, std::optional<int64_t> timeout_ms) {
+            RunWithoutGil([&] { return self.Flush(TimeoutFromMs(timeout_ms)); });
+          },
+          py::arg("timeout_ms") = py::none())
+      .def(
+          "Close",
+          [](Writer& self, std::optional<int64_t> timeout_ms) {
+            RunWithoutGil([&] { return self.Close(TimeoutFromMs(timeout_ms)); });
+          },
+          py::arg("timeout_ms") = py::none());
+
+  py::class_<Sampler>(m, "Sampler")
+      .def_property_readonly_static(
+          "NUM_INFO_TENSORS",
+          [](py::object) { return Sampler::kNumInfoTensors; })
+      .def(
+          "GetNextTrajectory",
+          [](Sampler& self, std::optional<int64_t> timeout_ms) {
+            absl::StatusOr<Sample> sample;
+            {
+              py::gil_scoped_release release;
+              sample = self.GetNextSample(TimeoutFromMs(timeout_ms));
+            }
+            return SampleToPython(ValueOrRaise(std::move(sample)));
+          },
+          py::arg("timeout_ms") = py::none())
+      .def("Close", &Sampler::Close, py::call_guard<py::gil_scoped_release>());
+
+  py::class_<Client>(m, "Client")
+      .def(py::init<std::string>(), py::arg("server_address"))
+      .def(
+          "NewWriter",
+          [](Client& self, int chunk_length, int max_timesteps,
+             bool delta_encoded, int max_in_flight_items) {
+            WriterOptions options;
+            options.chunk_length = chunk_length;
+            options.max_timesteps = max_timesteps;
+            options.delta_encoded = delta_encoded;
+            options.max_in_flight_items = max_in_flight_items;
+            return ValueOrRaise(self.NewWriter(options));
+          },
+          py::arg("chunk_length"), py::arg("max_timesteps"),
+          py::arg("delta_encoded") = false,
+          py::arg("max_in_flight_items") = 25)
+      .def(
+          "NewSampler",
+          [](Client& self, const std::string& table, int64_t max_samples,
+             int64_t max_in_flight_samples_per_worker, int num_workers,
+             int64_t max_samples_per_stream,
+             std::optional<int64_t> rate_limiter_timeout_ms) {
+            SamplerOptions options;
+            options.max_samples = max_samples;
+            options.max_in_flight_samples_per_worker =
+                max_in_flight_samples_per_worker;
+            options.num_workers = num_workers;
+            options.max_samples_per_stream = max_samples_per_stream;
+            options.rate_limiter_timeout = TimeoutFromMs(rate_limiter_timeout_ms);
+            return ValueOrRaise(self.NewSampler(table, options));
+          },
+          py::arg("table"), py::arg("max_samples"),
+          py::arg("max_in_flight_samples_per_worker") = 100,
+          py::arg("num_workers") = 1,
+          py::arg("max_samples_per_stream") = 10000,
+          py::arg("rate_limiter_timeout_ms") = py::none())
+      .def(
+          "MutatePriorities",
+          [](Client& self, const std::string& table,
+             const std::vector<std::pair<uint64_t, double>>& updates,
+             const std::vector<uint64_t>& deletes,
+             std::optional<int64_t> timeout_ms) {
+            std::vector<KeyWithPriority> protos(updates.size());
+            for (size_t i = 0; i < updates.size(); ++i) {
+              protos[i].set_key(updates[i].first);
+              protos[i].set_priority(updates[i].second);
+            }
+            RunWithoutGil([&] {
+              return self.MutatePriorities(table, protos, deletes,
+                                           TimeoutFromMs(timeout_ms));
+            });
+          },
+          py::arg("table"), py::arg("updates"), py::arg("deletes"),
+          py::arg("timeout_ms") = py::none())
+      .def(
+          "Reset",
+          [](Client& self, const std::string& table,
+             std::optional<int64_t> timeout_ms) {
+            RunWithoutGil(
+                [&] { return self.Reset(table, TimeoutFromMs(timeout_ms)); });
+          },
+          py::arg("table"), py::arg("timeout_ms") = py::none())
+      // (tables_state_id as a 128-bit int, [serialized TableInfo]).
+      .def(
+          "ServerInfo",
+          [](Client& self, std::optional<int64_t> timeout_ms) {
+            absl::StatusOr<ServerInfoResponse> response;
+            {
+              py::gil_scoped_release release;
+              response = self.ServerInfo(TimeoutFromMs(timeout_ms));
+            }
+            ServerInfoResponse info = ValueOrRaise(std::move(response));
+            py::list tables;
+            for (const auto& table : info.table_info()) {
+              tables.append(py::bytes(table.SerializeAsString()));
+            }
+            py::int_ high(info.tables_state_id().high());
+            py::int_ low(info.tables_state_id().low());
+            py::object state_id = (high.attr("__lshift__")(64)).attr("__or__")(low);
+            return py::make_tuple(state_id, tables);
+          },
+          py::arg("timeout_ms") = py::none())
+      .def(
+          "Checkpoint",
+          [](Client& self, std::optional<int64_t> timeout_ms) {
+            absl::StatusOr<std::string> path;
+            {
+              py::gil_scoped_release release;
+              path = self.Checkpoint(TimeoutFromMs(timeout_ms));
+            }
+            return ValueOrRaise(std::move(path));
+          },
+          py::arg("timeout_ms") = py::none());
 }

@@ -18,13 +18,21 @@ finally:
   _sys.setdlopenflags(_flags)
 del _flags
 
+from reverb import client
 from reverb import errors
 from reverb import item_selectors
 from reverb import item_selectors as selectors
 from reverb import rate_limiters
+from reverb import replay_sample
 from reverb import reverb_types
+from reverb import server
 from reverb import specs
+from reverb.client import Client
+from reverb.client import Writer
 from reverb.errors import DeadlineExceededError
 from reverb.errors import ReverbError
+from reverb.replay_sample import ReplaySample
+from reverb.replay_sample import SampleInfo
+from reverb.server import Server
 from reverb.server import Table
 from reverb.server import TableExtensionBase

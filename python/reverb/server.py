@@ -1,8 +1,10 @@
-"""Tables (and, with the gRPC service, the server that hosts them)."""
+"""Tables, and the server that hosts them."""
 
 import abc
-from typing import Optional, Sequence
+import os
+from typing import Any, Optional, Sequence
 
+from reverb import client as client_lib
 from reverb import item_selectors
 from reverb import pybind
 from reverb import rate_limiters
@@ -157,3 +159,83 @@ class Table:
 
   def __repr__(self):
     return repr(self.internal_table)
+
+
+# Where a Server listens unless told otherwise: loopback only. dm-reverb
+# always listens on all interfaces; set the environment variable (or pass
+# `bind_address`) to "[::]" or "0.0.0.0" to serve other hosts.
+BIND_ADDRESS_ENV = 'REVERB_BIND_ADDRESS'
+DEFAULT_BIND_ADDRESS = 'localhost'
+
+
+class Server:
+  """A gRPC server hosting `tables`.
+
+  Starts at once. Use `localhost_client()` or `reverb.Client(f'host:{port}')`
+  to talk to it; `stop()` (or leaving a `with` block) shuts it down.
+
+  Args:
+    tables: The tables to serve (at least one, names unique).
+    port: Port to listen on; None picks a free one (see `port`).
+    checkpointer: Not supported yet; must be None.
+    bind_address: Interface to listen on. Defaults to the environment
+      variable REVERB_BIND_ADDRESS, else "localhost" (loopback only, unlike
+      dm-reverb, which listens on all interfaces). "[::]" or "0.0.0.0" serve
+      other hosts.
+
+  Raises:
+    ValueError: If there are no tables or two share a name.
+  """
+
+  def __init__(self,
+               tables: Optional[Sequence[Table]] = None,
+               port: Optional[int] = None,
+               checkpointer: Optional[Any] = None,
+               *,
+               bind_address: Optional[str] = None):
+    if not tables:
+      raise ValueError('At least one table must be provided')
+    names = [table.name for table in tables]
+    if len(set(names)) != len(names):
+      raise ValueError(f'Duplicate table names: {sorted(names)}')
+    if checkpointer is not None:
+      raise NotImplementedError('Checkpointers are not supported yet.')
+    if bind_address is None:
+      bind_address = os.environ.get(BIND_ADDRESS_ENV, DEFAULT_BIND_ADDRESS)
+    self._server = pybind.Server(
+        [table.internal_table for table in tables], port or 0, bind_address)
+    self._port = self._server.port
+    self._bind_address = bind_address
+
+  def __enter__(self) -> 'Server':
+    return self
+
+  def __exit__(self, *_):
+    self.stop()
+
+  def __del__(self):
+    if hasattr(self, '_server'):
+      self._server.Stop()
+
+  def __repr__(self) -> str:
+    return f'Server(bind_address={self._bind_address!r}, port={self._port})'
+
+  @property
+  def port(self) -> int:
+    return self._port
+
+  def stop(self):
+    """Stops the server: waiting calls end with CANCELLED. Idempotent."""
+    self._server.Stop()
+
+  def wait(self):
+    """Blocks until the server stops; Ctrl-C stops it and re-raises."""
+    try:
+      while not self._server.Wait(250):
+        pass
+    except KeyboardInterrupt:
+      self.stop()
+      raise
+
+  def localhost_client(self) -> client_lib.Client:
+    return client_lib.Client(f'localhost:{self._port}')

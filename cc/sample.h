@@ -1,0 +1,43 @@
+// Sample: what a sampler hands to its user, and how it is rebuilt from the
+// chunks a SampleStream (or a table) delivers.
+//
+// Each column of the item's FlatTrajectory is the concatenation (along the
+// time dimension) of its chunk slices: tensor `index` of chunk `chunk_key`,
+// rows [offset, offset + length). A squeezed column has exactly one row and
+// loses the time dimension.
+#ifndef REVERB_CC_SAMPLE_H_
+#define REVERB_CC_SAMPLE_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "cc/support/export.h"
+#include "cc/tensor.h"
+#include "reverb/cc/schema.pb.h"
+
+namespace deepmind::reverb {
+
+struct REVERB_EXPORT Sample {
+  SampleInfo info;
+  std::vector<Tensor> columns;
+};
+
+// INVALID_ARGUMENT if a referenced chunk is missing or its data cannot
+// serve the slices (corrupt data, out-of-range rows, mismatched dtypes).
+REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(
+    SampleInfo info, absl::Span<const ChunkData* const> chunks);
+
+// The columns' row `step` (all columns must have the same number of rows and
+// none may be squeezed). INVALID_ARGUMENT otherwise.
+REVERB_EXPORT absl::StatusOr<std::vector<Tensor>> GetTimestep(
+    const Sample& sample, int64_t step);
+
+// Number of timesteps of a sample whose columns all have the same length;
+// INVALID_ARGUMENT ("Can't split non timestep trajectory into timesteps.")
+// otherwise.
+REVERB_EXPORT absl::StatusOr<int64_t> NumTimesteps(const Sample& sample);
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SAMPLE_H_

@@ -1,0 +1,231 @@
+#include "cc/sampler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cc/support/grpc_util.h"
+
+namespace deepmind::reverb {
+
+absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
+    std::shared_ptr<ReverbService::StubInterface> stub, std::string table,
+    const SamplerOptions& options) {
+  auto check = [](const char* name, int64_t value) {
+    return value == -1 || value >= 1
+               ? absl::OkStatus()
+               : absl::InvalidArgumentError(absl::StrCat(
+                     name, " (", value, ") must be -1 or >= 1."));
+  };
+  for (auto status : {check("max_samples", options.max_samples),
+                      check("max_samples_per_stream",
+                            options.max_samples_per_stream)}) {
+    if (!status.ok()) return status;
+  }
+  if (options.max_in_flight_samples_per_worker < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_in_flight_samples_per_worker (",
+        options.max_in_flight_samples_per_worker, ") must be >= 1."));
+  }
+  if (options.num_workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_workers (", options.num_workers, ") must be >= 1."));
+  }
+  return std::unique_ptr<Sampler>(
+      new Sampler(std::move(stub), std::move(table), options));
+}
+
+Sampler::Sampler(std::shared_ptr<ReverbService::StubInterface> stub,
+                 std::string table, const SamplerOptions& options)
+    : stub_(std::move(stub)),
+      table_(std::move(table)),
+      options_(options),
+      capacity_(options.num_workers * options.max_in_flight_samples_per_worker),
+      contexts_(options.num_workers, nullptr) {
+  absl::MutexLock lock(&mu_);
+  workers_running_ = options.num_workers;
+  for (int i = 0; i < options.num_workers; ++i) {
+    workers_.emplace_back([this, i] { RunWorker(i); });
+  }
+}
+
+Sampler::~Sampler() { Close(); }
+
+void Sampler::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    for (grpc::ClientContext* context : contexts_) {
+      if (context != nullptr) context->TryCancel();
+    }
+  }
+  for (auto& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+}
+
+absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !queue_.empty() || closed_ || !error_.ok() || workers_running_ == 0;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  if (!queue_.empty()) {
+    Sample sample = std::move(queue_.front());
+    queue_.pop_front();
+    return sample;
+  }
+  if (closed_) return absl::CancelledError("The sampler is closed.");
+  if (!error_.ok()) return error_;
+  if (workers_running_ == 0) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "The sampler has returned all its ", options_.max_samples,
+        " samples."));
+  }
+  return absl::DeadlineExceededError(
+      "Timeout exceeded before a sample arrived.");
+}
+
+bool Sampler::AllRequested() const {
+  return options_.max_samples >= 0 && requested_ >= options_.max_samples;
+}
+
+int64_t Sampler::Reserve(int64_t stream_left) {
+  absl::MutexLock lock(&mu_);
+  auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return closed_ || AllRequested() ||
+           static_cast<int64_t>(queue_.size()) + reserved_ < capacity_;
+  };
+  mu_.Await(absl::Condition(&room));
+  if (closed_ || AllRequested()) return 0;
+  int64_t n = std::min(options_.max_in_flight_samples_per_worker,
+                       capacity_ - static_cast<int64_t>(queue_.size()) - reserved_);
+  if (options_.max_samples >= 0) n = std::min(n, options_.max_samples - requested_);
+  if (stream_left >= 0) n = std::min(n, stream_left);
+  reserved_ += n;
+  requested_ += n;
+  return n;
+}
+
+void Sampler::Unreserve(int64_t n) {
+  absl::MutexLock lock(&mu_);
+  reserved_ -= n;
+  requested_ -= n;
+}
+
+absl::Status Sampler::RunStream(int index, int64_t* delivered) {
+  grpc::ClientContext context;
+  context.set_wait_for_ready(false);
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::CancelledError("The sampler is closed.");
+    contexts_[index] = &context;
+  }
+  auto stream = stub_->SampleStream(&context);
+  absl::Status unpack_error;
+  int64_t stream_samples = 0;
+  bool broken = false;
+  while (!broken) {
+    const int64_t stream_left =
+        options_.max_samples_per_stream < 0
+            ? -1
+            : options_.max_samples_per_stream - stream_samples;
+    if (stream_left == 0) break;
+    const int64_t requested = Reserve(stream_left);
+    if (requested == 0) break;
+
+    SampleStreamRequest request;
+    request.set_table(table_);
+    request.set_num_samples(requested);
+    request.mutable_rate_limiter_timeout()->set_milliseconds(
+        options_.rate_limiter_timeout == absl::InfiniteDuration()
+            ? -1
+            : absl::ToInt64Milliseconds(options_.rate_limiter_timeout));
+    int64_t received = 0;
+    if (stream->Write(request)) {
+      SampleInfo info;
+      std::vector<ChunkData> chunks;
+      SampleStreamResponse response;
+      while (received < requested && stream->Read(&response)) {
+        for (auto& entry : *response.mutable_entries()) {
+          if (entry.has_info()) info = std::move(*entry.mutable_info());
+          for (auto& chunk : *entry.mutable_data()) {
+            chunks.push_back(std::move(chunk));
+          }
+          if (!entry.end_of_sequence()) continue;
+          std::vector<const ChunkData*> pointers;
+          for (const auto& chunk : chunks) pointers.push_back(&chunk);
+          auto sample = UnpackSample(std::move(info), pointers);
+          chunks.clear();
+          info.Clear();
+          ++received;
+          absl::MutexLock lock(&mu_);
+          --reserved_;
+          if (sample.ok()) {
+            queue_.push_back(*std::move(sample));
+          } else if (unpack_error.ok()) {
+            unpack_error = sample.status();
+          }
+        }
+      }
+    }
+    stream_samples += received;
+    *delivered += received;
+    if (received < requested) {
+      Unreserve(requested - received);
+      broken = true;
+    }
+    if (!unpack_error.ok()) break;
+  }
+  if (broken || !unpack_error.ok()) {
+    context.TryCancel();
+  } else {
+    stream->WritesDone();
+  }
+  absl::Status status = FromGrpcStatus(stream->Finish());
+  {
+    absl::MutexLock lock(&mu_);
+    contexts_[index] = nullptr;
+  }
+  if (!unpack_error.ok()) return unpack_error;
+  if (broken && status.ok()) {
+    return absl::UnavailableError("The server ended the sample stream.");
+  }
+  return status;
+}
+
+void Sampler::RunWorker(int index) {
+  absl::Time failing_since = absl::InfiniteFuture();
+  absl::Duration backoff = absl::Milliseconds(1);
+  absl::Status final_status;
+  while (true) {
+    int64_t delivered = 0;
+    absl::Status status = RunStream(index, &delivered);
+    absl::MutexLock lock(&mu_);
+    if (closed_) break;
+    if (status.ok()) {
+      if (AllRequested()) break;
+      continue;
+    }
+    if (!IsTransientError(status)) {
+      final_status = status;
+      break;
+    }
+    const absl::Time now = absl::Now();
+    if (delivered > 0 || failing_since == absl::InfiniteFuture()) {
+      failing_since = now;
+      backoff = absl::Milliseconds(1);
+    }
+    if (now - failing_since > options_.reconnect_window) {
+      final_status = status;
+      break;
+    }
+    mu_.AwaitWithTimeout(absl::Condition(&closed_), backoff);
+    backoff = std::min(2 * backoff, absl::Seconds(1));
+  }
+  absl::MutexLock lock(&mu_);
+  if (error_.ok()) error_ = final_status;
+  --workers_running_;
+}
+
+}  // namespace deepmind::reverb

@@ -1,0 +1,101 @@
+// Sampler: streams samples of one table from a server, in worker threads.
+//
+// Each worker keeps one SampleStream open and asks for up to
+// `max_in_flight_samples_per_worker` samples at a time, after reserving room
+// for them in the sampler's output queue (so memory stays bounded), and
+// unpacks (decompresses) every sample in its own thread. A stream is
+// replaced by a new one after `max_samples_per_stream` samples, so that
+// round_robin channels spread streams over servers.
+//
+// Transient errors (UNAVAILABLE) reconnect with a backoff from 1 ms to 1 s;
+// a worker that has failed continuously for `reconnect_window` gives up and
+// its error reaches the consumer. Other errors, such as the table's
+// rate-limiter timeout (DEADLINE_EXCEEDED), reach the consumer at once.
+#ifndef REVERB_CC_SAMPLER_H_
+#define REVERB_CC_SAMPLER_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cc/sample.h"
+#include "cc/support/export.h"
+#include "reverb/cc/reverb_service.grpc.pb.h"
+
+namespace deepmind::reverb {
+
+struct SamplerOptions {
+  // Samples to return in total; -1 means unlimited.
+  int64_t max_samples = -1;
+  int64_t max_in_flight_samples_per_worker = 100;
+  int num_workers = 1;
+  // -1 means unlimited.
+  int64_t max_samples_per_stream = 10000;
+  // Sent to the server; the table answers DEADLINE_EXCEEDED if it cannot
+  // serve a request in time. Infinite (and, over gRPC, zero) means never.
+  absl::Duration rate_limiter_timeout = absl::InfiniteDuration();
+  absl::Duration reconnect_window = absl::Seconds(10);
+};
+
+class REVERB_EXPORT Sampler {
+ public:
+  // Info values per sample: key, probability, table_size, priority,
+  // times_sampled.
+  static constexpr int kNumInfoTensors = 5;
+
+  // INVALID_ARGUMENT for non-positive counts (other than -1 where allowed).
+  static absl::StatusOr<std::unique_ptr<Sampler>> Create(
+      std::shared_ptr<ReverbService::StubInterface> stub, std::string table,
+      const SamplerOptions& options);
+
+  ~Sampler();
+
+  // The next sample. OUT_OF_RANGE once max_samples have been returned;
+  // DEADLINE_EXCEEDED if none arrives within `timeout`; CANCELLED after
+  // Close(); otherwise the first error of a worker (sticky).
+  absl::StatusOr<Sample> GetNextSample(
+      absl::Duration timeout = absl::InfiniteDuration());
+
+  // Cancels the streams and joins the workers. Idempotent.
+  void Close();
+
+ private:
+  Sampler(std::shared_ptr<ReverbService::StubInterface> stub, std::string table,
+          const SamplerOptions& options);
+
+  void RunWorker(int index);
+  // Serves one stream until it ends; adds the samples delivered to
+  // `*delivered`.
+  absl::Status RunStream(int index, int64_t* delivered);
+  // Reserves queue room for the next request of a stream that has
+  // `stream_left` samples to go (-1: unlimited); 0 when there is nothing
+  // more to ask for.
+  int64_t Reserve(int64_t stream_left) ABSL_LOCKS_EXCLUDED(mu_);
+  void Unreserve(int64_t n) ABSL_LOCKS_EXCLUDED(mu_);
+  bool AllRequested() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::shared_ptr<ReverbService::StubInterface> stub_;
+  const std::string table_;
+  const SamplerOptions options_;
+  const int64_t capacity_;
+
+  absl::Mutex mu_;
+  std::deque<Sample> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t requested_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int workers_running_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<grpc::ClientContext*> contexts_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SAMPLER_H_

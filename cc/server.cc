@@ -1,0 +1,61 @@
+#include "cc/server.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cc/support/status_macros.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace deepmind::reverb {
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(
+    std::vector<std::shared_ptr<Table>> tables, int port,
+    const std::string& bind_address) {
+  if (tables.empty()) {
+    return absl::InvalidArgumentError("A server needs at least one table.");
+  }
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Port ", port, " is out of range [0, 65535]."));
+  }
+  REVERB_ASSIGN_OR_RETURN(auto service,
+                          ReverbServiceImpl::Create(std::move(tables)));
+  const std::string address = absl::StrCat(bind_address, ":", port);
+  int selected_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                           &selected_port);
+  builder.RegisterService(service.get());
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || selected_port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("Could not start a Reverb server on ", address,
+                     " (address in use or not available?)."));
+  }
+  return std::unique_ptr<Server>(
+      new Server(std::move(service), std::move(server), selected_port));
+}
+
+Server::Server(std::unique_ptr<ReverbServiceImpl> service,
+               std::unique_ptr<grpc::Server> server, int port)
+    : service_(std::move(service)), server_(std::move(server)), port_(port) {}
+
+Server::~Server() { Stop(); }
+
+void Server::Stop() {
+  absl::MutexLock lock(&stop_mu_);
+  if (stopped_.HasBeenNotified()) return;
+  service_->Close();
+  server_->Shutdown(std::chrono::system_clock::now());
+  server_->Wait();
+  stopped_.Notify();
+}
+
+bool Server::Wait(absl::Duration timeout) {
+  return stopped_.WaitForNotificationWithTimeout(timeout);
+}
+
+}  // namespace deepmind::reverb

@@ -1,0 +1,58 @@
+// Server: a gRPC server hosting a ReverbServiceImpl over a set of tables.
+//
+// Listens on `bind_address:port` with insecure credentials and unlimited
+// message sizes; port 0 picks a free port (see port()). dm-reverb always
+// listens on all interfaces; callers choose here (the Python layer defaults
+// to loopback).
+#ifndef REVERB_CC_SERVER_H_
+#define REVERB_CC_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "cc/service.h"
+#include "cc/support/export.h"
+#include "cc/table.h"
+#include "grpcpp/server.h"
+
+namespace deepmind::reverb {
+
+class REVERB_EXPORT Server {
+ public:
+  // INVALID_ARGUMENT for duplicate table names or no tables; UNAVAILABLE if
+  // the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(
+      std::vector<std::shared_ptr<Table>> tables, int port,
+      const std::string& bind_address);
+
+  // Stops (see Stop()).
+  ~Server();
+
+  int port() const { return port_; }
+  const ReverbServiceImpl& service() const { return *service_; }
+
+  // Closes all tables (waiting requests get CANCELLED), then shuts the gRPC
+  // server down at once. Idempotent and thread-safe.
+  void Stop();
+
+  // Waits until Stop() has run; false on timeout.
+  bool Wait(absl::Duration timeout = absl::InfiniteDuration());
+
+ private:
+  Server(std::unique_ptr<ReverbServiceImpl> service,
+         std::unique_ptr<grpc::Server> server, int port);
+
+  std::unique_ptr<ReverbServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  const int port_;
+  absl::Mutex stop_mu_;
+  absl::Notification stopped_;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SERVER_H_

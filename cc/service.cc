@@ -1,0 +1,527 @@
+#include "cc/service.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "cc/support/grpc_util.h"
+#include "cc/table_item.h"
+
+namespace deepmind::reverb {
+namespace {
+
+constexpr int kNumExecutorThreads = 4;
+
+// Reactors are deleted by gRPC's OnDone, but table callbacks may arrive
+// later. Callbacks hold the reactor's Guard and act only while `reactor` is
+// set; OnDone clears it under the same mutex.
+template <typename Reactor>
+struct Guard {
+  absl::Mutex mu;
+  Reactor* reactor ABSL_GUARDED_BY(mu) = nullptr;
+};
+
+// Finishes a bidi reactor once no write is in flight. Methods are called
+// with the reactor's guard mutex held.
+template <typename Request, typename Response>
+class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
+ protected:
+  // Finishes with `status` unless already finishing; waits for the write in
+  // flight, if any.
+  void FinishOnce(const grpc::Status& status) {
+    if (finish_status_.has_value()) return;
+    finish_status_ = status;
+    if (!write_in_flight_) this->Finish(status);
+  }
+  bool finishing() const { return finish_status_.has_value(); }
+
+  void StartWriteOf(const Response* response) {
+    write_in_flight_ = true;
+    this->StartWrite(response, grpc::WriteOptions().set_no_compression());
+  }
+  // To be called first by OnWriteDone. False if the reactor is finishing
+  // (and has now called Finish).
+  bool WriteDone(bool ok) {
+    write_in_flight_ = false;
+    if (!ok) FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED,
+                                     "Could not write to the stream."));
+    if (finish_status_.has_value()) {
+      this->Finish(*finish_status_);
+      return false;
+    }
+    return true;
+  }
+  bool write_in_flight() const { return write_in_flight_; }
+
+ private:
+  bool write_in_flight_ = false;
+  std::optional<grpc::Status> finish_status_;
+};
+
+// --- InsertStream --------------------------------------------------------------
+
+class InsertReactor
+    : public StreamReactor<InsertStreamRequest, InsertStreamResponse> {
+ public:
+  explicit InsertReactor(ReverbServiceImpl* service)
+      : service_(service), guard_(std::make_shared<Guard<InsertReactor>>()) {
+    absl::MutexLock lock(&guard_->mu);
+    guard_->reactor = this;
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      absl::MutexLock lock(&guard_->mu);
+      reads_done_ = true;
+      MaybeFinishLocked();
+      return;
+    }
+    absl::Status status = ProcessRequest();
+    absl::MutexLock lock(&guard_->mu);
+    if (!status.ok()) {
+      FinishOnce(ToGrpcStatus(status));
+      return;
+    }
+    if (finishing()) return;
+    if (pending_inserts_ < max_pending_inserts_) {
+      StartRead(&request_);
+    } else {
+      read_paused_ = true;
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&guard_->mu);
+    if (!WriteDone(ok)) return;
+    MaybeWriteLocked();
+    MaybeFinishLocked();
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&guard_->mu);
+    FinishOnce(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&guard_->mu);
+      guard_->reactor = nullptr;
+    }
+    delete this;
+  }
+
+ private:
+  absl::Status ProcessRequest() {
+    if (request_.chunks_size() == 0 && request_.items_size() == 0) {
+      return absl::InvalidArgumentError(
+          "InsertStreamRequest has neither chunks nor items.");
+    }
+    for (ChunkData& chunk : *request_.mutable_chunks()) {
+      const uint64_t key = chunk.chunk_key();
+      if (!chunks_.contains(key)) {
+        chunks_.emplace(key, std::make_shared<Chunk>(std::move(chunk)));
+      }
+    }
+    if (request_.items_size() == 0) return absl::OkStatus();
+
+    for (PrioritizedItem& item : *request_.mutable_items()) {
+      auto table = service_->FindTable(item.table());
+      if (!table.ok()) return table.status();
+      TableItem table_item;
+      for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {
+        auto it = chunks_.find(key);
+        if (it == chunks_.end()) {
+          return absl::InternalError(absl::StrCat(
+              "Could not find sequence chunk ", key, " for item ", item.key(),
+              ": it was not sent on this stream or not kept."));
+        }
+        table_item.chunks.push_back(it->second);
+      }
+      const uint64_t key = item.key();
+      table_item.item = std::move(item);
+      {
+        absl::MutexLock lock(&guard_->mu);
+        ++pending_inserts_;
+        // As dm-reverb: pause reading at 10% of the table (1..1000 items).
+        max_pending_inserts_ = std::max<int64_t>(
+            1, std::min<int64_t>((*table)->max_size() / 10, 1000));
+      }
+      (*table)->InsertOrAssignAsync(
+          std::move(table_item), [guard = guard_, key](const absl::Status& s) {
+            absl::MutexLock lock(&guard->mu);
+            if (guard->reactor != nullptr) guard->reactor->OnInserted(key, s);
+          });
+    }
+
+    absl::flat_hash_set<uint64_t> keep(request_.keep_chunk_keys().begin(),
+                                       request_.keep_chunk_keys().end());
+    absl::erase_if(chunks_, [&keep](const auto& entry) {
+      return !keep.contains(entry.first);
+    });
+    if (chunks_.size() != keep.size()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Kept less chunks than expected: ", keep.size(),
+          " keep_chunk_keys but only ", chunks_.size(),
+          " of them were sent on this stream."));
+    }
+    return absl::OkStatus();
+  }
+
+  void OnInserted(uint64_t key, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
+    --pending_inserts_;
+    if (!status.ok()) {
+      FinishOnce(ToGrpcStatus(status));
+      return;
+    }
+    confirmed_keys_.push_back(key);
+    MaybeWriteLocked();
+    if (read_paused_ && !finishing() &&
+        pending_inserts_ < max_pending_inserts_) {
+      read_paused_ = false;
+      StartRead(&request_);
+    }
+    MaybeFinishLocked();
+  }
+
+  void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
+    if (write_in_flight() || finishing() || confirmed_keys_.empty()) return;
+    response_.Clear();
+    response_.mutable_keys()->Add(confirmed_keys_.begin(),
+                                  confirmed_keys_.end());
+    confirmed_keys_.clear();
+    StartWriteOf(&response_);
+  }
+
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
+    if (reads_done_ && pending_inserts_ == 0 && confirmed_keys_.empty() &&
+        !write_in_flight()) {
+      FinishOnce(grpc::Status::OK);
+    }
+  }
+
+  ReverbServiceImpl* const service_;
+  const std::shared_ptr<Guard<InsertReactor>> guard_;
+  InsertStreamRequest request_;
+  // Chunks this stream sent and still keeps. Used by OnReadDone only.
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks_;
+
+  InsertStreamResponse response_ ABSL_GUARDED_BY(guard_->mu);
+  std::vector<uint64_t> confirmed_keys_ ABSL_GUARDED_BY(guard_->mu);
+  int64_t pending_inserts_ ABSL_GUARDED_BY(guard_->mu) = 0;
+  int64_t max_pending_inserts_ ABSL_GUARDED_BY(guard_->mu) = 1;
+  bool read_paused_ ABSL_GUARDED_BY(guard_->mu) = false;
+  bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
+};
+
+// --- SampleStream --------------------------------------------------------------
+
+// Appends `sample` to `responses` as entries, starting a new response when the
+// last one has grown past the cap.
+void AppendSample(const SampledItem& sample,
+                  std::deque<SampleStreamResponse>* responses,
+                  int64_t* last_response_bytes) {
+  auto new_entry = [&]() {
+    if (responses->empty() ||
+        *last_response_bytes >= ReverbServiceImpl::kMaxSampleResponseBytes) {
+      responses->emplace_back();
+      *last_response_bytes = 0;
+    }
+    return responses->back().add_entries();
+  };
+  SampleStreamResponse::SampleEntry* entry = new_entry();
+  SampleInfo* info = entry->mutable_info();
+  *info->mutable_item() = sample.ref->item;
+  info->mutable_item()->set_priority(sample.priority);
+  info->mutable_item()->set_times_sampled(sample.times_sampled);
+  info->set_probability(sample.probability);
+  info->set_table_size(sample.table_size);
+  info->set_rate_limited(sample.rate_limited);
+  *last_response_bytes += static_cast<int64_t>(info->ByteSizeLong());
+  for (const auto& chunk : sample.ref->chunks) {
+    if (*last_response_bytes >= ReverbServiceImpl::kMaxSampleResponseBytes) {
+      entry = new_entry();
+    }
+    *entry->add_data() = chunk->data();
+    *last_response_bytes += static_cast<int64_t>(chunk->DataByteSizeLong());
+  }
+  entry->set_end_of_sequence(true);
+}
+
+class SampleReactor
+    : public StreamReactor<SampleStreamRequest, SampleStreamResponse> {
+ public:
+  explicit SampleReactor(ReverbServiceImpl* service)
+      : service_(service), guard_(std::make_shared<Guard<SampleReactor>>()) {
+    absl::MutexLock lock(&guard_->mu);
+    guard_->reactor = this;
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    absl::MutexLock lock(&guard_->mu);
+    if (!ok) {
+      reads_done_ = true;
+      MaybeFinishLocked();
+      return;
+    }
+    if (request_.num_samples() <= 0) {
+      FinishOnce(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("`num_samples` must be > 0, got ",
+                       request_.num_samples(), ".")));
+      return;
+    }
+    auto table = service_->FindTable(request_.table());
+    if (!table.ok()) {
+      FinishOnce(ToGrpcStatus(table.status()));
+      return;
+    }
+    table_ = *std::move(table);
+    remaining_ = request_.num_samples();
+    // Only a strictly positive timeout counts (as dm-reverb).
+    timeout_ = request_.has_rate_limiter_timeout() &&
+                       request_.rate_limiter_timeout().milliseconds() > 0
+                   ? absl::Milliseconds(
+                         request_.rate_limiter_timeout().milliseconds())
+                   : absl::InfiniteDuration();
+    RequestSamplesLocked();
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&guard_->mu);
+    responses_.pop_front();
+    if (!WriteDone(ok)) return;
+    MaybeWriteLocked();
+    RequestSamplesLocked();
+    MaybeFinishLocked();
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&guard_->mu);
+    FinishOnce(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&guard_->mu);
+      guard_->reactor = nullptr;
+    }
+    delete this;
+  }
+
+ private:
+  void RequestSamplesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
+    if (finishing() || table_request_in_flight_ || remaining_to_request_() <= 0 ||
+        static_cast<int>(responses_.size()) >=
+            ReverbServiceImpl::kMaxQueuedResponses) {
+      return;
+    }
+    const int32_t batch = static_cast<int32_t>(
+        std::min<int64_t>(next_batch_size_, remaining_to_request_()));
+    next_batch_size_ = std::min<int64_t>(2 * next_batch_size_, 1 << 20);
+    table_request_in_flight_ = true;
+    TaskExecutor* executor = service_->executor();
+    table_->SampleAsync(
+        batch, absl::Now() + timeout_,
+        [guard = guard_, executor](
+            absl::StatusOr<std::vector<SampledItem>> samples) {
+          // Serialization happens on the executor, not the table worker.
+          executor->Schedule([guard, samples = std::move(samples)]() mutable {
+            absl::MutexLock lock(&guard->mu);
+            if (guard->reactor != nullptr) {
+              guard->reactor->OnSampled(std::move(samples));
+            }
+          });
+        });
+  }
+
+  int64_t remaining_to_request_() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
+    return remaining_;
+  }
+
+  void OnSampled(absl::StatusOr<std::vector<SampledItem>> samples)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
+    table_request_in_flight_ = false;
+    if (!samples.ok()) {
+      FinishOnce(ToGrpcStatus(samples.status()));
+      return;
+    }
+    // Each batch starts a response of its own; the one at the front may be
+    // in flight.
+    int64_t last_bytes = ReverbServiceImpl::kMaxSampleResponseBytes;
+    for (const SampledItem& sample : *samples) {
+      AppendSample(sample, &responses_, &last_bytes);
+    }
+    remaining_ -= static_cast<int64_t>(samples->size());
+    samples->clear();  // Chunks are released outside the table's worker.
+    MaybeWriteLocked();
+    if (remaining_ > 0) {
+      RequestSamplesLocked();
+    } else if (!reads_done_ && !finishing()) {
+      StartRead(&request_);
+    }
+    MaybeFinishLocked();
+  }
+
+  void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
+    if (write_in_flight() || finishing() || responses_.empty()) return;
+    StartWriteOf(&responses_.front());
+  }
+
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
+    if (reads_done_ && remaining_ == 0 && !table_request_in_flight_ &&
+        responses_.empty() && !write_in_flight()) {
+      FinishOnce(grpc::Status::OK);
+    }
+  }
+
+  ReverbServiceImpl* const service_;
+  const std::shared_ptr<Guard<SampleReactor>> guard_;
+  SampleStreamRequest request_;
+
+  std::shared_ptr<Table> table_ ABSL_GUARDED_BY(guard_->mu);
+  absl::Duration timeout_ ABSL_GUARDED_BY(guard_->mu);
+  // Samples of the current request not yet handed to responses.
+  int64_t remaining_ ABSL_GUARDED_BY(guard_->mu) = 0;
+  int64_t next_batch_size_ ABSL_GUARDED_BY(guard_->mu) =
+      ReverbServiceImpl::kInitialSampleBatchSize;
+  bool table_request_in_flight_ ABSL_GUARDED_BY(guard_->mu) = false;
+  bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
+  // Responses to write; the front one is in flight while a write is.
+  std::deque<SampleStreamResponse> responses_ ABSL_GUARDED_BY(guard_->mu);
+};
+
+// --- InitializeConnection ---------------------------------------------------------
+
+class InitializeConnectionReactor
+    : public grpc::ServerBidiReactor<InitializeConnectionRequest,
+                                     InitializeConnectionResponse> {
+ public:
+  InitializeConnectionReactor() { StartRead(&request_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    // Address 0: no table pointer is handed over; use the gRPC path.
+    response_.set_address(0);
+    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  InitializeConnectionRequest request_;
+  InitializeConnectionResponse response_;
+};
+
+grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
+                                      const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
+    std::vector<std::shared_ptr<Table>> tables) {
+  absl::flat_hash_set<std::string> names;
+  for (const auto& table : tables) {
+    if (table == nullptr) {
+      return absl::InvalidArgumentError("Tables must not be null.");
+    }
+    if (!names.insert(table->name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Table names must be unique; '", table->name(),
+                       "' is used more than once."));
+    }
+  }
+  return std::unique_ptr<ReverbServiceImpl>(
+      new ReverbServiceImpl(std::move(tables)));
+}
+
+ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables)
+    : tables_(std::move(tables)), executor_(kNumExecutorThreads) {
+  for (const auto& table : tables_) tables_by_name_[table->name()] = table;
+  absl::BitGen gen;
+  tables_state_id_.set_high(absl::Uniform<uint64_t>(gen));
+  tables_state_id_.set_low(absl::Uniform<uint64_t>(gen));
+}
+
+void ReverbServiceImpl::Close() {
+  for (const auto& table : tables_) table->Close();
+}
+
+absl::StatusOr<std::shared_ptr<Table>> ReverbServiceImpl::FindTable(
+    const std::string& name) const {
+  auto it = tables_by_name_.find(name);
+  if (it == tables_by_name_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("Priority table ", name, " was not found"));
+  }
+  return it->second;
+}
+
+grpc::ServerUnaryReactor* ReverbServiceImpl::Checkpoint(
+    grpc::CallbackServerContext* context, const CheckpointRequest*,
+    CheckpointResponse*) {
+  return FinishUnary(context, absl::InvalidArgumentError(
+                                  "no Checkpointer configured for the replay "
+                                  "service."));
+}
+
+grpc::ServerBidiReactor<InsertStreamRequest, InsertStreamResponse>*
+ReverbServiceImpl::InsertStream(grpc::CallbackServerContext*) {
+  return new InsertReactor(this);
+}
+
+grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
+    grpc::CallbackServerContext* context, const MutatePrioritiesRequest* request,
+    MutatePrioritiesResponse*) {
+  auto table = FindTable(request->table());
+  if (!table.ok()) return FinishUnary(context, table.status());
+  std::vector<KeyWithPriority> updates(request->updates().begin(),
+                                       request->updates().end());
+  std::vector<uint64_t> deletes(request->delete_keys().begin(),
+                                request->delete_keys().end());
+  return FinishUnary(context, (*table)->MutateItems(updates, deletes));
+}
+
+grpc::ServerUnaryReactor* ReverbServiceImpl::Reset(
+    grpc::CallbackServerContext* context, const ResetRequest* request,
+    ResetResponse*) {
+  auto table = FindTable(request->table());
+  if (table.ok()) (*table)->Reset();
+  return FinishUnary(context, table.status());
+}
+
+grpc::ServerBidiReactor<SampleStreamRequest, SampleStreamResponse>*
+ReverbServiceImpl::SampleStream(grpc::CallbackServerContext*) {
+  return new SampleReactor(this);
+}
+
+grpc::ServerUnaryReactor* ReverbServiceImpl::ServerInfo(
+    grpc::CallbackServerContext* context, const ServerInfoRequest*,
+    ServerInfoResponse* response) {
+  *response->mutable_tables_state_id() = tables_state_id_;
+  for (const auto& table : tables_) *response->add_table_info() = table->info();
+  return FinishUnary(context, absl::OkStatus());
+}
+
+grpc::ServerBidiReactor<InitializeConnectionRequest,
+                        InitializeConnectionResponse>*
+ReverbServiceImpl::InitializeConnection(grpc::CallbackServerContext*) {
+  return new InitializeConnectionReactor();
+}
+
+}  // namespace deepmind::reverb

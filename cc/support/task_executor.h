@@ -1,0 +1,69 @@
+// TaskExecutor: a fixed pool of threads running closures in FIFO order.
+//
+// The service uses it to take work off table worker threads: a table
+// callback only schedules a closure, the serialization of samples happens
+// here. The destructor runs the tasks still queued, then joins.
+#ifndef REVERB_CC_SUPPORT_TASK_EXECUTOR_H_
+#define REVERB_CC_SUPPORT_TASK_EXECUTOR_H_
+
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+
+namespace deepmind::reverb {
+
+class TaskExecutor {
+ public:
+  explicit TaskExecutor(int num_threads) {
+    for (int i = 0; i < num_threads; ++i) {
+      threads_.emplace_back([this] { Run(); });
+    }
+  }
+
+  ~TaskExecutor() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    for (auto& thread : threads_) thread.join();
+  }
+
+  TaskExecutor(const TaskExecutor&) = delete;
+  TaskExecutor& operator=(const TaskExecutor&) = delete;
+
+  void Schedule(std::function<void()> task) {
+    absl::MutexLock lock(&mu_);
+    tasks_.push_back(std::move(task));
+  }
+
+ private:
+  void Run() {
+    while (true) {
+      std::function<void()> task;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](TaskExecutor* self) {
+              return self->stopping_ || !self->tasks_.empty();
+            },
+            this));
+        if (tasks_.empty()) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SUPPORT_TASK_EXECUTOR_H_

@@ -1,0 +1,193 @@
+#include "cc/tensor_compression.h"
+
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cc/support/status_macros.h"
+#include "snappy.h"
+
+namespace deepmind::reverb {
+namespace {
+
+using tensorflow::TensorProto;
+
+void PutVarint32(uint32_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+bool GetVarint32(const char** p, const char* end, uint32_t* value) {
+  uint32_t result = 0;
+  for (int shift = 0; shift <= 28 && *p < end; shift += 7) {
+    const uint32_t byte = static_cast<unsigned char>(*(*p)++);
+    result |= (byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *value = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status DecodeStringList(const std::string& content, int64_t n,
+                              std::vector<std::string>* out) {
+  // Every element takes at least one byte of lengths.
+  if (n > static_cast<int64_t>(content.size())) {
+    return absl::InvalidArgumentError("Corrupt string tensor content.");
+  }
+  const char* p = content.data();
+  const char* end = p + content.size();
+  std::vector<uint32_t> sizes(n);
+  uint64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!GetVarint32(&p, end, &sizes[i])) {
+      return absl::InvalidArgumentError("Corrupt string tensor content.");
+    }
+    total += sizes[i];
+  }
+  if (total != static_cast<uint64_t>(end - p)) {
+    return absl::InvalidArgumentError("Corrupt string tensor content.");
+  }
+  out->reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    out->emplace_back(p, sizes[i]);
+    p += sizes[i];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShapeFromProto(const TensorProto& proto, std::vector<int64_t>* shape) {
+  if (proto.tensor_shape().unknown_rank()) {
+    return absl::InvalidArgumentError("Tensor shape has unknown rank.");
+  }
+  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 16;
+  int64_t elements = 1;
+  for (const auto& dim : proto.tensor_shape().dim()) {
+    if (dim.size() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Tensor shape has a negative dimension ", dim.size(), "."));
+    }
+    if (dim.size() > 0 && elements > kMaxElements / dim.size()) {
+      return absl::InvalidArgumentError("Tensor shape is too large.");
+    }
+    elements *= dim.size();
+    shape->push_back(dim.size());
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+void DeltaEncodeAs(Tensor* tensor, bool encode) {
+  const int64_t rows = tensor->shape[0];
+  const int64_t row_elements = rows == 0 ? 0 : tensor->NumElements() / rows;
+  auto* data = reinterpret_cast<T*>(tensor->bytes.data());
+  if (encode) {
+    for (int64_t i = rows * row_elements - 1; i >= row_elements; --i) {
+      data[i] = static_cast<T>(data[i] - data[i - row_elements]);
+    }
+  } else {
+    for (int64_t i = row_elements; i < rows * row_elements; ++i) {
+      data[i] = static_cast<T>(data[i] + data[i - row_elements]);
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<TensorProto> CompressTensorAsProto(const Tensor& tensor) {
+  TensorProto proto;
+  proto.set_dtype(tensor.dtype);
+  for (int64_t dim : tensor.shape) {
+    proto.mutable_tensor_shape()->add_dim()->set_size(dim);
+  }
+  if (tensor.IsString()) {
+    std::string* content = proto.mutable_tensor_content();
+    size_t total = 0;
+    for (const std::string& s : tensor.strings) {
+      PutVarint32(static_cast<uint32_t>(s.size()), content);
+      total += s.size();
+    }
+    content->reserve(content->size() + total);
+    for (const std::string& s : tensor.strings) content->append(s);
+    return proto;
+  }
+  REVERB_ASSIGN_OR_RETURN(const int element_size, DataTypeSize(tensor.dtype));
+  if (tensor.bytes.size() !=
+      static_cast<size_t>(tensor.NumElements() * element_size)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Tensor ", DescribeTensor(tensor), " holds ", tensor.bytes.size(),
+        " bytes."));
+  }
+  snappy::Compress(tensor.bytes.data(), tensor.bytes.size(),
+                   proto.mutable_tensor_content());
+  return proto;
+}
+
+absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto) {
+  Tensor tensor;
+  tensor.dtype = proto.dtype();
+  REVERB_RETURN_IF_ERROR(ShapeFromProto(proto, &tensor.shape));
+  const int64_t n = tensor.NumElements();
+  if (tensor.IsString()) {
+    if (!proto.tensor_content().empty() || proto.string_val_size() == 0) {
+      REVERB_RETURN_IF_ERROR(
+          DecodeStringList(proto.tensor_content(), n, &tensor.strings));
+    } else {
+      if (proto.string_val_size() != n) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "String tensor of ", n, " elements has ", proto.string_val_size(),
+            " values."));
+      }
+      tensor.strings.assign(proto.string_val().begin(), proto.string_val().end());
+    }
+    return tensor;
+  }
+  REVERB_ASSIGN_OR_RETURN(const int element_size, DataTypeSize(tensor.dtype));
+  const std::string& compressed = proto.tensor_content();
+  // Snappy expands at most ~21x (a 3-byte copy of 64 bytes); a larger
+  // claim is corrupt and must not allocate.
+  constexpr size_t kMaxExpansion = 22;
+  size_t length = 0;
+  if (!snappy::GetUncompressedLength(compressed.data(), compressed.size(),
+                                     &length) ||
+      length != static_cast<size_t>(n) * element_size ||
+      length > compressed.size() * kMaxExpansion + 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Compressed tensor content does not hold a ",
+        DescribeTensor(tensor), " tensor."));
+  }
+  tensor.bytes.resize(length);
+  if (!snappy::RawUncompress(compressed.data(), compressed.size(),
+                             tensor.bytes.data())) {
+    return absl::InvalidArgumentError("Corrupt compressed tensor content.");
+  }
+  return tensor;
+}
+
+void DeltaEncode(Tensor* tensor, bool encode) {
+  if (tensor->shape.size() < 2) return;
+  switch (tensor->dtype) {
+    case tensorflow::DT_INT8:
+    case tensorflow::DT_UINT8:
+      return DeltaEncodeAs<uint8_t>(tensor, encode);
+    case tensorflow::DT_INT16:
+    case tensorflow::DT_UINT16:
+      return DeltaEncodeAs<uint16_t>(tensor, encode);
+    case tensorflow::DT_INT32:
+    case tensorflow::DT_UINT32:
+      return DeltaEncodeAs<uint32_t>(tensor, encode);
+    case tensorflow::DT_INT64:
+    case tensorflow::DT_UINT64:
+      return DeltaEncodeAs<uint64_t>(tensor, encode);
+    default:
+      return;
+  }
+}
+
+}  // namespace deepmind::reverb

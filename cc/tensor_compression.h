@@ -1,0 +1,35 @@
+// Tensor <-> TensorProto with Snappy compression, as dm-reverb stores chunk
+// data on the wire and in checkpoints.
+//
+// Numeric tensors: dtype, shape, and the snappy-compressed row-major bytes in
+// `tensor_content`. String tensors: uncompressed, in TensorFlow's string-list
+// encoding of `tensor_content` (all lengths as varint32, then all bytes);
+// `string_val` is accepted when decoding.
+//
+// Delta encoding (optional, per chunk) stores integer tensors of rank >= 2 as
+// differences between consecutive rows (wrap-around arithmetic on the
+// same-width unsigned type); other tensors are left unchanged.
+#ifndef REVERB_CC_TENSOR_COMPRESSION_H_
+#define REVERB_CC_TENSOR_COMPRESSION_H_
+
+#include "absl/status/statusor.h"
+#include "cc/support/export.h"
+#include "cc/tensor.h"
+#include "tensorflow/core/framework/tensor.pb.h"
+
+namespace deepmind::reverb {
+
+REVERB_EXPORT absl::StatusOr<tensorflow::TensorProto> CompressTensorAsProto(
+    const Tensor& tensor);
+
+// INVALID_ARGUMENT if the proto is malformed (bad shape, corrupt snappy data,
+// a size that does not match the shape).
+REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(
+    const tensorflow::TensorProto& proto);
+
+// In place; `encode` false undoes an encoding.
+REVERB_EXPORT void DeltaEncode(Tensor* tensor, bool encode);
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_TENSOR_COMPRESSION_H_

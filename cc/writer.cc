@@ -1,0 +1,316 @@
+#include "cc/writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cc/support/grpc_util.h"
+#include "cc/support/status_macros.h"
+#include "cc/tensor_compression.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace deepmind::reverb {
+
+absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
+    std::shared_ptr<ReverbService::StubInterface> stub,
+    const WriterOptions& options) {
+  if (options.max_timesteps < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_timesteps (", options.max_timesteps, ") must be >= 1."));
+  }
+  if (options.chunk_length < 1 || options.chunk_length > options.max_timesteps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chunk_length (", options.chunk_length, ") must be in [1, ",
+        options.max_timesteps, "]."));
+  }
+  if (options.max_in_flight_items < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_in_flight_items (", options.max_in_flight_items,
+        ") must be >= 1."));
+  }
+  return std::unique_ptr<Writer>(new Writer(std::move(stub), options));
+}
+
+Writer::Writer(std::shared_ptr<ReverbService::StubInterface> stub,
+               const WriterOptions& options)
+    : stub_(std::move(stub)),
+      options_(options),
+      episode_id_(absl::Uniform<uint64_t>(key_gen_)) {}
+
+Writer::~Writer() {
+  if (stream_ != nullptr && !closed_) {
+    context_->TryCancel();
+    reader_.join();
+    stream_->Finish().IgnoreError();
+  }
+}
+
+absl::Status Writer::CheckOpen() const {
+  if (closed_) return absl::FailedPreconditionError("The writer is closed.");
+  return status_;
+}
+
+absl::Status Writer::Append(std::vector<Tensor> step) {
+  REVERB_RETURN_IF_ERROR(CheckOpen());
+  if (num_columns_ < 0) num_columns_ = static_cast<int>(step.size());
+  if (static_cast<int>(step.size()) != num_columns_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Every step must have the same number of columns: got ",
+                     step.size(), ", expected ", num_columns_, "."));
+  }
+  buffer_.push_back(std::move(step));
+  ++num_steps_;
+  if (static_cast<int>(buffer_.size()) == options_.chunk_length) {
+    REVERB_RETURN_IF_ERROR(FinalizeChunk());
+  }
+  return SendReadyItems();
+}
+
+absl::Status Writer::AppendSequence(std::vector<Tensor> sequence) {
+  REVERB_RETURN_IF_ERROR(CheckOpen());
+  if (sequence.empty()) {
+    return absl::InvalidArgumentError("A sequence needs at least one column.");
+  }
+  for (const Tensor& column : sequence) {
+    if (column.shape.empty() || column.shape[0] != sequence[0].NumRows() ||
+        sequence[0].shape.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Every column of a sequence must have the same leading dimension; "
+          "got ", DescribeTensor(sequence[0]), " and ", DescribeTensor(column),
+          "."));
+    }
+  }
+  for (int64_t t = 0; t < sequence[0].shape[0]; ++t) {
+    std::vector<Tensor> step;
+    step.reserve(sequence.size());
+    for (const Tensor& column : sequence) {
+      REVERB_ASSIGN_OR_RETURN(Tensor row, GetRow(column, t));
+      step.push_back(std::move(row));
+    }
+    REVERB_RETURN_IF_ERROR(Append(std::move(step)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
+                                double priority) {
+  REVERB_RETURN_IF_ERROR(CheckOpen());
+  if (num_timesteps < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_timesteps (", num_timesteps, ") must be >= 1."));
+  }
+  if (num_timesteps > options_.max_timesteps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_timesteps (", num_timesteps, ") must be <= max_timesteps (",
+        options_.max_timesteps, ")."));
+  }
+  if (num_timesteps > num_steps_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_timesteps (", num_timesteps, ") is more than the ", num_steps_,
+        " steps appended."));
+  }
+  if (std::isnan(priority)) {
+    return absl::InvalidArgumentError("Priority must not be NaN.");
+  }
+  pending_items_.push_back(
+      {table, num_steps_ - num_timesteps, num_timesteps, priority});
+  return SendReadyItems();
+}
+
+absl::Status Writer::Flush(absl::Duration timeout) {
+  REVERB_RETURN_IF_ERROR(CheckOpen());
+  if (!buffer_.empty()) REVERB_RETURN_IF_ERROR(FinalizeChunk());
+  REVERB_RETURN_IF_ERROR(SendReadyItems());
+  if (stream_ == nullptr) return absl::OkStatus();
+  size_t awaiting = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return in_flight_.empty() || reader_done_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+    if (!in_flight_.empty() && !reader_done_) awaiting = in_flight_.size();
+    else if (in_flight_.empty()) return absl::OkStatus();
+  }
+  if (awaiting > 0) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "Timeout exceeded with 0 items waiting to be written and ", awaiting,
+        " items awaiting confirmation."));
+  }
+  return StreamError();
+}
+
+absl::Status Writer::Close(absl::Duration timeout) {
+  REVERB_RETURN_IF_ERROR(closed_ ? absl::FailedPreconditionError(
+                                       "The writer is already closed.")
+                                 : absl::OkStatus());
+  absl::Status status = Flush(timeout);
+  closed_ = true;
+  if (stream_ == nullptr) return status;
+  if (status.ok()) {
+    stream_->WritesDone();
+  } else {
+    context_->TryCancel();
+  }
+  reader_.join();
+  absl::Status finish = FromGrpcStatus(stream_->Finish());
+  stream_.reset();
+  return status.ok() ? finish : status;
+}
+
+absl::Status Writer::FinalizeChunk() {
+  const int64_t rows = static_cast<int64_t>(buffer_.size());
+  ChunkInfo chunk;
+  chunk.key = absl::Uniform<uint64_t>(key_gen_);
+  chunk.first_step = chunked_steps_;
+  chunk.last_step = chunked_steps_ + rows - 1;
+  ChunkData& data = chunk.data;
+  data.set_chunk_key(chunk.key);
+  data.mutable_sequence_range()->set_episode_id(episode_id_);
+  data.mutable_sequence_range()->set_start(static_cast<int32_t>(chunk.first_step));
+  data.mutable_sequence_range()->set_end(static_cast<int32_t>(chunk.last_step));
+  data.set_delta_encoded(options_.delta_encoded);
+  data.set_data_tensors_len(num_columns_);
+  int64_t uncompressed = 0;
+  for (int c = 0; c < num_columns_; ++c) {
+    std::vector<Tensor> column;
+    column.reserve(rows);
+    for (auto& step : buffer_) column.push_back(std::move(step[c]));
+    auto stacked = StackTensors(column);
+    if (!stacked.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column ", c, " changes dtype or shape between steps: ",
+          stacked.status().message()));
+    }
+    if (options_.delta_encoded) DeltaEncode(&*stacked, /*encode=*/true);
+    uncompressed += static_cast<int64_t>(stacked->bytes.size());
+    for (const auto& s : stacked->strings) uncompressed += s.size();
+    REVERB_ASSIGN_OR_RETURN(*data.mutable_data()->add_tensors(),
+                            CompressTensorAsProto(*stacked));
+  }
+  data.set_data_uncompressed_size(uncompressed);
+  chunks_.push_back(std::move(chunk));
+  chunked_steps_ += rows;
+  buffer_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status Writer::SendReadyItems() {
+  while (!pending_items_.empty()) {
+    const PendingItem& item = pending_items_.front();
+    if (item.first_step + item.num_steps > chunked_steps_) break;
+    absl::Status status = SendItem(item);
+    pending_items_.pop_front();
+    if (!status.ok()) {
+      status_ = status;
+      return status;
+    }
+  }
+  PruneChunks();
+  return absl::OkStatus();
+}
+
+void Writer::PruneChunks() {
+  int64_t first_needed = num_steps_ - options_.max_timesteps;
+  for (const auto& item : pending_items_) {
+    first_needed = std::min(first_needed, item.first_step);
+  }
+  while (!chunks_.empty() && chunks_.front().last_step < first_needed) {
+    chunks_.pop_front();
+  }
+}
+
+absl::Status Writer::SendItem(const PendingItem& pending) {
+  if (stream_ == nullptr) StartStream();
+  const uint64_t key = absl::Uniform<uint64_t>(key_gen_);
+  bool broken;
+  {
+    absl::MutexLock lock(&mu_);
+    auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return reader_done_ ||
+             static_cast<int>(in_flight_.size()) < options_.max_in_flight_items;
+    };
+    mu_.Await(absl::Condition(&has_room));
+    broken = reader_done_;
+    if (!broken) in_flight_.insert(key);
+  }
+  if (broken) return StreamError();
+
+  InsertStreamRequest request;
+  PrioritizedItem* item = request.add_items();
+  item->set_key(key);
+  item->set_table(pending.table);
+  item->set_priority(pending.priority);
+  *item->mutable_inserted_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  const int64_t first = pending.first_step;
+  const int64_t last = pending.first_step + pending.num_steps - 1;
+  std::vector<FlatTrajectory::ChunkSlice> slices;
+  for (ChunkInfo& chunk : chunks_) {
+    if (chunk.last_step < first || chunk.first_step > last) continue;
+    FlatTrajectory::ChunkSlice slice;
+    slice.set_chunk_key(chunk.key);
+    const int64_t start = std::max(first, chunk.first_step);
+    slice.set_offset(static_cast<int32_t>(start - chunk.first_step));
+    slice.set_length(static_cast<int32_t>(std::min(last, chunk.last_step) - start + 1));
+    slices.push_back(slice);
+    if (!chunk.sent) {
+      *request.add_chunks() = std::move(chunk.data);
+      chunk.data.Clear();
+      chunk.sent = true;
+    }
+  }
+  for (int c = 0; c < num_columns_; ++c) {
+    auto* column = item->mutable_flat_trajectory()->add_columns();
+    for (auto slice : slices) {
+      slice.set_index(c);
+      *column->add_chunk_slices() = slice;
+    }
+  }
+  PruneChunks();
+  for (const ChunkInfo& chunk : chunks_) {
+    if (chunk.sent) request.add_keep_chunk_keys(chunk.key);
+  }
+  if (!stream_->Write(request, grpc::WriteOptions().set_no_compression())) {
+    return StreamError();
+  }
+  return absl::OkStatus();
+}
+
+void Writer::StartStream() {
+  context_ = std::make_unique<grpc::ClientContext>();
+  context_->set_wait_for_ready(false);
+  stream_ = stub_->InsertStream(context_.get());
+  {
+    absl::MutexLock lock(&mu_);
+    reader_done_ = false;
+  }
+  reader_ = std::thread([this] { ReadConfirmations(); });
+}
+
+void Writer::ReadConfirmations() {
+  InsertStreamResponse response;
+  while (stream_->Read(&response)) {
+    absl::MutexLock lock(&mu_);
+    for (uint64_t key : response.keys()) in_flight_.erase(key);
+  }
+  absl::MutexLock lock(&mu_);
+  reader_done_ = true;
+}
+
+absl::Status Writer::StreamError() {
+  if (!status_.ok()) return status_;
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&reader_done_));
+  }
+  reader_.join();
+  absl::Status status = FromGrpcStatus(stream_->Finish());
+  stream_.reset();
+  status_ = status.ok() ? absl::UnavailableError(
+                              "The server ended the insert stream.")
+                        : status;
+  return status_;
+}
+
+}  // namespace deepmind::reverb
