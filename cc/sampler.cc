@@ -177,9 +177,10 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
     }
     if (!unpack_error.ok()) break;
   }
-  if (broken || !unpack_error.ok()) {
+  // A broken stream has ended already; Finish() tells why.
+  if (!unpack_error.ok()) {
     context.TryCancel();
-  } else {
+  } else if (!broken) {
     stream->WritesDone();
   }
   absl::Status status = FromGrpcStatus(stream->Finish());

@@ -111,7 +111,7 @@ absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
         " steps appended."));
   }
   if (std::isnan(priority)) {
-    return absl::InvalidArgumentError("Priority must not be NaN.");
+    return absl::InvalidArgumentError("`priority` must not be nan.");
   }
   pending_items_.push_back(
       {table, num_steps_ - num_timesteps, num_timesteps, priority});

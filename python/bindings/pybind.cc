@@ -153,21 +153,15 @@ std::vector<Tensor> TensorsFromPython(const py::list& arrays) {
   return tensors;
 }
 
-// A sample as ((key, probability, table_size, priority, times_sampled),
-// [column arrays], timesteps) where timesteps is -1 if the columns cannot be
+// A sample as ((key, probability, table_size, priority, times_sampled) as
+// Python numbers, [column arrays], timesteps) where timesteps is -1 if the columns cannot be
 // split into timesteps.
-template <typename T>
-py::array Scalar(T value) {
-  return py::array_t<T>(std::vector<ssize_t>{}, std::vector<ssize_t>{},
-                        &value);
-}
-
 py::tuple SampleToPython(Sample sample) {
   const PrioritizedItem& item = sample.info.item();
   py::tuple info = py::make_tuple(
-      Scalar<uint64_t>(item.key()), Scalar<double>(sample.info.probability()),
-      Scalar<int64_t>(sample.info.table_size()),
-      Scalar<double>(item.priority()), Scalar<int32_t>(item.times_sampled()));
+      py::int_(item.key()), py::float_(sample.info.probability()),
+      py::int_(sample.info.table_size()), py::float_(item.priority()),
+      py::int_(item.times_sampled()));
   auto timesteps = NumTimesteps(sample);
   py::list columns;
   for (Tensor& column : sample.columns) {

@@ -5,8 +5,9 @@ Beyond dm-reverb: `sample`, `mutate_priorities` and `reset` take an optional
 is gone.
 """
 
+import collections
 import logging
-from typing import Any, Dict, Generator, List, Optional, Union
+from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -14,6 +15,10 @@ from reverb import _tree
 from reverb import pybind
 from reverb import replay_sample
 from reverb import reverb_types
+from reverb import structured_value
+
+# How long writers wait for the server's table signatures.
+_SIGNATURE_TIMEOUT_SECONDS = 60
 
 # Per-stream sample budget of Client.sample (its generator asks for at most
 # this many samples ahead of the consumer).
@@ -31,6 +36,40 @@ def _flat_arrays(data: Any) -> List[np.ndarray]:
   return [np.asarray(leaf) for leaf in _tree.flatten(data)]
 
 
+# (tensorflow.DataType value, shape) of each column of a step.
+_StepSpec = Tuple[Tuple[int, Tuple[int, ...]], ...]
+
+
+def _step_spec(arrays: Sequence[np.ndarray]) -> _StepSpec:
+  return tuple((structured_value.data_type(a.dtype), a.shape) for a in arrays)
+
+
+def _compatible(expected: Optional[Tuple[Optional[int], ...]],
+                shape: Tuple[int, ...]) -> bool:
+  if expected is None:
+    return True
+  return len(expected) == len(shape) and all(
+      e is None or e == d for e, d in zip(expected, shape))
+
+
+def _check_item(table: str, signature: Any, steps: Sequence[_StepSpec]):
+  """Raises ValueError unless every step of an item matches `signature`
+  (each column's spec describes one step, or the whole trajectory)."""
+  specs = [structured_value.spec_data_type_and_shape(spec)
+           for spec in _tree.flatten(signature)]
+  for step in steps:
+    mismatch = len(step) != len(specs) or any(
+        dtype != spec_dtype or not (
+            _compatible(spec_shape, shape) or
+            _compatible(spec_shape, (len(steps),) + shape))
+        for (dtype, shape), (spec_dtype, spec_shape) in zip(step, specs))
+    if mismatch:
+      raise ValueError(
+          f'Unable to create item in table \'{table}\' since the provided data '
+          f'does not match the table signature. The table signature is '
+          f'{signature}; the data has (dtype, shape) per column {list(step)}.')
+
+
 class Writer:
   """Legacy writer (`Client.writer`): steps in, items over the last steps.
 
@@ -38,8 +77,12 @@ class Writer:
   context manager (exit flushes and closes) or call `close()`.
   """
 
-  def __init__(self, internal_writer: pybind.Writer):
+  def __init__(self, internal_writer: pybind.Writer, client: 'Client',
+               max_sequence_length: int):
     self._writer = internal_writer
+    self._client = client
+    # Dtypes and shapes of the last steps, to check items against signatures.
+    self._steps = collections.deque(maxlen=max_sequence_length)
     self._closed = False
 
   def __enter__(self) -> 'Writer':
@@ -62,16 +105,30 @@ class Writer:
 
   def append(self, data: Any):
     """Appends one step: a nest of arrays (flattened as dm-tree does)."""
-    self._writer.Append(_flat_arrays(data))
+    arrays = _flat_arrays(data)
+    self._writer.Append(arrays)
+    self._steps.append(_step_spec(arrays))
 
   def append_sequence(self, sequence: Any):
     """Appends T steps: every leaf has the leading dimension T."""
-    self._writer.AppendSequence(_flat_arrays(sequence))
+    arrays = _flat_arrays(sequence)
+    self._writer.AppendSequence(arrays)
+    step = _step_spec([a[0] for a in arrays])
+    self._steps.extend([step] * min(len(arrays[0]), self._steps.maxlen))
 
   def create_item(self, table: str, num_timesteps: int, priority: float):
-    """Inserts an item over the last `num_timesteps` appended steps."""
+    """Inserts an item over the last `num_timesteps` appended steps.
+
+    Raises:
+      ValueError: If the table does not exist, the data does not match its
+        signature, or the arguments are out of range.
+    """
     if num_timesteps < 1:
       raise ValueError(f'num_timesteps ({num_timesteps}) must be >= 1')
+    signature = self._client._signature(  # pylint: disable=protected-access
+        table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
+    if signature is not None and num_timesteps <= len(self._steps):
+      _check_item(table, signature, list(self._steps)[-num_timesteps:])
     self._writer.CreateItem(table, num_timesteps, priority)
 
   def flush(self, timeout: Optional[float] = None):
@@ -161,7 +218,7 @@ class Client:
         chunk_length=chunk_length,
         max_timesteps=max_sequence_length,
         delta_encoded=delta_encoded,
-        max_in_flight_items=max_in_flight_items))
+        max_in_flight_items=max_in_flight_items), self, max_sequence_length)
 
   def sample(
       self,
@@ -214,7 +271,7 @@ class Client:
                 "Can't split non timestep trajectory into timesteps.")
           yield [
               replay_sample.ReplaySample(
-                  info, self._shape(signature, [c[t] for c in columns]))
+                  info, self._shape(signature, [c[t, ...] for c in columns]))
               for t in range(timesteps)
           ]
         else:
@@ -226,13 +283,18 @@ class Client:
   def _shape(signature: Any, flat: List[np.ndarray]) -> Any:
     return flat if signature is None else _tree.unflatten_as(signature, flat)
 
-  def _signature(self, table: str) -> Any:
+  def _signature(self, table: str, timeout: Optional[float] = None) -> Any:
+    """The signature of `table` (None if it has none), fetched once.
+
+    Raises:
+      ValueError: If the server has no such table.
+    """
     if table not in self._signature_cache:
-      self.server_info()
+      self.server_info(timeout)
     if table not in self._signature_cache:
       raise ValueError(
-          f'Could not find table "{table}". Available tables: '
-          f'{sorted(self._signature_cache)}')
+          f'Unable to find signatures for table \'{table}\' in signature '
+          f'cache.  Available tables: {sorted(self._signature_cache)}')
     return self._signature_cache[table]
 
   def mutate_priorities(self,

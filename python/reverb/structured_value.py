@@ -152,6 +152,12 @@ def _tf_shape(shape):
   return None if shape.rank is None else as_list()
 
 
+def spec_data_type_and_shape(spec: Any):
+  """(`tensorflow.DataType` value, shape tuple or None) of a tensor spec."""
+  shape = _tf_shape(spec.shape)
+  return data_type(spec.dtype), None if shape is None else tuple(shape)
+
+
 def encode(nest: Any):
   """Encodes a nest of tensor specs; ValueError for unsupported leaves."""
   value = tf_protos.StructuredValue()

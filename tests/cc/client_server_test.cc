@@ -1,0 +1,253 @@
+// End-to-end tests of the service through a real server on loopback: the
+// legacy Writer, the Sampler and the unary calls of Client.
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "cc/client.h"
+#include "cc/rate_limiters/presets.h"
+#include "cc/selectors/fifo.h"
+#include "cc/selectors/uniform.h"
+#include "cc/server.h"
+#include "gtest/gtest.h"
+
+namespace deepmind::reverb {
+namespace {
+
+std::shared_ptr<Table> MakeTable(const std::string& name, RateLimiter limiter,
+                                 int64_t max_size = 1000,
+                                 int32_t max_times_sampled = 0) {
+  return *Table::Create(name, std::make_unique<FifoSelector>(),
+                        std::make_unique<FifoSelector>(), max_size,
+                        max_times_sampled, std::move(limiter));
+}
+
+Tensor Int32(std::vector<int32_t> values, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype = tensorflow::DT_INT32;
+  t.shape = std::move(shape);
+  t.bytes.assign(reinterpret_cast<const char*>(values.data()),
+                 values.size() * 4);
+  return t;
+}
+
+std::vector<int32_t> Values(const Tensor& t) {
+  std::vector<int32_t> values(t.bytes.size() / 4);
+  std::memcpy(values.data(), t.bytes.data(), t.bytes.size());
+  return values;
+}
+
+class ClientServerTest : public ::testing::Test {
+ protected:
+  void StartServer(std::vector<std::shared_ptr<Table>> tables) {
+    auto server = Server::Start(std::move(tables), 0, "localhost");
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    client_ = std::make_unique<Client>(
+        "localhost:" + std::to_string(server_->port()));
+  }
+
+  std::unique_ptr<Writer> NewWriter(int chunk_length, int max_timesteps,
+                                    bool delta = false) {
+    WriterOptions options;
+    options.chunk_length = chunk_length;
+    options.max_timesteps = max_timesteps;
+    options.delta_encoded = delta;
+    return *client_->NewWriter(options);
+  }
+
+  std::unique_ptr<Sampler> NewSampler(const std::string& table,
+                                      int64_t max_samples,
+                                      absl::Duration timeout =
+                                          absl::InfiniteDuration()) {
+    SamplerOptions options;
+    options.max_samples = max_samples;
+    options.rate_limiter_timeout = timeout;
+    options.reconnect_window = absl::Seconds(2);
+    return *client_->NewSampler(table, options);
+  }
+
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ClientServerTest, WriterItemsSpanChunksAndSampleBack) {
+  StartServer({MakeTable("fifo", *MinSizeRateLimiter(1))});
+  for (bool delta : {false, true}) {
+    SCOPED_TRACE(delta);
+    auto writer = NewWriter(/*chunk_length=*/2, /*max_timesteps=*/3, delta);
+    for (int32_t t = 0; t < 5; ++t) {
+      ASSERT_TRUE(writer->Append({Int32({t}, {}), Int32({t, -t}, {2})}).ok());
+    }
+    // Steps 2..4: the second chunk (2, 3) and the buffered step 4.
+    ASSERT_TRUE(writer->CreateItem("fifo", 3, 1.5).ok());
+    EXPECT_EQ(writer->CreateItem("fifo", 4, 1).code(),
+              absl::StatusCode::kInvalidArgument);
+    ASSERT_TRUE(writer->Close().ok());
+
+    auto sampler = NewSampler("fifo", 1);
+    auto sample = sampler->GetNextSample(absl::Seconds(30));
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    ASSERT_EQ(sample->columns.size(), 2);
+    EXPECT_EQ(sample->columns[0].shape, (std::vector<int64_t>{3}));
+    EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{2, 3, 4}));
+    EXPECT_EQ(sample->columns[1].shape, (std::vector<int64_t>{3, 2}));
+    EXPECT_EQ(Values(sample->columns[1]),
+              (std::vector<int32_t>{2, -2, 3, -3, 4, -4}));
+    EXPECT_EQ(sample->info.item().priority(), 1.5);
+    EXPECT_EQ(sample->info.item().times_sampled(), 1);
+    EXPECT_EQ(sampler->GetNextSample().status().code(),
+              absl::StatusCode::kOutOfRange);
+    ASSERT_TRUE(client_->Reset("fifo", absl::Seconds(30)).ok());
+  }
+}
+
+TEST_F(ClientServerTest, FlushTimesOutWhileRateLimitedThenSucceeds) {
+  StartServer({MakeTable("queue", *QueueRateLimiter(1), 1, 1)});
+  auto writer = NewWriter(1, 1);
+  for (int32_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(writer->Append({Int32({i}, {})}).ok());
+    ASSERT_TRUE(writer->CreateItem("queue", 1, 1).ok());
+  }
+  absl::Status flush = writer->Flush(absl::Milliseconds(300));
+  EXPECT_EQ(flush.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(absl::StrContains(flush.message(), "Timeout exceeded"));
+
+  auto sampler = NewSampler("queue", 2);
+  for (int32_t i = 0; i < 2; ++i) {
+    auto sample = sampler->GetNextSample(absl::Seconds(30));
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{i}));
+  }
+  EXPECT_TRUE(writer->Flush(absl::Seconds(30)).ok());
+  EXPECT_TRUE(writer->Close().ok());
+}
+
+TEST_F(ClientServerTest, RateLimiterTimeoutReachesTheSampler) {
+  StartServer({MakeTable("empty", *MinSizeRateLimiter(1))});
+  auto sampler = NewSampler("empty", 1, absl::Milliseconds(100));
+  auto sample = sampler->GetNextSample(absl::Seconds(30));
+  EXPECT_EQ(sample.status().code(), absl::StatusCode::kDeadlineExceeded);
+  // A client-side timeout, with no server-side one, also ends the wait.
+  auto patient = NewSampler("empty", 1);
+  EXPECT_EQ(patient->GetNextSample(absl::Milliseconds(100)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(ClientServerTest, UnknownTableIsNotFound) {
+  StartServer({MakeTable("t", *MinSizeRateLimiter(1))});
+  auto sampler = NewSampler("nope", 1);
+  EXPECT_EQ(sampler->GetNextSample(absl::Seconds(30)).status().code(),
+            absl::StatusCode::kNotFound);
+  auto writer = NewWriter(1, 1);
+  ASSERT_TRUE(writer->Append({Int32({1}, {})}).ok());
+  ASSERT_TRUE(writer->CreateItem("nope", 1, 1).ok());
+  EXPECT_EQ(writer->Flush(absl::Seconds(30)).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->Reset("nope", absl::Seconds(30)).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(ClientServerTest, StoppingTheServerEndsWaitingCalls) {
+  StartServer({MakeTable("t", *MinSizeRateLimiter(1))});
+  auto sampler = NewSampler("t", 1);
+  std::thread stopper([this] {
+    absl::SleepFor(absl::Milliseconds(200));
+    server_->Stop();
+  });
+  auto sample = sampler->GetNextSample(absl::Seconds(60));
+  stopper.join();
+  EXPECT_FALSE(sample.ok());
+  EXPECT_NE(sample.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << "the sampler should fail, not wait for its timeout";
+  EXPECT_TRUE(server_->Wait(absl::ZeroDuration()));
+
+  // A writer to the stopped server fails instead of hanging.
+  auto writer = NewWriter(1, 1);
+  ASSERT_TRUE(writer->Append({Int32({1}, {})}).ok());
+  absl::Status status = writer->CreateItem("t", 1, 1);
+  if (status.ok()) status = writer->Flush(absl::Seconds(60));
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+TEST_F(ClientServerTest, ServerInfoMutateAndReset) {
+  StartServer({MakeTable("a", *MinSizeRateLimiter(1)),
+               MakeTable("b", *MinSizeRateLimiter(1))});
+  auto writer = NewWriter(1, 1);
+  for (int32_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(writer->Append({Int32({i}, {})}).ok());
+    ASSERT_TRUE(writer->CreateItem("a", 1, i).ok());
+  }
+  ASSERT_TRUE(writer->Close().ok());
+
+  auto info = client_->ServerInfo(absl::Seconds(30));
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->table_info_size(), 2);
+  EXPECT_EQ(info->table_info(0).name(), "a");
+  EXPECT_EQ(info->table_info(0).current_size(), 3);
+  EXPECT_EQ(info->table_info(1).current_size(), 0);
+  auto again = client_->ServerInfo(absl::Seconds(30));
+  EXPECT_EQ(again->tables_state_id().high(), info->tables_state_id().high());
+  EXPECT_EQ(again->tables_state_id().low(), info->tables_state_id().low());
+
+  // Fifo samples the oldest item: delete it, then update the next one.
+  auto oldest = *NewSampler("a", 1)->GetNextSample(absl::Seconds(30));
+  ASSERT_TRUE(client_->MutatePriorities("a", {}, {oldest.info.item().key()},
+                                        absl::Seconds(30)).ok());
+  EXPECT_EQ(client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(),
+            2);
+  auto next = *NewSampler("a", 1)->GetNextSample(absl::Seconds(30));
+  EXPECT_NE(next.info.item().key(), oldest.info.item().key());
+  KeyWithPriority update;
+  update.set_key(next.info.item().key());
+  update.set_priority(42);
+  // The unknown key (the deleted one) is ignored.
+  ASSERT_TRUE(client_->MutatePriorities("a", {update},
+                                        {oldest.info.item().key()},
+                                        absl::Seconds(30)).ok());
+  auto updated = *NewSampler("a", 1)->GetNextSample(absl::Seconds(30));
+  EXPECT_EQ(updated.info.item().key(), next.info.item().key());
+  EXPECT_EQ(updated.info.item().priority(), 42);
+  EXPECT_EQ(updated.info.item().times_sampled(), 2);
+
+  ASSERT_TRUE(client_->Reset("a", absl::Seconds(30)).ok());
+  EXPECT_EQ(client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(),
+            0);
+  EXPECT_EQ(client_->Checkpoint(absl::Seconds(30)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ClientServerTest, ConcurrentWritersAndSamplers) {
+  constexpr int kWriters = 4;
+  constexpr int kItemsPerWriter = 200;
+  StartServer({MakeTable("t", *MinSizeRateLimiter(1), 100000)});
+  std::vector<std::thread> threads;
+  std::atomic<int> sampled{0};
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      auto writer = NewWriter(5, 5);
+      for (int32_t i = 0; i < kItemsPerWriter; ++i) {
+        ASSERT_TRUE(writer->Append({Int32({w * 1000 + i}, {})}).ok());
+        ASSERT_TRUE(writer->CreateItem("t", 1, 1).ok());
+      }
+      ASSERT_TRUE(writer->Close(absl::Seconds(60)).ok());
+    });
+    threads.emplace_back([&] {
+      auto sampler = NewSampler("t", 300);
+      for (int i = 0; i < 300; ++i) {
+        auto sample = sampler->GetNextSample(absl::Seconds(60));
+        ASSERT_TRUE(sample.ok()) << sample.status();
+        ASSERT_EQ(sample->columns[0].shape, (std::vector<int64_t>{1}));
+        ++sampled;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(sampled.load(), kWriters * 300);
+  EXPECT_EQ(client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(),
+            kWriters * kItemsPerWriter);
+}
+
+}  // namespace
+}  // namespace deepmind::reverb

@@ -1,0 +1,175 @@
+"""Interoperability with upstream dm-reverb 0.14, over gRPC, both ways.
+
+dm-reverb runs in its own venv (`.ci/dmreverb_venv` makes it; these tests skip
+without it) as a subprocess playing a role of dmreverb_peer.py:
+
+- dm-reverb's Client drives OUR Server through the peer's client scenario;
+  then our Client checks the state it left (data dm-reverb encoded).
+- OUR Client drives a dm-reverb Server through the same scenario; then
+  dm-reverb's Client checks the state ours left (data our client encoded: a
+  dm-reverb server stores chunks without parsing them).
+
+The scenario, tables and payloads live in dmreverb_peer.py, which this file
+imports, so both sides check the same things.
+"""
+
+import contextlib
+import functools
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import time
+from typing import Optional
+
+import pytest
+
+import reverb
+
+_HERE = pathlib.Path(__file__).resolve().parent
+_PEER_SCRIPT = _HERE / 'dmreverb_peer.py'
+_DMREVERB_PYTHON = _HERE.parent.parent / '.venv-dmreverb' / 'bin' / 'python'
+
+# Every wait on the peer is bounded (seconds). The peer's own watchdog
+# (--timeout) fires first, so a hang is reported with the peer's stacks.
+_PEER_ROLE_TIMEOUT = 90
+_PEER_PROCESS_TIMEOUT = 150
+_SERVER_START_TIMEOUT = 120
+# Our client's calls.
+_SAMPLE_KW = {'timeout': 10}
+_SERVER_INFO_KW = {'timeout': 10}
+
+
+def _load_peer():
+  spec = importlib.util.spec_from_file_location('dmreverb_peer', _PEER_SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+peer = _load_peer()
+
+
+def _peer_env(tmp_dir: Optional[pathlib.Path] = None):
+  env = dict(os.environ)
+  # `python -I` already ignores PYTHON* variables; drop them anyway so no
+  # path to our package can leak into the dm-reverb interpreter.
+  for name in ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP'):
+    env.pop(name, None)
+  env['TF_CPP_MIN_LOG_LEVEL'] = '2'  # TensorFlow's start-up chatter.
+  if tmp_dir is not None:
+    # dm-reverb's Server makes a temporary checkpoint directory.
+    env['TMPDIR'] = str(tmp_dir)
+  return env
+
+
+@functools.lru_cache(maxsize=None)
+def _dmreverb_unavailable() -> Optional[str]:
+  """Why dm-reverb cannot be used here, or None if it can."""
+  hint = 'run .ci/dmreverb_venv to create it'
+  if not _DMREVERB_PYTHON.exists():
+    return f'dm-reverb venv missing ({_DMREVERB_PYTHON}); {hint}'
+  try:
+    proc = subprocess.run(
+        [str(_DMREVERB_PYTHON), '-I', '-c', 'import reverb'],
+        env=_peer_env(), capture_output=True, text=True, timeout=120,
+        check=False)
+  except (OSError, subprocess.TimeoutExpired) as e:
+    return f'cannot run {_DMREVERB_PYTHON}: {e}; {hint}'
+  if proc.returncode != 0:
+    last = (proc.stderr.strip().splitlines() or ['?'])[-1]
+    return f'{_DMREVERB_PYTHON} cannot import dm-reverb ({last}); {hint}'
+  return None
+
+
+@pytest.fixture(scope='module', name='dmreverb_python')
+def dmreverb_python_fixture():
+  reason = _dmreverb_unavailable()
+  if reason:
+    pytest.skip(reason)
+  return str(_DMREVERB_PYTHON)
+
+
+def _peer_command(python, *args):
+  return [python, '-I', str(_PEER_SCRIPT), *args]
+
+
+def _run_peer_role(python, tmp_path, role, *args):
+  """Runs a client-side peer role to completion; returns its RESULT dict."""
+  command = _peer_command(python, role, *args,
+                          '--timeout', str(_PEER_ROLE_TIMEOUT))
+  try:
+    proc = subprocess.run(command, env=_peer_env(tmp_path), cwd=tmp_path,
+                          capture_output=True, text=True,
+                          timeout=_PEER_PROCESS_TIMEOUT, check=False)
+  except subprocess.TimeoutExpired as e:
+    pytest.fail(f'dm-reverb peer {role!r} did not finish in '
+                f'{_PEER_PROCESS_TIMEOUT} s (killed).\n'
+                f'stdout:\n{e.stdout}\nstderr:\n{e.stderr}')
+  results = [line[len(peer.RESULT_PREFIX):]
+             for line in proc.stdout.splitlines()
+             if line.startswith(peer.RESULT_PREFIX)]
+  if proc.returncode != 0 or len(results) != 1:
+    pytest.fail(f'dm-reverb peer {role!r} failed (exit {proc.returncode}).\n'
+                f'stdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-5000:]}')
+  return json.loads(results[0])
+
+
+@contextlib.contextmanager
+def _peer_server(python, tmp_path):
+  """A dm-reverb Server holding peer.TABLES in a subprocess; yields its port."""
+  port_file = tmp_path / 'port'
+  log_path = tmp_path / 'dmreverb_server.log'
+  with open(log_path, 'w') as log:
+    proc = subprocess.Popen(
+        _peer_command(python, 'server', '--port-file', str(port_file)),
+        env=_peer_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL,
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+      deadline = time.monotonic() + _SERVER_START_TIMEOUT
+      while not port_file.exists():
+        if proc.poll() is not None:
+          pytest.fail(f'dm-reverb server exited ({proc.returncode}) before '
+                      f'writing its port:\n{log_path.read_text()}')
+        if time.monotonic() > deadline:
+          pytest.fail(f'dm-reverb server wrote no port in '
+                      f'{_SERVER_START_TIMEOUT} s:\n{log_path.read_text()}')
+        time.sleep(0.1)
+      yield int(port_file.read_text())
+    finally:
+      proc.terminate()
+      try:
+        proc.wait(timeout=10)
+      except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_dmreverb_client_drives_our_server(dmreverb_python, tmp_path):
+  server = reverb.Server(tables=peer.make_tables(reverb), port=None)
+  try:
+    state = _run_peer_role(dmreverb_python, tmp_path, 'client',
+                           '--address', f'localhost:{server.port}')
+    assert state['ok']
+    assert state['prio_priority'] == 10.0
+    # What dm-reverb's client wrote, and the priority it set, read by ours.
+    peer.check_final_state(server.localhost_client(), state,
+                           sample_kw=_SAMPLE_KW,
+                           server_info_kw=_SERVER_INFO_KW)
+  finally:
+    server.stop()
+
+
+def test_our_client_drives_dmreverb_server(dmreverb_python, tmp_path):
+  with _peer_server(dmreverb_python, tmp_path) as port:
+    address = f'localhost:{port}'
+    state = peer.run_client_scenario(reverb, address, sample_kw=_SAMPLE_KW,
+                                     server_info_kw=_SERVER_INFO_KW)
+    assert state['sizes'] == {'uniform': len(peer.payloads()), 'prio': 1,
+                              'queue': 0}
+    # What our client wrote, decoded by dm-reverb's client.
+    result = _run_peer_role(dmreverb_python, tmp_path, 'verify',
+                            '--address', address,
+                            '--state', json.dumps(state))
+    assert result == {'ok': True}
