@@ -91,7 +91,12 @@ class Writer:
     return self
 
   def __exit__(self, *_):
-    self.flush()
+    try:
+      self.flush()
+    except BaseException:
+      # The stream has failed; there is nothing left to close cleanly.
+      self._closed = True
+      raise
     self.close()
 
   def __del__(self):

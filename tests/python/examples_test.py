@@ -7,9 +7,10 @@ import sys
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / 'examples'
 
 
-def test_table_demo_runs():
+def test_actor_learner_runs_and_validates_its_samples():
   result = subprocess.run(
-      [sys.executable, str(EXAMPLES / 'table_demo.py'), '--seconds', '2'],
+      [sys.executable, str(EXAMPLES / 'actor_learner.py'), '--seconds', '3'],
       capture_output=True, text=True, timeout=120)
   assert result.returncode == 0, result.stderr
-  assert 'done:' in result.stdout
+  assert ' 0 bad samples' in result.stdout
+  assert 'Traceback' not in result.stderr, result.stderr
