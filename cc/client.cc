@@ -89,4 +89,8 @@ absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
   return Sampler::Create(stub_, table, options);
 }
 
+std::unique_ptr<SampleStream> Client::NewSampleStream(const std::string& table) {
+  return std::make_unique<SampleStream>(stub_, table);
+}
+
 }  // namespace deepmind::reverb

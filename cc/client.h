@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "cc/sample_stream.h"
 #include "cc/sampler.h"
 #include "cc/support/export.h"
 #include "cc/writer.h"
@@ -48,6 +49,9 @@ class REVERB_EXPORT Client {
 
   absl::StatusOr<std::unique_ptr<Sampler>> NewSampler(
       const std::string& table, const SamplerOptions& options);
+
+  // A stream driven from the calling thread (see sample_stream.h).
+  std::unique_ptr<SampleStream> NewSampleStream(const std::string& table);
 
  private:
   const std::string server_address_;

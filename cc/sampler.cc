@@ -41,7 +41,7 @@ Sampler::Sampler(std::shared_ptr<ReverbService::StubInterface> stub,
       table_(std::move(table)),
       options_(options),
       capacity_(options.num_workers * options.max_in_flight_samples_per_worker),
-      contexts_(options.num_workers, nullptr) {
+      streams_(options.num_workers, nullptr) {
   absl::MutexLock lock(&mu_);
   workers_running_ = options.num_workers;
   for (int i = 0; i < options.num_workers; ++i) {
@@ -55,8 +55,8 @@ void Sampler::Close() {
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
-    for (grpc::ClientContext* context : contexts_) {
-      if (context != nullptr) context->TryCancel();
+    for (SampleStream* stream : streams_) {
+      if (stream != nullptr) stream->Cancel();
     }
   }
   for (auto& worker : workers_) {
@@ -114,18 +114,15 @@ void Sampler::Unreserve(int64_t n) {
 }
 
 absl::Status Sampler::RunStream(int index, int64_t* delivered) {
-  grpc::ClientContext context;
-  context.set_wait_for_ready(false);
+  SampleStream stream(stub_, table_);
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::CancelledError("The sampler is closed.");
-    contexts_[index] = &context;
+    streams_[index] = &stream;
   }
-  auto stream = stub_->SampleStream(&context);
-  absl::Status unpack_error;
+  absl::Status status;
   int64_t stream_samples = 0;
-  bool broken = false;
-  while (!broken) {
+  while (status.ok()) {
     const int64_t stream_left =
         options_.max_samples_per_stream < 0
             ? -1
@@ -133,65 +130,26 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
     if (stream_left == 0) break;
     const int64_t requested = Reserve(stream_left);
     if (requested == 0) break;
-
-    SampleStreamRequest request;
-    request.set_table(table_);
-    request.set_num_samples(requested);
-    request.mutable_rate_limiter_timeout()->set_milliseconds(
-        options_.rate_limiter_timeout == absl::InfiniteDuration()
-            ? -1
-            : absl::ToInt64Milliseconds(options_.rate_limiter_timeout));
+    status = stream.Request(requested, options_.rate_limiter_timeout);
     int64_t received = 0;
-    if (stream->Write(request)) {
-      SampleInfo info;
-      std::vector<ChunkData> chunks;
-      SampleStreamResponse response;
-      while (received < requested && stream->Read(&response)) {
-        for (auto& entry : *response.mutable_entries()) {
-          if (entry.has_info()) info = std::move(*entry.mutable_info());
-          for (auto& chunk : *entry.mutable_data()) {
-            chunks.push_back(std::move(chunk));
-          }
-          if (!entry.end_of_sequence()) continue;
-          std::vector<const ChunkData*> pointers;
-          for (const auto& chunk : chunks) pointers.push_back(&chunk);
-          auto sample = UnpackSample(std::move(info), pointers);
-          chunks.clear();
-          info.Clear();
-          ++received;
-          absl::MutexLock lock(&mu_);
-          --reserved_;
-          if (sample.ok()) {
-            queue_.push_back(*std::move(sample));
-          } else if (unpack_error.ok()) {
-            unpack_error = sample.status();
-          }
-        }
+    while (status.ok() && received < requested) {
+      auto sample = stream.Read();
+      if (!sample.ok()) {
+        status = sample.status();
+        break;
       }
+      ++received;
+      absl::MutexLock lock(&mu_);
+      --reserved_;
+      queue_.push_back(*std::move(sample));
     }
+    if (received < requested) Unreserve(requested - received);
     stream_samples += received;
     *delivered += received;
-    if (received < requested) {
-      Unreserve(requested - received);
-      broken = true;
-    }
-    if (!unpack_error.ok()) break;
   }
-  // A broken stream has ended already; Finish() tells why.
-  if (!unpack_error.ok()) {
-    context.TryCancel();
-  } else if (!broken) {
-    stream->WritesDone();
-  }
-  absl::Status status = FromGrpcStatus(stream->Finish());
-  {
-    absl::MutexLock lock(&mu_);
-    contexts_[index] = nullptr;
-  }
-  if (!unpack_error.ok()) return unpack_error;
-  if (broken && status.ok()) {
-    return absl::UnavailableError("The server ended the sample stream.");
-  }
+  if (status.ok()) status = stream.Close();
+  absl::MutexLock lock(&mu_);
+  streams_[index] = nullptr;
   return status;
 }
 

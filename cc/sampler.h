@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cc/sample.h"
+#include "cc/sample_stream.h"
 #include "cc/support/export.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
 
@@ -92,7 +93,8 @@ class REVERB_EXPORT Sampler {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int workers_running_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<grpc::ClientContext*> contexts_ ABSL_GUARDED_BY(mu_);
+  // The stream of each worker, for Close() to cancel.
+  std::vector<SampleStream*> streams_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };
 

@@ -21,11 +21,17 @@ std::vector<uint64_t> GetChunkKeys(const FlatTrajectory& trajectory) {
 absl::Status ValidateTableItem(const TableItem& item) {
   const FlatTrajectory& trajectory = item.item.flat_trajectory();
   const uint64_t key = item.item.key();
-  if (trajectory.columns_size() == 0 ||
-      trajectory.columns(0).chunk_slices_size() == 0) {
+  if (trajectory.columns_size() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Item ", key, " has an empty trajectory: it needs at least one column "
-        "and its first column at least one chunk slice."));
+        "Item ", key, " has an empty trajectory: it needs at least one column."));
+  }
+  // dm-reverb checks only the first column; an empty later column would make
+  // every sample of the item fail.
+  for (int i = 0; i < trajectory.columns_size(); ++i) {
+    if (trajectory.columns(i).chunk_slices_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Item ", key, ": column ", i, " has no chunk slices."));
+    }
   }
   const std::vector<uint64_t> keys = GetChunkKeys(trajectory);
   if (keys.size() != item.chunks.size()) {

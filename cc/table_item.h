@@ -41,7 +41,7 @@ struct REVERB_EXPORT SampledItem {
 REVERB_EXPORT std::vector<uint64_t> GetChunkKeys(
     const FlatTrajectory& trajectory);
 
-// INVALID_ARGUMENT unless the trajectory has at least one column, its first
+// INVALID_ARGUMENT unless the trajectory has at least one column, every
 // column at least one slice, every slice a positive length and non-negative
 // offset inside its chunk, and `chunks` holds exactly the chunks of
 // GetChunkKeys(trajectory), in that order.

@@ -141,6 +141,20 @@ absl::Status Writer::Flush(absl::Duration timeout) {
   return StreamError();
 }
 
+absl::Status Writer::NewEpisode() {
+  REVERB_RETURN_IF_ERROR(CheckOpen());
+  if (!buffer_.empty() || !pending_items_.empty()) {
+    return absl::FailedPreconditionError(
+        "Flush the writer before starting a new episode.");
+  }
+  episode_id_ = absl::Uniform<uint64_t>(key_gen_);
+  num_columns_ = -1;
+  num_steps_ = 0;
+  chunked_steps_ = 0;
+  chunks_.clear();
+  return absl::OkStatus();
+}
+
 absl::Status Writer::Close(absl::Duration timeout) {
   REVERB_RETURN_IF_ERROR(closed_ ? absl::FailedPreconditionError(
                                        "The writer is already closed.")

@@ -68,6 +68,11 @@ class REVERB_EXPORT Writer {
   // confirmations. DEADLINE_EXCEEDED ("Timeout exceeded ...") on timeout.
   absl::Status Flush(absl::Duration timeout = absl::InfiniteDuration());
 
+  // Starts a new episode: a new episode id, and later items may only span
+  // steps appended from now on (with any number of columns). Every item
+  // must have been sent (Flush first), else FAILED_PRECONDITION.
+  absl::Status NewEpisode();
+
   // Flush, then end the stream. Later calls fail with FAILED_PRECONDITION.
   absl::Status Close(absl::Duration timeout = absl::InfiniteDuration());
 
@@ -104,7 +109,7 @@ class REVERB_EXPORT Writer {
   const std::shared_ptr<ReverbService::StubInterface> stub_;
   const WriterOptions options_;
   absl::BitGen key_gen_;
-  const uint64_t episode_id_;
+  uint64_t episode_id_;
 
   int num_columns_ = -1;
   std::vector<std::vector<Tensor>> buffer_;  // Steps not yet in a chunk.

@@ -154,8 +154,8 @@ std::vector<Tensor> TensorsFromPython(const py::list& arrays) {
 }
 
 // A sample as ((key, probability, table_size, priority, times_sampled) as
-// Python numbers, [column arrays], timesteps) where timesteps is -1 if the columns cannot be
-// split into timesteps.
+// Python numbers, [column arrays], timesteps) where timesteps is -1 if the
+// columns cannot be split into timesteps.
 py::tuple SampleToPython(Sample sample) {
   const PrioritizedItem& item = sample.info.item();
   py::tuple info = py::make_tuple(
@@ -378,6 +378,10 @@ PYBIND11_MODULE(pybind, m) {
             });
           },
           py::arg("table"), py::arg("num_timesteps"), py::arg("priority"))
+      .def("NewEpisode",
+           [](Writer& self) {
+             RunWithoutGil([&] { return self.NewEpisode(); });
+           })
       .def(
           "Flush",
           [](Writer& self, std::optional<int64_t> timeout_ms) {
@@ -407,6 +411,31 @@ PYBIND11_MODULE(pybind, m) {
           },
           py::arg("timeout_ms") = py::none())
       .def("Close", &Sampler::Close, py::call_guard<py::gil_scoped_release>());
+
+  py::class_<SampleStream>(m, "SampleStream")
+      .def(
+          "Request",
+          [](SampleStream& self, int64_t n, std::optional<int64_t> timeout_ms) {
+            RunWithoutGil(
+                [&] { return self.Request(n, TimeoutFromMs(timeout_ms)); });
+          },
+          py::arg("num_samples"), py::arg("rate_limiter_timeout_ms") = py::none())
+      .def("Read",
+           [](SampleStream& self) {
+             absl::StatusOr<Sample> sample;
+             {
+               py::gil_scoped_release release;
+               sample = self.Read();
+             }
+             return SampleToPython(ValueOrRaise(std::move(sample)));
+           })
+      .def_property_readonly("outstanding", &SampleStream::outstanding)
+      .def_property_readonly("ok", &SampleStream::ok)
+      .def("Cancel", &SampleStream::Cancel,
+           py::call_guard<py::gil_scoped_release>())
+      .def("Close", [](SampleStream& self) {
+        RunWithoutGil([&] { return self.Close(); });
+      });
 
   py::class_<Client>(m, "Client")
       .def(py::init<std::string>(), py::arg("server_address"))
@@ -444,6 +473,8 @@ PYBIND11_MODULE(pybind, m) {
           py::arg("num_workers") = 1,
           py::arg("max_samples_per_stream") = 10000,
           py::arg("rate_limiter_timeout_ms") = py::none())
+      .def("NewSampleStream", &Client::NewSampleStream, py::arg("table"),
+           py::call_guard<py::gil_scoped_release>())
       .def(
           "MutatePriorities",
           [](Client& self, const std::string& table,

@@ -20,8 +20,7 @@ from reverb import structured_value
 # How long writers wait for the server's table signatures.
 _SIGNATURE_TIMEOUT_SECONDS = 60
 
-# Per-stream sample budget of Client.sample (its generator asks for at most
-# this many samples ahead of the consumer).
+# Client.sample asks for at most this many samples ahead of its consumer.
 _MAX_SAMPLES_IN_FLIGHT = 64
 
 
@@ -162,6 +161,12 @@ class Client:
     self._client = pybind.Client(server_address)
     self._signature_cache: Dict[str, Any] = {}
     self._tables_state_id = None
+    # Idle streams kept for the next call, so that `insert` and `sample`
+    # skip the call setup: legacy writers of one step, and sample streams by
+    # table. (list.append and list.pop are atomic: threads may share them.)
+    self._insert_writers: List[pybind.Writer] = []
+    self._sample_streams: Dict[str, List[pybind.SampleStream]] = (
+        collections.defaultdict(list))
 
   def __reduce__(self):
     return self.__class__, (self._server_address,)
@@ -183,10 +188,25 @@ class Client:
     """
     if not priorities:
       raise ValueError('priorities must contain at least one item')
-    with self.writer(max_sequence_length=1) as writer:
-      writer.append(data)
-      for table, priority in priorities.items():
-        writer.create_item(table=table, num_timesteps=1, priority=priority)
+    arrays = _flat_arrays(data)
+    for table in priorities:
+      signature = self._signature(table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
+      if signature is not None:
+        _check_item(table, signature, [_step_spec(arrays)])
+    try:
+      writer = self._insert_writers.pop()
+    except IndexError:
+      writer = self._client.NewWriter(
+          chunk_length=1, max_timesteps=1, delta_encoded=False,
+          max_in_flight_items=len(priorities))
+    writer.Append(arrays)
+    for table, priority in priorities.items():
+      writer.CreateItem(table, 1, priority)
+    writer.Flush(None)
+    writer.NewEpisode()
+    # Reused only after a success: a writer that raised is dropped (and its
+    # stream cancelled).
+    self._insert_writers.append(writer)
 
   def writer(self,
              max_sequence_length: int,
@@ -258,18 +278,30 @@ class Client:
     if unpack_as_table_signature:
       signature = self._signature(table)
     timeout_ms = _timeout_ms(timeout)
-    sampler = self._client.NewSampler(
-        table,
-        max_samples=num_samples,
-        max_in_flight_samples_per_worker=min(num_samples,
-                                             _MAX_SAMPLES_IN_FLIGHT),
-        num_workers=1,
-        max_samples_per_stream=-1,
-        rate_limiter_timeout_ms=timeout_ms)
+    streams = self._sample_streams[table]
+    reused = bool(streams)
+    stream = streams.pop() if reused else self._client.NewSampleStream(table)
+    yielded = 0
     try:
-      for _ in range(num_samples):
-        info, columns, timesteps = sampler.GetNextTrajectory(timeout_ms)
+      while yielded < num_samples:
+        if stream.outstanding == 0:
+          try:
+            stream.Request(min(num_samples - yielded, _MAX_SAMPLES_IN_FLIGHT),
+                           timeout_ms)
+            sample = stream.Read()
+          except RuntimeError:
+            if not reused or yielded:
+              raise
+            # An idle stream the server has dropped (e.g. it restarted):
+            # try once more on a new one.
+            reused = False
+            stream = self._client.NewSampleStream(table)
+            continue
+        else:
+          sample = stream.Read()
+        info, columns, timesteps = sample
         info = replay_sample.SampleInfo(*info)
+        yielded += 1
         if emit_timesteps:
           if timesteps < 0:
             raise ValueError(
@@ -282,7 +314,11 @@ class Client:
         else:
           yield replay_sample.ReplaySample(info, self._shape(signature, columns))
     finally:
-      sampler.Close()
+      # Reuse the stream only if nothing requested is left unread.
+      if stream.ok and stream.outstanding == 0:
+        streams.append(stream)
+      else:
+        stream.Cancel()
 
   @staticmethod
   def _shape(signature: Any, flat: List[np.ndarray]) -> Any:

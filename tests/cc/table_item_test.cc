@@ -34,6 +34,13 @@ TEST(TableItemTest, EmptyTrajectoryIsRejected) {
   EXPECT_EQ(ValidateTableItem(item).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TableItemTest, EveryColumnNeedsASlice) {
+  TableItem item = MakeItem(1);
+  ASSERT_TRUE(ValidateTableItem(item).ok());
+  item.item.mutable_flat_trajectory()->add_columns();
+  EXPECT_EQ(ValidateTableItem(item).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TableItemTest, ChunksMustMatchTheTrajectory) {
   TableItem missing = MakeItem(1, 1.0, {MakeChunk(10), MakeChunk(11)});
   missing.chunks.pop_back();

@@ -1,0 +1,89 @@
+#include "cc/sample_stream.h"
+
+#include <utility>
+#include <vector>
+
+#include "cc/support/grpc_util.h"
+
+namespace deepmind::reverb {
+
+SampleStream::SampleStream(std::shared_ptr<ReverbService::StubInterface> stub,
+                           std::string table)
+    : table_(std::move(table)) {
+  context_.set_wait_for_ready(false);
+  stream_ = stub->SampleStream(&context_);
+}
+
+SampleStream::~SampleStream() {
+  if (!finished_) {
+    context_.TryCancel();
+    stream_->Finish().IgnoreError();
+  }
+}
+
+absl::Status SampleStream::Fail(absl::Status status) {
+  if (!finished_) {
+    // The server has ended the call, or we cancel it: Finish() tells why.
+    if (!status.ok()) context_.TryCancel();
+    absl::Status final_status = FromGrpcStatus(stream_->Finish());
+    finished_ = true;
+    if (status.ok()) status = final_status;
+  }
+  if (status.ok()) {
+    status = absl::UnavailableError("The server ended the sample stream.");
+  }
+  if (status_.ok()) status_ = status;
+  return status_;
+}
+
+absl::Status SampleStream::Request(int64_t n, absl::Duration timeout) {
+  if (!status_.ok()) return status_;
+  SampleStreamRequest request;
+  request.set_table(table_);
+  request.set_num_samples(n);
+  request.mutable_rate_limiter_timeout()->set_milliseconds(
+      timeout == absl::InfiniteDuration() ? -1
+                                          : absl::ToInt64Milliseconds(timeout));
+  if (!stream_->Write(request)) return Fail(absl::OkStatus());
+  outstanding_ += n;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Sample> SampleStream::Read() {
+  if (!status_.ok()) return status_;
+  SampleInfo info;
+  std::vector<ChunkData> chunks;
+  while (true) {
+    if (next_entry_ == response_.entries_size()) {
+      response_.Clear();
+      next_entry_ = 0;
+      if (!stream_->Read(&response_)) return Fail(absl::OkStatus());
+      continue;
+    }
+    auto& entry = *response_.mutable_entries(next_entry_++);
+    if (entry.has_info()) info = std::move(*entry.mutable_info());
+    for (auto& chunk : *entry.mutable_data()) chunks.push_back(std::move(chunk));
+    if (!entry.end_of_sequence()) continue;
+    std::vector<const ChunkData*> pointers;
+    pointers.reserve(chunks.size());
+    for (const auto& chunk : chunks) pointers.push_back(&chunk);
+    --outstanding_;
+    auto sample = UnpackSample(std::move(info), pointers);
+    if (!sample.ok()) return Fail(sample.status());
+    return sample;
+  }
+}
+
+absl::Status SampleStream::Close() {
+  if (finished_) return status_;
+  if (outstanding_ > 0 || !status_.ok()) {
+    Fail(absl::CancelledError("The sample stream was closed early."));
+    return status_;
+  }
+  stream_->WritesDone();
+  status_ = FromGrpcStatus(stream_->Finish());
+  finished_ = true;
+  return status_;
+}
+
+}  // namespace deepmind::reverb
