@@ -3,24 +3,9 @@
 #include <utility>
 
 #include "cc/support/grpc_util.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
-#include "grpcpp/support/channel_arguments.h"
 
 namespace deepmind::reverb {
 namespace {
-
-constexpr int kMaxReconnectBackoffMs = 30 * 1000;
-
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
-  args.SetLoadBalancingPolicyName("round_robin");
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
-}
 
 void SetDeadline(grpc::ClientContext* context, absl::Duration timeout,
                  bool wait_for_ready) {
@@ -33,8 +18,7 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration timeout,
 }  // namespace
 
 Client::Client(const std::string& server_address)
-    : server_address_(server_address),
-      stub_(ReverbService::NewStub(MakeChannel(server_address))) {}
+    : connection_(std::make_shared<Connection>(server_address)) {}
 
 absl::Status Client::MutatePriorities(const std::string& table,
                                       absl::Span<const KeyWithPriority> updates,
@@ -47,7 +31,7 @@ absl::Status Client::MutatePriorities(const std::string& table,
   grpc::ClientContext context;
   SetDeadline(&context, timeout, /*wait_for_ready=*/true);
   MutatePrioritiesResponse response;
-  return FromGrpcStatus(stub_->MutatePriorities(&context, request, &response));
+  return FromGrpcStatus(connection_->stub()->MutatePriorities(&context, request, &response));
 }
 
 absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
@@ -56,7 +40,7 @@ absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   grpc::ClientContext context;
   SetDeadline(&context, timeout, /*wait_for_ready=*/true);
   ResetResponse response;
-  return FromGrpcStatus(stub_->Reset(&context, request, &response));
+  return FromGrpcStatus(connection_->stub()->Reset(&context, request, &response));
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
@@ -64,7 +48,7 @@ absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
   SetDeadline(&context, timeout, /*wait_for_ready=*/true);
   ServerInfoResponse response;
   grpc::Status status =
-      stub_->ServerInfo(&context, ServerInfoRequest(), &response);
+      connection_->stub()->ServerInfo(&context, ServerInfoRequest(), &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }
@@ -74,23 +58,26 @@ absl::StatusOr<std::string> Client::Checkpoint(absl::Duration timeout) {
   SetDeadline(&context, timeout, /*wait_for_ready=*/false);
   CheckpointResponse response;
   grpc::Status status =
-      stub_->Checkpoint(&context, CheckpointRequest(), &response);
+      connection_->stub()->Checkpoint(&context, CheckpointRequest(), &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response.checkpoint_path();
 }
 
 absl::StatusOr<std::unique_ptr<Writer>> Client::NewWriter(
     const WriterOptions& options) {
-  return Writer::Create(stub_, options);
+  return Writer::Create(connection_, options);
 }
 
 absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
     const std::string& table, const SamplerOptions& options) {
-  return Sampler::Create(stub_, table, options);
+  return Sampler::Create(connection_, table, options);
 }
 
-std::unique_ptr<SampleStream> Client::NewSampleStream(const std::string& table) {
-  return std::make_unique<SampleStream>(stub_, table);
+absl::StatusOr<std::unique_ptr<SampleStream>> Client::NewSampleStream(
+    const std::string& table, absl::Duration connect_timeout) {
+  absl::Status connected = connection_->WaitForConnection(connect_timeout);
+  if (!connected.ok()) return connected;
+  return std::make_unique<SampleStream>(connection_, table);
 }
 
 }  // namespace deepmind::reverb

@@ -1,9 +1,5 @@
 // Client: a connection to a Reverb server and the calls it serves.
 //
-// The channel is insecure, has unlimited message sizes, a 30 s reconnect
-// backoff cap and the round_robin load-balancing policy (as dm-reverb), so
-// an address that resolves to several servers spreads streams over them.
-//
 // Unary calls wait for the server to become ready until their timeout (an
 // infinite timeout waits forever, as dm-reverb); Checkpoint fails fast.
 // Writers and samplers made here share the channel and may outlive the
@@ -17,11 +13,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "cc/connection.h"
 #include "cc/sample_stream.h"
 #include "cc/sampler.h"
 #include "cc/support/export.h"
 #include "cc/writer.h"
-#include "reverb/cc/reverb_service.grpc.pb.h"
 
 namespace deepmind::reverb {
 
@@ -29,7 +25,9 @@ class REVERB_EXPORT Client {
  public:
   explicit Client(const std::string& server_address);
 
-  const std::string& server_address() const { return server_address_; }
+  const std::string& server_address() const {
+    return connection_->server_address();
+  }
 
   absl::Status MutatePriorities(const std::string& table,
                                 absl::Span<const KeyWithPriority> updates,
@@ -50,12 +48,13 @@ class REVERB_EXPORT Client {
   absl::StatusOr<std::unique_ptr<Sampler>> NewSampler(
       const std::string& table, const SamplerOptions& options);
 
-  // A stream driven from the calling thread (see sample_stream.h).
-  std::unique_ptr<SampleStream> NewSampleStream(const std::string& table);
+  // A stream driven from the calling thread (see sample_stream.h), once
+  // the channel is connected (UNAVAILABLE if not within `connect_timeout`).
+  absl::StatusOr<std::unique_ptr<SampleStream>> NewSampleStream(
+      const std::string& table, absl::Duration connect_timeout);
 
  private:
-  const std::string server_address_;
-  std::shared_ptr<ReverbService::StubInterface> stub_;
+  const std::shared_ptr<Connection> connection_;
 };
 
 }  // namespace deepmind::reverb

@@ -7,11 +7,11 @@
 
 namespace deepmind::reverb {
 
-SampleStream::SampleStream(std::shared_ptr<ReverbService::StubInterface> stub,
+SampleStream::SampleStream(std::shared_ptr<const Connection> connection,
                            std::string table)
-    : table_(std::move(table)) {
+    : connection_(std::move(connection)), table_(std::move(table)) {
   context_.set_wait_for_ready(false);
-  stream_ = stub->SampleStream(&context_);
+  stream_ = connection_->stub()->SampleStream(&context_);
 }
 
 SampleStream::~SampleStream() {

@@ -18,13 +18,13 @@
 #include "absl/time/time.h"
 #include "cc/sample.h"
 #include "cc/support/export.h"
-#include "reverb/cc/reverb_service.grpc.pb.h"
+#include "cc/connection.h"
 
 namespace deepmind::reverb {
 
 class REVERB_EXPORT SampleStream {
  public:
-  SampleStream(std::shared_ptr<ReverbService::StubInterface> stub,
+  SampleStream(std::shared_ptr<const Connection> connection,
                std::string table);
   // Cancels the call unless Close() has ended it.
   ~SampleStream();
@@ -56,6 +56,7 @@ class REVERB_EXPORT SampleStream {
   // Records the call's final status (the first error wins).
   absl::Status Fail(absl::Status status);
 
+  const std::shared_ptr<const Connection> connection_;
   const std::string table_;
   grpc::ClientContext context_;
   std::unique_ptr<

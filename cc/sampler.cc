@@ -5,11 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/support/grpc_util.h"
+#include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
 
 absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
-    std::shared_ptr<ReverbService::StubInterface> stub, std::string table,
+    std::shared_ptr<const Connection> connection, std::string table,
     const SamplerOptions& options) {
   auto check = [](const char* name, int64_t value) {
     return value == -1 || value >= 1
@@ -32,12 +33,12 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
         "num_workers (", options.num_workers, ") must be >= 1."));
   }
   return std::unique_ptr<Sampler>(
-      new Sampler(std::move(stub), std::move(table), options));
+      new Sampler(std::move(connection), std::move(table), options));
 }
 
-Sampler::Sampler(std::shared_ptr<ReverbService::StubInterface> stub,
+Sampler::Sampler(std::shared_ptr<const Connection> connection,
                  std::string table, const SamplerOptions& options)
-    : stub_(std::move(stub)),
+    : connection_(std::move(connection)),
       table_(std::move(table)),
       options_(options),
       capacity_(options.num_workers * options.max_in_flight_samples_per_worker),
@@ -114,7 +115,10 @@ void Sampler::Unreserve(int64_t n) {
 }
 
 absl::Status Sampler::RunStream(int index, int64_t* delivered) {
-  SampleStream stream(stub_, table_);
+  // Short waits, so that Close() is not held up; RunWorker retries.
+  REVERB_RETURN_IF_ERROR(
+      connection_->WaitForConnection(absl::Milliseconds(250)));
+  SampleStream stream(connection_, table_);
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::CancelledError("The sampler is closed.");

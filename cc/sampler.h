@@ -7,7 +7,7 @@
 // replaced by a new one after `max_samples_per_stream` samples, so that
 // round_robin channels spread streams over servers.
 //
-// Transient errors (UNAVAILABLE) reconnect with a backoff from 1 ms to 1 s;
+// Transient errors (UNAVAILABLE, CANCELLED) reconnect with a backoff from 1 ms to 1 s;
 // a worker that has failed continuously for `reconnect_window` gives up and
 // its error reaches the consumer. Other errors, such as the table's
 // rate-limiter timeout (DEADLINE_EXCEEDED), reach the consumer at once.
@@ -27,7 +27,7 @@
 #include "cc/sample.h"
 #include "cc/sample_stream.h"
 #include "cc/support/export.h"
-#include "reverb/cc/reverb_service.grpc.pb.h"
+#include "cc/connection.h"
 
 namespace deepmind::reverb {
 
@@ -52,7 +52,7 @@ class REVERB_EXPORT Sampler {
 
   // INVALID_ARGUMENT for non-positive counts (other than -1 where allowed).
   static absl::StatusOr<std::unique_ptr<Sampler>> Create(
-      std::shared_ptr<ReverbService::StubInterface> stub, std::string table,
+      std::shared_ptr<const Connection> connection, std::string table,
       const SamplerOptions& options);
 
   ~Sampler();
@@ -67,7 +67,7 @@ class REVERB_EXPORT Sampler {
   void Close();
 
  private:
-  Sampler(std::shared_ptr<ReverbService::StubInterface> stub, std::string table,
+  Sampler(std::shared_ptr<const Connection> connection, std::string table,
           const SamplerOptions& options);
 
   void RunWorker(int index);
@@ -81,7 +81,7 @@ class REVERB_EXPORT Sampler {
   void Unreserve(int64_t n) ABSL_LOCKS_EXCLUDED(mu_);
   bool AllRequested() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::shared_ptr<ReverbService::StubInterface> stub_;
+  const std::shared_ptr<const Connection> connection_;
   const std::string table_;
   const SamplerOptions options_;
   const int64_t capacity_;

@@ -16,6 +16,19 @@ namespace deepmind::reverb {
 namespace {
 
 constexpr int kNumExecutorThreads = 4;
+// Sample batches up to this many chunk bytes are serialized on the table
+// worker (a thread hop costs more than copying them).
+constexpr int64_t kInlineSampleBytes = 64 << 10;
+
+int64_t SampledBytes(const std::vector<SampledItem>& samples) {
+  int64_t bytes = 0;
+  for (const SampledItem& sample : samples) {
+    for (const auto& chunk : sample.ref->chunks) {
+      bytes += static_cast<int64_t>(chunk->DataByteSizeLong());
+    }
+  }
+  return bytes;
+}
 
 // Reactors are deleted by gRPC's OnDone, but table callbacks may arrive
 // later. Callbacks hold the reactor's Guard and act only while `reactor` is
@@ -48,10 +61,13 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
   // (and has now called Finish).
   bool WriteDone(bool ok) {
     write_in_flight_ = false;
-    if (!ok) FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED,
-                                     "Could not write to the stream."));
-    if (finish_status_.has_value()) {
+    if (finish_status_.has_value()) {  // Finish was deferred for this write.
       this->Finish(*finish_status_);
+      return false;
+    }
+    if (!ok) {
+      FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED,
+                              "Could not write to the stream."));
       return false;
     }
     return true;
@@ -332,12 +348,23 @@ class SampleReactor
         batch, absl::Now() + timeout_,
         [guard = guard_, executor](
             absl::StatusOr<std::vector<SampledItem>> samples) {
-          // Serialization happens on the executor, not the table worker.
-          executor->Schedule([guard, samples = std::move(samples)]() mutable {
+          auto deliver = [guard](
+                             absl::StatusOr<std::vector<SampledItem>> samples) {
             absl::MutexLock lock(&guard->mu);
             if (guard->reactor != nullptr) {
               guard->reactor->OnSampled(std::move(samples));
             }
+          };
+          // Small batches are serialized right here, on the table worker;
+          // large ones on the executor, so that the worker goes on
+          // sampling. Errors too: the table reports some (closed) on the
+          // calling thread, which holds the guard.
+          if (samples.ok() && SampledBytes(*samples) <= kInlineSampleBytes) {
+            deliver(std::move(samples));
+            return;
+          }
+          executor->Schedule([deliver, samples = std::move(samples)]() mutable {
+            deliver(std::move(samples));
           });
         });
   }

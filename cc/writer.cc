@@ -13,7 +13,7 @@
 namespace deepmind::reverb {
 
 absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
-    std::shared_ptr<ReverbService::StubInterface> stub,
+    std::shared_ptr<const Connection> connection,
     const WriterOptions& options) {
   if (options.max_timesteps < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -29,12 +29,12 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
         "max_in_flight_items (", options.max_in_flight_items,
         ") must be >= 1."));
   }
-  return std::unique_ptr<Writer>(new Writer(std::move(stub), options));
+  return std::unique_ptr<Writer>(new Writer(std::move(connection), options));
 }
 
-Writer::Writer(std::shared_ptr<ReverbService::StubInterface> stub,
+Writer::Writer(std::shared_ptr<const Connection> connection,
                const WriterOptions& options)
-    : stub_(std::move(stub)),
+    : connection_(std::move(connection)),
       options_(options),
       episode_id_(absl::Uniform<uint64_t>(key_gen_)) {}
 
@@ -236,7 +236,7 @@ void Writer::PruneChunks() {
 }
 
 absl::Status Writer::SendItem(const PendingItem& pending) {
-  if (stream_ == nullptr) StartStream();
+  if (stream_ == nullptr) REVERB_RETURN_IF_ERROR(StartStream());
   const uint64_t key = absl::Uniform<uint64_t>(key_gen_);
   bool broken;
   {
@@ -291,15 +291,17 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
   return absl::OkStatus();
 }
 
-void Writer::StartStream() {
+absl::Status Writer::StartStream() {
+  REVERB_RETURN_IF_ERROR(connection_->WaitForConnection(kConnectTimeout));
   context_ = std::make_unique<grpc::ClientContext>();
   context_->set_wait_for_ready(false);
-  stream_ = stub_->InsertStream(context_.get());
+  stream_ = connection_->stub()->InsertStream(context_.get());
   {
     absl::MutexLock lock(&mu_);
     reader_done_ = false;
   }
   reader_ = std::thread([this] { ReadConfirmations(); });
+  return absl::OkStatus();
 }
 
 void Writer::ReadConfirmations() {

@@ -30,7 +30,7 @@
 #include "absl/time/time.h"
 #include "cc/support/export.h"
 #include "cc/tensor.h"
-#include "reverb/cc/reverb_service.grpc.pb.h"
+#include "cc/connection.h"
 
 namespace deepmind::reverb {
 
@@ -46,7 +46,7 @@ class REVERB_EXPORT Writer {
   // INVALID_ARGUMENT unless 1 <= chunk_length <= max_timesteps and
   // max_in_flight_items >= 1.
   static absl::StatusOr<std::unique_ptr<Writer>> Create(
-      std::shared_ptr<ReverbService::StubInterface> stub,
+      std::shared_ptr<const Connection> connection,
       const WriterOptions& options);
 
   // Cancels the stream without flushing; call Close() to keep pending items.
@@ -91,7 +91,7 @@ class REVERB_EXPORT Writer {
     double priority;
   };
 
-  Writer(std::shared_ptr<ReverbService::StubInterface> stub,
+  Writer(std::shared_ptr<const Connection> connection,
          const WriterOptions& options);
 
   absl::Status CheckOpen() const;
@@ -101,12 +101,14 @@ class REVERB_EXPORT Writer {
   absl::Status SendItem(const PendingItem& pending);
   // Drops chunks no future or pending item can reference.
   void PruneChunks();
-  void StartStream();
+  // Opens the stream once the channel is connected (UNAVAILABLE if not
+  // within kConnectTimeout).
+  absl::Status StartStream();
   // The stream's final status once its reader has stopped.
   absl::Status StreamError();
   void ReadConfirmations();
 
-  const std::shared_ptr<ReverbService::StubInterface> stub_;
+  const std::shared_ptr<const Connection> connection_;
   const WriterOptions options_;
   absl::BitGen key_gen_;
   uint64_t episode_id_;

@@ -108,10 +108,13 @@ def main() -> int:
     last_inserts, last_samples = inserts, samples
 
   stop.set()
-  # Stopping the server also ends calls blocked on the rate limiter.
+  deadline = time.monotonic() + 2
+  for process in processes:
+    process.join(timeout=max(0.0, deadline - time.monotonic()))
+  # Stopping the server ends calls still blocked on the rate limiter.
   server.stop()
   for process in processes:
-    process.join(timeout=30)
+    process.join(timeout=15)
     if process.is_alive():
       process.kill()
   print(f'done: {last_inserts} inserts, {last_samples} samples, '

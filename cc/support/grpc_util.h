@@ -28,9 +28,10 @@ inline absl::Status FromGrpcStatus(const grpc::Status& status) {
                       status.error_message());
 }
 
-// Errors after which a client may reconnect and try again.
+// Errors after which a client may reconnect and try again: the server is
+// unreachable, or it cancelled the call (it does so when it stops).
 inline bool IsTransientError(const absl::Status& status) {
-  return absl::IsUnavailable(status);
+  return absl::IsUnavailable(status) || absl::IsCancelled(status);
 }
 
 }  // namespace deepmind::reverb

@@ -473,8 +473,17 @@ PYBIND11_MODULE(pybind, m) {
           py::arg("num_workers") = 1,
           py::arg("max_samples_per_stream") = 10000,
           py::arg("rate_limiter_timeout_ms") = py::none())
-      .def("NewSampleStream", &Client::NewSampleStream, py::arg("table"),
-           py::call_guard<py::gil_scoped_release>())
+      .def(
+          "NewSampleStream",
+          [](Client& self, const std::string& table) {
+            absl::StatusOr<std::unique_ptr<SampleStream>> stream;
+            {
+              py::gil_scoped_release release;
+              stream = self.NewSampleStream(table, kConnectTimeout);
+            }
+            return ValueOrRaise(std::move(stream));
+          },
+          py::arg("table"))
       .def(
           "MutatePriorities",
           [](Client& self, const std::string& table,

@@ -194,18 +194,34 @@ class Client:
       if signature is not None:
         _check_item(table, signature, [_step_spec(arrays)])
     try:
-      writer = self._insert_writers.pop()
+      idle_writer = self._insert_writers.pop()
     except IndexError:
-      writer = self._client.NewWriter(
-          chunk_length=1, max_timesteps=1, delta_encoded=False,
-          max_in_flight_items=len(priorities))
+      idle_writer = None
+    if idle_writer is not None:
+      try:
+        self._insert_once(idle_writer, arrays, priorities)
+        return
+      except RuntimeError:
+        # The idle writer's stream had broken (e.g. the server restarted):
+        # try once more on a new stream.
+        pass
+    self._insert_once(self._new_insert_writer(), arrays, priorities)
+
+  def _new_insert_writer(self) -> pybind.Writer:
+    return self._client.NewWriter(chunk_length=1, max_timesteps=1,
+                                  delta_encoded=False,
+                                  max_in_flight_items=1_000_000)
+
+  def _insert_once(self, writer: pybind.Writer, arrays: List[np.ndarray],
+                   priorities: Dict[str, float]):
+    """One step, one item per table, flushed; `writer` is kept for the next
+    insert only if all went well (otherwise it is dropped, its stream
+    cancelled)."""
     writer.Append(arrays)
     for table, priority in priorities.items():
       writer.CreateItem(table, 1, priority)
     writer.Flush(None)
     writer.NewEpisode()
-    # Reused only after a success: a writer that raised is dropped (and its
-    # stream cancelled).
     self._insert_writers.append(writer)
 
   def writer(self,

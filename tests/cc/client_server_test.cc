@@ -171,6 +171,48 @@ TEST_F(ClientServerTest, StoppingTheServerEndsWaitingCalls) {
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
 }
 
+TEST_F(ClientServerTest, SamplerReconnectsToARestartedServer) {
+  StartServer({MakeTable("t", *MinSizeRateLimiter(1))});
+  const int port = server_->port();
+  auto writer = NewWriter(1, 1);
+  ASSERT_TRUE(writer->Append({Int32({1}, {})}).ok());
+  ASSERT_TRUE(writer->CreateItem("t", 1, 1).ok());
+  ASSERT_TRUE(writer->Close().ok());
+
+  SamplerOptions options;
+  options.num_workers = 2;
+  options.max_in_flight_samples_per_worker = 2;
+  options.max_samples_per_stream = 3;  // Streams are replaced as they go.
+  options.reconnect_window = absl::Seconds(30);
+  auto sampler = *client_->NewSampler("t", options);
+  for (int i = 0; i < 20; ++i) {
+    auto sample = sampler->GetNextSample(absl::Seconds(30));
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{1}));
+  }
+
+  // Restart on the same port with other data: the sampler carries on.
+  server_->Stop();
+  server_.reset();
+  auto table = MakeTable("t", *MinSizeRateLimiter(1));
+  auto restarted = Server::Start({table}, port, "localhost");
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  server_ = *std::move(restarted);
+  // A new channel (the old one is backing off before reconnecting).
+  Client fresh("localhost:" + std::to_string(port));
+  auto second_writer = *fresh.NewWriter(WriterOptions());
+  ASSERT_TRUE(second_writer->Append({Int32({2}, {})}).ok());
+  ASSERT_TRUE(second_writer->CreateItem("t", 1, 1).ok());
+  ASSERT_TRUE(second_writer->Close().ok());
+  bool saw_new_data = false;
+  for (int i = 0; i < 50 && !saw_new_data; ++i) {
+    auto sample = sampler->GetNextSample(absl::Seconds(30));
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    saw_new_data = Values(sample->columns[0]) == std::vector<int32_t>{2};
+  }
+  EXPECT_TRUE(saw_new_data);
+}
+
 TEST_F(ClientServerTest, ServerInfoMutateAndReset) {
   StartServer({MakeTable("a", *MinSizeRateLimiter(1)),
                MakeTable("b", *MinSizeRateLimiter(1))});
