@@ -69,3 +69,34 @@ def test_encoding_matches_tensorflows_own_coder():
           tf_protos.StructuredValue.FromString(
               theirs.SerializeToString())) == nest
       """)
+
+
+def test_client_with_tf_signatures_and_sample_info_dtypes():
+  run("""
+      import numpy as np
+      import tensorflow as tf
+      import reverb
+      signature = {'obs': tf.TensorSpec([2], tf.float32),
+                   'step': tf.TensorSpec([], tf.int64)}
+      table = reverb.Table('t', reverb.selectors.Fifo(),
+                           reverb.selectors.Fifo(), 10,
+                           reverb.rate_limiters.MinSize(1),
+                           signature=signature)
+      with reverb.Server([table]) as server:
+        client = server.localhost_client()
+        client.insert({'obs': np.ones(2, np.float32), 'step': np.int64(3)},
+                      priorities={'t': 1.0})
+        try:
+          client.insert({'obs': np.ones(2, np.float64), 'step': np.int64(3)},
+                        priorities={'t': 1.0})
+          raise AssertionError('a float64 obs matched a float32 signature')
+        except ValueError:
+          pass
+        [step] = next(client.sample('t', unpack_as_table_signature=True,
+                                    timeout=30))
+        assert step.data['step'] == 3, step
+        assert client.server_info()['t'].signature == signature
+      assert reverb.SampleInfo.tf_dtypes() == reverb.SampleInfo(
+          tf.uint64, tf.double, tf.int64, tf.double, tf.int32)
+      assert all(s == tf.TensorShape([]) for s in reverb.SampleInfo.tf_shapes())
+      """)
