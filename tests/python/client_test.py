@@ -336,3 +336,33 @@ def test_bind_address_from_argument_and_environment(monkeypatch):
   with reverb.Server([uniform_table()]) as server:
     assert '127.0.0.1' in repr(server)
     reverb.Client(f'127.0.0.1:{server.port}').server_info(timeout=TIMEOUT)
+
+
+def test_writer_waits_for_room_when_max_in_flight_items_are_unconfirmed(
+    client):
+  # Queue of 10: items beyond 10 wait in the server's rate limiter, so they
+  # stay unconfirmed.
+  writer = client.writer(max_sequence_length=1, max_in_flight_items=1)
+  for i in range(11):
+    writer.append([np.int64(i)])
+    writer.create_item('queue', num_timesteps=1, priority=1.0)
+  done = threading.Event()
+
+  def one_more():
+    writer.append([np.int64(11)])
+    writer.create_item('queue', num_timesteps=1, priority=1.0)
+    done.set()
+
+  thread = threading.Thread(target=one_more)
+  thread.start()
+  assert not done.wait(0.5), 'created an item past max_in_flight_items'
+  # One sample makes room for item 10; once it is confirmed, item 11 is sent
+  # (and waits in the full queue).
+  list(client.sample('queue', num_samples=1, timeout=TIMEOUT))
+  assert done.wait(TIMEOUT)
+  thread.join(TIMEOUT)
+  with pytest.raises(reverb.DeadlineExceededError):
+    writer.flush(timeout=0.3)  # Item 11 waits for room in the queue.
+  list(client.sample('queue', num_samples=10, timeout=TIMEOUT))
+  writer.flush(timeout=TIMEOUT)
+  writer.close()
