@@ -68,6 +68,11 @@ absl::StatusOr<std::unique_ptr<Writer>> Client::NewWriter(
   return Writer::Create(connection_, options);
 }
 
+absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Client::NewTrajectoryWriter(
+    std::shared_ptr<ChunkerOptions> options) {
+  return TrajectoryWriter::Create(connection_, std::move(options));
+}
+
 absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
     const std::string& table, const SamplerOptions& options) {
   return Sampler::Create(connection_, table, options);

@@ -17,6 +17,7 @@
 #include "cc/sample_stream.h"
 #include "cc/sampler.h"
 #include "cc/support/export.h"
+#include "cc/trajectory_writer.h"
 #include "cc/writer.h"
 
 namespace deepmind::reverb {
@@ -44,6 +45,10 @@ class REVERB_EXPORT Client {
   // Legacy writer (see writer.h).
   absl::StatusOr<std::unique_ptr<Writer>> NewWriter(
       const WriterOptions& options);
+
+  // Items of any cells of recent steps (see trajectory_writer.h).
+  absl::StatusOr<std::unique_ptr<TrajectoryWriter>> NewTrajectoryWriter(
+      std::shared_ptr<ChunkerOptions> options);
 
   absl::StatusOr<std::unique_ptr<Sampler>> NewSampler(
       const std::string& table, const SamplerOptions& options);

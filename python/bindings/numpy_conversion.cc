@@ -107,6 +107,16 @@ absl::StatusOr<Tensor> TensorFromNumpy(py::handle object) {
   return tensor;
 }
 
+py::dtype NumpyDtype(DataType dtype) {
+  if (dtype == tensorflow::DT_STRING) return py::dtype("O");
+  const char* name = NumpyName(dtype);
+  if (name == nullptr) {
+    throw py::value_error(absl::StrCat("No numpy dtype for ",
+                                       tensorflow::DataType_Name(dtype), "."));
+  }
+  return py::dtype(name);
+}
+
 py::object TensorToNumpy(Tensor tensor) {
   std::vector<ssize_t> shape(tensor.shape.begin(), tensor.shape.end());
   if (tensor.IsString()) {
@@ -117,15 +127,11 @@ py::object TensorToNumpy(Tensor tensor) {
     }
     return std::move(result);
   }
-  const char* name = NumpyName(tensor.dtype);
-  if (name == nullptr) {
-    throw py::value_error(absl::StrCat(
-        "Cannot convert ", DescribeTensor(tensor), " to numpy."));
-  }
+  py::dtype dtype = NumpyDtype(tensor.dtype);
   // The array keeps the buffer alive through a capsule: no copy.
   auto* owner = new std::string(std::move(tensor.bytes));
   py::capsule base(owner, [](void* p) { delete static_cast<std::string*>(p); });
-  return py::array(py::dtype(name), shape, owner->data(), base);
+  return py::array(dtype, shape, owner->data(), base);
 }
 
 }  // namespace deepmind::reverb

@@ -9,6 +9,7 @@
 #ifndef REVERB_PYTHON_BINDINGS_NUMPY_CONVERSION_H_
 #define REVERB_PYTHON_BINDINGS_NUMPY_CONVERSION_H_
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include "absl/status/statusor.h"
@@ -20,6 +21,9 @@ namespace deepmind::reverb {
 absl::StatusOr<Tensor> TensorFromNumpy(pybind11::handle object);
 
 pybind11::object TensorToNumpy(Tensor tensor);
+
+// The numpy dtype of a tensor dtype (object for strings); ValueError if none.
+pybind11::dtype NumpyDtype(tensorflow::DataType dtype);
 
 }  // namespace deepmind::reverb
 

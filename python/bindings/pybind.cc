@@ -30,10 +30,12 @@
 #include "cc/selectors/interface.h"
 #include "cc/selectors/prioritized.h"
 #include "cc/selectors/uniform.h"
+#include "cc/chunker.h"
 #include "cc/client.h"
 #include "cc/sampler.h"
 #include "cc/server.h"
 #include "cc/table.h"
+#include "cc/trajectory_writer.h"
 #include "cc/writer.h"
 #include "python/bindings/numpy_conversion.h"
 
@@ -168,6 +170,43 @@ py::tuple SampleToPython(Sample sample) {
     columns.append(TensorToNumpy(std::move(column)));
   }
   return py::make_tuple(info, columns, timesteps.ok() ? *timesteps : -1);
+}
+
+// Python's handle on a cell: it does not keep the cell alive.
+struct WeakCellRef {
+  std::weak_ptr<CellRef> ref;
+
+  std::shared_ptr<CellRef> Lock() const {
+    auto locked = ref.lock();
+    if (locked == nullptr) {
+      throw py::value_error("The cell reference has expired.");
+    }
+    return locked;
+  }
+};
+
+std::vector<std::optional<Tensor>> OptionalTensorsFromPython(
+    const py::list& arrays) {
+  std::vector<std::optional<Tensor>> tensors(arrays.size());
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    if (!arrays[i].is_none()) {
+      tensors[i] = ValueOrRaise(TensorFromNumpy(arrays[i]));
+    }
+  }
+  return tensors;
+}
+
+py::list RefsToPython(
+    const std::vector<std::optional<std::weak_ptr<CellRef>>>& refs) {
+  py::list result;
+  for (const auto& ref : refs) {
+    if (ref.has_value()) {
+      result.append(py::cast(WeakCellRef{*ref}));
+    } else {
+      result.append(py::none());
+    }
+  }
+  return result;
 }
 
 }  // namespace
@@ -412,6 +451,140 @@ PYBIND11_MODULE(pybind, m) {
           py::arg("timeout_ms") = py::none())
       .def("Close", &Sampler::Close, py::call_guard<py::gil_scoped_release>());
 
+  // --- Trajectory writer --------------------------------------------------------
+  py::class_<ChunkerOptions, std::shared_ptr<ChunkerOptions>>(m, "ChunkerOptions")
+      .def("__eq__",
+           [](const ChunkerOptions& self, const ChunkerOptions& other) {
+             auto* a = dynamic_cast<const AutoTunedChunkerOptions*>(&self);
+             auto* b = dynamic_cast<const AutoTunedChunkerOptions*>(&other);
+             if ((a == nullptr) != (b == nullptr)) return false;
+             if (a != nullptr && a->throughput_weight() != b->throughput_weight()) {
+               return false;
+             }
+             return (a != nullptr ||
+                     self.GetMaxChunkLength() == other.GetMaxChunkLength()) &&
+                    self.GetNumKeepAliveRefs() == other.GetNumKeepAliveRefs() &&
+                    self.GetDeltaEncode() == other.GetDeltaEncode();
+           })
+      .def_property_readonly("max_chunk_length",
+                             &ChunkerOptions::GetMaxChunkLength)
+      .def_property_readonly("num_keep_alive_refs",
+                             &ChunkerOptions::GetNumKeepAliveRefs);
+  py::class_<ConstantChunkerOptions, ChunkerOptions,
+             std::shared_ptr<ConstantChunkerOptions>>(m, "ConstantChunkerOptions")
+      .def(py::init<int, int, bool>(), py::arg("max_chunk_length"),
+           py::arg("num_keep_alive_refs"), py::arg("delta_encode") = false);
+  py::class_<AutoTunedChunkerOptions, ChunkerOptions,
+             std::shared_ptr<AutoTunedChunkerOptions>>(m, "AutoTunedChunkerOptions")
+      .def(py::init<int, double, bool>(), py::arg("num_keep_alive_refs"),
+           py::arg("throughput_weight") = 1.0, py::arg("delta_encode") = false);
+
+  py::class_<WeakCellRef>(m, "WeakCellRef")
+      .def_property_readonly(
+          "expired", [](const WeakCellRef& self) { return self.ref.expired(); })
+      .def("numpy",
+           [](const WeakCellRef& self) {
+             std::shared_ptr<CellRef> ref = self.Lock();
+             absl::StatusOr<Tensor> data;
+             {
+               py::gil_scoped_release release;
+               data = ref->GetData();
+             }
+             return TensorToNumpy(ValueOrRaise(std::move(data)));
+           })
+      .def_property_readonly(
+          "shape",
+          [](const WeakCellRef& self) {
+            const auto& shape = self.Lock()->shape();
+            return std::vector<std::optional<int64_t>>(shape.begin(),
+                                                       shape.end());
+          })
+      .def_property_readonly("dtype", [](const WeakCellRef& self) {
+        return NumpyDtype(self.Lock()->dtype());
+      });
+
+  py::class_<TrajectoryWriter>(m, "TrajectoryWriter")
+      .def("Append",
+           [](TrajectoryWriter& self, const py::list& step) {
+             auto tensors = OptionalTensorsFromPython(step);
+             absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
+                 refs;
+             {
+               py::gil_scoped_release release;
+               refs = self.Append(std::move(tensors));
+             }
+             return RefsToPython(ValueOrRaise(std::move(refs)));
+           })
+      .def("AppendPartial",
+           [](TrajectoryWriter& self, const py::list& step) {
+             auto tensors = OptionalTensorsFromPython(step);
+             absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
+                 refs;
+             {
+               py::gil_scoped_release release;
+               refs = self.AppendPartial(std::move(tensors));
+             }
+             return RefsToPython(ValueOrRaise(std::move(refs)));
+           })
+      .def(
+          "CreateItem",
+          [](TrajectoryWriter& self, const std::string& table, double priority,
+             const std::vector<std::vector<WeakCellRef>>& trajectory,
+             const std::vector<bool>& squeeze) {
+            if (squeeze.size() != trajectory.size()) {
+              throw py::value_error(
+                  "CreateItem needs one squeeze flag per column.");
+            }
+            std::vector<TrajectoryColumn> columns(trajectory.size());
+            for (size_t c = 0; c < trajectory.size(); ++c) {
+              for (const auto& cell : trajectory[c]) {
+                columns[c].refs.push_back(cell.ref);
+              }
+              columns[c].squeeze = squeeze[c];
+            }
+            RunWithoutGil(
+                [&] { return self.CreateItem(table, priority, columns); });
+          },
+          py::arg("table"), py::arg("priority"), py::arg("trajectory"),
+          py::arg("squeeze_column"))
+      .def(
+          "Flush",
+          [](TrajectoryWriter& self, int ignore_last_num_items,
+             std::optional<int64_t> timeout_ms) {
+            RunWithoutGil([&] {
+              return self.Flush(ignore_last_num_items,
+                                TimeoutFromMs(timeout_ms));
+            });
+          },
+          py::arg("ignore_last_num_items") = 0,
+          py::arg("timeout_ms") = py::none())
+      .def(
+          "EndEpisode",
+          [](TrajectoryWriter& self, bool clear_buffers,
+             std::optional<int64_t> timeout_ms) {
+            RunWithoutGil([&] {
+              return self.EndEpisode(clear_buffers, TimeoutFromMs(timeout_ms));
+            });
+          },
+          py::arg("clear_buffers"), py::arg("timeout_ms") = py::none())
+      .def("Close", &TrajectoryWriter::Close,
+           py::call_guard<py::gil_scoped_release>())
+      .def(
+          "ConfigureChunker",
+          [](TrajectoryWriter& self, int column,
+             const std::shared_ptr<ChunkerOptions>& options) {
+            RunWithoutGil(
+                [&] { return self.ConfigureChunker(column, options->Clone()); });
+          },
+          py::arg("column"), py::arg("options"))
+      .def_property_readonly("max_num_keep_alive_refs",
+                             &TrajectoryWriter::max_num_keep_alive_refs)
+      .def_property_readonly("episode_steps", &TrajectoryWriter::episode_steps)
+      .def_property_readonly("num_pending_items",
+                             &TrajectoryWriter::num_pending_items)
+      .def_property_readonly("num_streamed_chunks",
+                             &TrajectoryWriter::num_streamed_chunks);
+
   py::class_<SampleStream>(m, "SampleStream")
       .def(
           "Request",
@@ -473,6 +646,12 @@ PYBIND11_MODULE(pybind, m) {
           py::arg("num_workers") = 1,
           py::arg("max_samples_per_stream") = 10000,
           py::arg("rate_limiter_timeout_ms") = py::none())
+      .def(
+          "NewTrajectoryWriter",
+          [](Client& self, const std::shared_ptr<ChunkerOptions>& options) {
+            return ValueOrRaise(self.NewTrajectoryWriter(options->Clone()));
+          },
+          py::arg("chunker_options"))
       .def(
           "NewSampleStream",
           [](Client& self, const std::string& table) {

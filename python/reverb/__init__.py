@@ -27,6 +27,7 @@ from reverb import replay_sample
 from reverb import reverb_types
 from reverb import server
 from reverb import specs
+from reverb import trajectory_writer
 from reverb.client import Client
 from reverb.client import Writer
 from reverb.errors import DeadlineExceededError
@@ -34,5 +35,7 @@ from reverb.errors import ReverbError
 from reverb.replay_sample import ReplaySample
 from reverb.replay_sample import SampleInfo
 from reverb.server import Server
+from reverb.trajectory_writer import TrajectoryColumn
+from reverb.trajectory_writer import TrajectoryWriter
 from reverb.server import Table
 from reverb.server import TableExtensionBase

@@ -5,7 +5,7 @@ namedtuples; anything else (arrays, numbers, strings, None) is a leaf.
 """
 
 import collections.abc
-from typing import Any, Iterator, List, Sequence
+from typing import Any, Callable, Iterator, List, Sequence, Tuple
 
 
 def _is_namedtuple(value: Any) -> bool:
@@ -55,3 +55,56 @@ def unflatten_as(structure: Any, flat: Sequence[Any]) -> Any:
     raise ValueError(
         f'Structure has {num_leaves} leaves but {len(flat)} values were given.')
   return _rebuild(structure, iter(flat))
+
+
+def _items(value: Any):
+  """(path element, child) pairs of a nested value, in flattening order."""
+  if isinstance(value, collections.abc.Mapping):
+    return [(key, value[key]) for key in sorted(value)]
+  if _is_namedtuple(value):
+    return list(zip(value._fields, value))
+  return list(enumerate(value))
+
+
+def flatten_with_path(structure: Any) -> List[Tuple[Tuple[Any, ...], Any]]:
+  """(path, leaf) pairs; a path holds dict keys, namedtuple field names and
+  sequence indices, as dm-tree's flatten_with_path."""
+  if not _is_nested(structure):
+    return [((), structure)]
+  result = []
+  for key, child in _items(structure):
+    result.extend(((key,) + path, leaf)
+                  for path, leaf in flatten_with_path(child))
+  return result
+
+
+def map_structure_with_path(fn: Callable[[Tuple[Any, ...], Any], Any],
+                            structure: Any) -> Any:
+  """`structure` with each leaf replaced by fn(path, leaf)."""
+  return unflatten_as(structure, [fn(path, leaf)
+                                  for path, leaf in flatten_with_path(structure)])
+
+
+def map_structure(fn: Callable[[Any], Any], structure: Any) -> Any:
+  return unflatten_as(structure, [fn(leaf) for leaf in flatten(structure)])
+
+
+def union(a: Any, b: Any) -> Any:
+  """A structure holding the fields of both `a` and `b` (leaves of `a` win).
+
+  Mappings merge their keys; sequences of the same type and length merge
+  element-wise. Raises ValueError for structures that cannot be merged.
+  """
+  if isinstance(a, collections.abc.Mapping) and isinstance(
+      b, collections.abc.Mapping):
+    merged = {key: union(a[key], b[key]) if key in b else a[key] for key in a}
+    merged.update({key: b[key] for key in b if key not in a})
+    return type(a)(merged) if not isinstance(a, dict) else merged
+  if _is_nested(a) and _is_nested(b):
+    if type(a) is not type(b) or len(a) != len(b):
+      raise ValueError(f'Cannot merge structures {a!r} and {b!r}.')
+    children = [union(x, y) for x, y in zip(a, b)]
+    return type(a)(*children) if _is_namedtuple(a) else type(a)(children)
+  if _is_nested(a) != _is_nested(b):
+    raise ValueError(f'Cannot merge structures {a!r} and {b!r}.')
+  return a

@@ -16,6 +16,7 @@ from reverb import pybind
 from reverb import replay_sample
 from reverb import reverb_types
 from reverb import structured_value
+from reverb import trajectory_writer as trajectory_writer_lib
 
 # How long writers wait for the server's table signatures.
 _SIGNATURE_TIMEOUT_SECONDS = 60
@@ -260,6 +261,36 @@ class Client:
         max_timesteps=max_sequence_length,
         delta_encoded=delta_encoded,
         max_in_flight_items=max_in_flight_items), self, max_sequence_length)
+
+  def trajectory_writer(
+      self,
+      num_keep_alive_refs: int,
+      *,
+      validate_items: bool = True) -> trajectory_writer_lib.TrajectoryWriter:
+    """A `TrajectoryWriter` whose history keeps `num_keep_alive_refs` steps.
+
+    Args:
+      num_keep_alive_refs: Steps of history items can reference.
+      validate_items: Check items against the tables' signatures before
+        sending them (fetches them from the server first, waiting up to
+        60 s).
+
+    Raises:
+      ValueError: If `num_keep_alive_refs` < 1.
+      DeadlineExceededError: If validating and the server does not answer.
+    """
+    if num_keep_alive_refs < 1:
+      raise ValueError(
+          f'num_keep_alive_refs ({num_keep_alive_refs}) must be >= 1')
+    get_signature = None
+    if validate_items:
+      self.server_info(_SIGNATURE_TIMEOUT_SECONDS)
+      get_signature = lambda table: self._signature(  # pylint: disable=g-long-lambda
+          table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
+    return trajectory_writer_lib.TrajectoryWriter(
+        self._client.NewTrajectoryWriter(
+            pybind.AutoTunedChunkerOptions(num_keep_alive_refs, 1.0)),
+        get_signature)
 
   def sample(
       self,

@@ -1,0 +1,304 @@
+#include "cc/chunker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cc/support/random_key.h"
+#include "cc/support/status_macros.h"
+#include "cc/tensor_compression.h"
+
+namespace deepmind::reverb {
+
+// --- Options -------------------------------------------------------------------
+
+absl::Status ChunkerOptions::Validate() const {
+  if (GetNumKeepAliveRefs() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_keep_alive_refs (", GetNumKeepAliveRefs(), ") must be >= 1."));
+  }
+  if (GetMaxChunkLength() < 1 ||
+      GetMaxChunkLength() > GetNumKeepAliveRefs()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_chunk_length (", GetMaxChunkLength(),
+        ") must be in [1, num_keep_alive_refs (", GetNumKeepAliveRefs(),
+        ")]."));
+  }
+  return absl::OkStatus();
+}
+
+AutoTunedChunkerOptions::AutoTunedChunkerOptions(int num_keep_alive_refs,
+                                                 double throughput_weight,
+                                                 bool delta_encode)
+    : num_keep_alive_refs_(num_keep_alive_refs),
+      throughput_weight_(throughput_weight),
+      delta_encode_(delta_encode) {}
+
+int AutoTunedChunkerOptions::GetMaxChunkLength() const {
+  absl::MutexLock lock(&mu_);
+  return max_chunk_length_;
+}
+
+void AutoTunedChunkerOptions::OnChunkFinalized(int64_t bytes, int rows) {
+  absl::MutexLock lock(&mu_);
+  chunks_.emplace_back(bytes, rows);
+  if (static_cast<int>(chunks_.size()) > kNumChunksToScore) chunks_.pop_front();
+  MaybeTune();
+}
+
+void AutoTunedChunkerOptions::OnItemFinalized(
+    absl::Span<const std::shared_ptr<CellRef>> refs) {
+  // Bytes the item makes the writer send: its chunks, each counted once.
+  absl::flat_hash_set<uint64_t> seen;
+  int64_t bytes = 0;
+  for (const auto& ref : refs) {
+    auto chunk = ref->GetChunk();
+    if (chunk != nullptr && seen.insert(chunk->chunk_key()).second) {
+      bytes += static_cast<int64_t>(chunk->ByteSizeLong());
+    }
+  }
+  if (refs.empty()) return;
+  absl::MutexLock lock(&mu_);
+  items_.emplace_back(bytes, static_cast<int>(refs.size()));
+  if (static_cast<int>(items_.size()) > kNumItemsToScore) items_.pop_front();
+}
+
+void AutoTunedChunkerOptions::MaybeTune() {
+  if (static_cast<int>(chunks_.size()) < kNumChunksToScore ||
+      static_cast<int>(items_.size()) < kNumItemsToScore) {
+    return;
+  }
+  auto per_step = [](const std::deque<std::pair<int64_t, int>>& stats) {
+    double bytes = 0, steps = 0;
+    for (const auto& [b, s] : stats) {
+      bytes += b;
+      steps += s;
+    }
+    return bytes / std::max(1.0, steps);
+  };
+  double rows = 0;
+  for (const auto& chunk : chunks_) rows += chunk.second;
+  const double average_length = rows / chunks_.size();
+  const double cost =
+      per_step(chunks_) + throughput_weight_ * per_step(items_);
+  if (!previous_cost_.has_value()) {
+    last_change_grew_ = true;
+    max_chunk_length_ = std::min(max_chunk_length_ + 2, num_keep_alive_refs_);
+  } else if (std::abs(average_length - max_chunk_length_) <= 0.25) {
+    // The windows describe the current length: keep going the same way if
+    // that lowered the cost, else turn back.
+    const bool grow = (cost < *previous_cost_) == last_change_grew_;
+    last_change_grew_ = grow;
+    max_chunk_length_ = std::clamp(max_chunk_length_ + (grow ? 2 : -1), 1,
+                                   num_keep_alive_refs_);
+  } else {
+    return;  // Statistics of an older length; wait for fresh ones.
+  }
+  previous_cost_ = cost;
+  chunks_.clear();
+  items_.clear();
+}
+
+// --- CellRef -------------------------------------------------------------------
+
+CellRef::CellRef(std::weak_ptr<Chunker> chunker, uint64_t chunk_key,
+                 int offset, uint64_t episode_id, int32_t episode_step,
+                 tensorflow::DataType dtype, std::vector<int64_t> shape)
+    : chunker_(std::move(chunker)),
+      chunk_key_(chunk_key),
+      offset_(offset),
+      episode_id_(episode_id),
+      episode_step_(episode_step),
+      dtype_(dtype),
+      shape_(std::move(shape)) {}
+
+bool CellRef::IsReady() const {
+  absl::MutexLock lock(&mu_);
+  return chunk_ != nullptr;
+}
+
+std::shared_ptr<const ChunkData> CellRef::GetChunk() const {
+  absl::MutexLock lock(&mu_);
+  return chunk_;
+}
+
+void CellRef::SetChunk(std::shared_ptr<const ChunkData> chunk) {
+  absl::MutexLock lock(&mu_);
+  chunk_ = std::move(chunk);
+}
+
+namespace {
+
+absl::StatusOr<Tensor> RowOfChunk(const ChunkData& chunk, int row) {
+  REVERB_ASSIGN_OR_RETURN(Tensor column,
+                          DecompressTensorFromProto(chunk.data().tensors(0)));
+  if (chunk.delta_encoded()) DeltaEncode(&column, /*encode=*/false);
+  return GetRow(column, row);
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> CellRef::GetData() const {
+  if (auto chunk = GetChunk()) return RowOfChunk(*chunk, offset_);
+  if (auto chunker = GetChunker()) {
+    auto buffered = chunker->CopyDataForCell(*this);
+    if (buffered.ok()) return buffered;
+  }
+  // Finalized meanwhile?
+  if (auto chunk = GetChunk()) return RowOfChunk(*chunk, offset_);
+  return absl::FailedPreconditionError(
+      "The cell's chunk was never finalized and its chunker has dropped it.");
+}
+
+// --- Chunker -------------------------------------------------------------------
+
+Chunker::Chunker(int column, std::shared_ptr<ChunkerOptions> options)
+    : column_(column),
+      options_(std::move(options)),
+      next_chunk_key_(NewRandomKey()) {}
+
+std::shared_ptr<ChunkerOptions> Chunker::options() const {
+  absl::MutexLock lock(&mu_);
+  return options_;
+}
+
+absl::Status Chunker::CanAppend(const Tensor& tensor, uint64_t episode_id,
+                                int32_t episode_step) const {
+  absl::MutexLock lock(&mu_);
+  return CanAppendLocked(tensor, episode_id, episode_step);
+}
+
+absl::Status Chunker::CanAppendLocked(const Tensor& tensor,
+                                      uint64_t episode_id,
+                                      int32_t episode_step) const {
+  if (dtype_.has_value() && tensor.dtype != *dtype_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Tensor of wrong dtype provided for column ", column_, ". Got ",
+        tensorflow::DataType_Name(tensor.dtype), " but expected ",
+        tensorflow::DataType_Name(*dtype_), "."));
+  }
+  if (dtype_.has_value() && tensor.shape != shape_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Tensor of incompatible shape provided for column ", column_,
+        ". Got [", absl::StrJoin(tensor.shape, ","),
+        "] which is incompatible with [", absl::StrJoin(shape_, ","), "]."));
+  }
+  if (!buffer_refs_.empty() &&
+      buffer_refs_.back()->episode_id() == episode_id &&
+      buffer_refs_.back()->episode_step() >= episode_step) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Column ", column_, " already has step ", episode_step,
+        " (column present in previous AppendPartial)."));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(Tensor tensor,
+                                                        uint64_t episode_id,
+                                                        int32_t episode_step) {
+  absl::MutexLock lock(&mu_);
+  REVERB_RETURN_IF_ERROR(CanAppendLocked(tensor, episode_id, episode_step));
+  if (!dtype_.has_value()) {
+    dtype_ = tensor.dtype;
+    shape_ = tensor.shape;
+  }
+  // A chunk holds steps of one episode.
+  if (!buffer_refs_.empty() &&
+      buffer_refs_.back()->episode_id() != episode_id) {
+    REVERB_RETURN_IF_ERROR(FinalizeLocked());
+  }
+  auto ref = std::make_shared<CellRef>(
+      weak_from_this(), next_chunk_key_, static_cast<int>(buffer_.size()),
+      episode_id, episode_step, tensor.dtype, tensor.shape);
+  buffer_.push_back(std::move(tensor));
+  buffer_refs_.push_back(ref);
+  active_refs_.push_back(ref);
+  while (static_cast<int>(active_refs_.size()) >
+         options_->GetNumKeepAliveRefs()) {
+    active_refs_.pop_front();
+  }
+  if (static_cast<int>(buffer_.size()) >= options_->GetMaxChunkLength()) {
+    REVERB_RETURN_IF_ERROR(FinalizeLocked());
+  }
+  return ref;
+}
+
+absl::Status Chunker::Flush() {
+  absl::MutexLock lock(&mu_);
+  return FinalizeLocked();
+}
+
+absl::Status Chunker::FinalizeLocked() {
+  if (buffer_.empty()) return absl::OkStatus();
+  REVERB_ASSIGN_OR_RETURN(Tensor stacked, StackTensors(buffer_));
+  const int64_t uncompressed = static_cast<int64_t>(stacked.bytes.size());
+  const bool delta = options_->GetDeltaEncode();
+  if (delta) DeltaEncode(&stacked, /*encode=*/true);
+  auto chunk = std::make_shared<ChunkData>();
+  chunk->set_chunk_key(next_chunk_key_);
+  REVERB_ASSIGN_OR_RETURN(*chunk->mutable_data()->add_tensors(),
+                          CompressTensorAsProto(stacked));
+  chunk->set_data_tensors_len(1);
+  chunk->set_data_uncompressed_size(uncompressed);
+  chunk->set_delta_encoded(delta);
+  SequenceRange* range = chunk->mutable_sequence_range();
+  range->set_episode_id(buffer_refs_.front()->episode_id());
+  range->set_start(buffer_refs_.front()->episode_step());
+  range->set_end(buffer_refs_.back()->episode_step());
+  range->set_sparse(range->end() - range->start() + 1 !=
+                    static_cast<int32_t>(buffer_refs_.size()));
+  for (const auto& ref : buffer_refs_) ref->SetChunk(chunk);
+  options_->OnChunkFinalized(static_cast<int64_t>(chunk->ByteSizeLong()),
+                             static_cast<int>(buffer_.size()));
+  buffer_.clear();
+  buffer_refs_.clear();
+  next_chunk_key_ = NewRandomKey();
+  return absl::OkStatus();
+}
+
+void Chunker::Reset() {
+  absl::MutexLock lock(&mu_);
+  buffer_.clear();
+  buffer_refs_.clear();
+  active_refs_.clear();
+  next_chunk_key_ = NewRandomKey();
+}
+
+absl::Status Chunker::ApplyConfig(std::shared_ptr<ChunkerOptions> options) {
+  REVERB_RETURN_IF_ERROR(options->Validate());
+  absl::MutexLock lock(&mu_);
+  if (!buffer_.empty()) {
+    return absl::FailedPreconditionError(
+        "Chunker options can only be changed while no steps are buffered.");
+  }
+  options_ = std::move(options);
+  while (static_cast<int>(active_refs_.size()) >
+         options_->GetNumKeepAliveRefs()) {
+    active_refs_.pop_front();
+  }
+  return absl::OkStatus();
+}
+
+std::vector<uint64_t> Chunker::GetKeepKeys() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<uint64_t> keys;
+  for (const auto& ref : active_refs_) {
+    if (keys.empty() || keys.back() != ref->chunk_key()) {
+      keys.push_back(ref->chunk_key());
+    }
+  }
+  return keys;
+}
+
+absl::StatusOr<Tensor> Chunker::CopyDataForCell(const CellRef& ref) const {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < buffer_refs_.size(); ++i) {
+    if (buffer_refs_[i].get() == &ref) return buffer_[i];
+  }
+  return absl::FailedPreconditionError("The cell is not buffered.");
+}
+
+}  // namespace deepmind::reverb

@@ -1,0 +1,406 @@
+#include "cc/trajectory_writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cc/support/grpc_util.h"
+#include "cc/support/random_key.h"
+#include "cc/support/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace deepmind::reverb {
+namespace {
+
+constexpr absl::Duration kMinBackoff = absl::Milliseconds(1);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
+// A stream that lived this long resets the backoff.
+constexpr absl::Duration kHealthyStreamLifetime = absl::Seconds(2);
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TrajectoryWriter>> TrajectoryWriter::Create(
+    std::shared_ptr<const Connection> connection,
+    std::shared_ptr<ChunkerOptions> options) {
+  REVERB_RETURN_IF_ERROR(options->Validate());
+  return std::unique_ptr<TrajectoryWriter>(
+      new TrajectoryWriter(std::move(connection), std::move(options)));
+}
+
+TrajectoryWriter::TrajectoryWriter(std::shared_ptr<const Connection> connection,
+                                   std::shared_ptr<ChunkerOptions> options)
+    : connection_(std::move(connection)),
+      options_(std::move(options)),
+      episode_id_(NewRandomKey()) {
+  stream_thread_ = std::thread([this] { RunStreams(); });
+}
+
+TrajectoryWriter::~TrajectoryWriter() { Close(); }
+
+void TrajectoryWriter::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    closed_ = true;
+    if (context_ != nullptr) context_->TryCancel();
+  }
+  stream_thread_.join();
+}
+
+std::shared_ptr<Chunker> TrajectoryWriter::GetChunkerLocked(int column) {
+  while (static_cast<int>(chunkers_.size()) <= column) {
+    const int index = static_cast<int>(chunkers_.size());
+    auto configured = column_options_.find(index);
+    chunkers_.push_back(std::make_shared<Chunker>(
+        index, configured != column_options_.end() ? configured->second
+                                                   : options_->Clone()));
+  }
+  return chunkers_[column];
+}
+
+absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
+TrajectoryWriter::Append(std::vector<std::optional<Tensor>> step) {
+  return AppendImpl(std::move(step), /*partial=*/false);
+}
+
+absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
+TrajectoryWriter::AppendPartial(std::vector<std::optional<Tensor>> step) {
+  return AppendImpl(std::move(step), /*partial=*/true);
+}
+
+absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
+TrajectoryWriter::AppendImpl(std::vector<std::optional<Tensor>> step,
+                             bool partial) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::CancelledError("The writer is closed.");
+  REVERB_RETURN_IF_ERROR(status_);
+  // Check every cell first, so that a bad one appends nothing.
+  for (int i = 0; i < static_cast<int>(step.size()); ++i) {
+    if (step[i].has_value()) {
+      REVERB_RETURN_IF_ERROR(GetChunkerLocked(i)->CanAppend(
+          *step[i], episode_id_, episode_step_));
+    }
+  }
+  std::vector<std::optional<std::weak_ptr<CellRef>>> refs(step.size());
+  for (int i = 0; i < static_cast<int>(step.size()); ++i) {
+    if (!step[i].has_value()) continue;
+    REVERB_ASSIGN_OR_RETURN(
+        std::shared_ptr<CellRef> ref,
+        chunkers_[i]->Append(*std::move(step[i]), episode_id_, episode_step_));
+    refs[i] = ref;
+  }
+  step_open_ = partial;
+  if (!partial) ++episode_step_;
+  return refs;
+}
+
+absl::Status TrajectoryWriter::CreateItem(
+    const std::string& table, double priority,
+    const std::vector<TrajectoryColumn>& trajectory) {
+  if (std::isnan(priority)) {
+    return absl::InvalidArgumentError("`priority` must not be nan.");
+  }
+  if (trajectory.empty()) {
+    return absl::InvalidArgumentError("An item needs at least one column.");
+  }
+  Item item;
+  item.item.set_key(NewRandomKey());
+  item.item.set_table(table);
+  item.item.set_priority(priority);
+  *item.item.mutable_inserted_at() =
+      google::protobuf::util::TimeUtil::GetCurrentTime();
+  for (int c = 0; c < static_cast<int>(trajectory.size()); ++c) {
+    const TrajectoryColumn& column = trajectory[c];
+    if (column.refs.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Error in column ", c, ": the column is empty."));
+    }
+    if (column.squeeze && column.refs.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Error in column ", c, ": a squeezed column must have exactly one "
+          "cell, got ", column.refs.size(), "."));
+    }
+    auto* proto = item.item.mutable_flat_trajectory()->add_columns();
+    proto->set_squeeze(column.squeeze);
+    std::vector<std::shared_ptr<CellRef>> cells;
+    for (const auto& weak : column.refs) {
+      std::shared_ptr<CellRef> ref = weak.lock();
+      if (ref == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Error in column ", c, ": Column contains expired CellRef."));
+      }
+      // Consecutive cells of one chunk share a slice.
+      const int n = proto->chunk_slices_size();
+      if (n > 0) {
+        auto* last = proto->mutable_chunk_slices(n - 1);
+        if (last->chunk_key() == ref->chunk_key() &&
+            last->offset() + last->length() == ref->offset()) {
+          last->set_length(last->length() + 1);
+          cells.push_back(std::move(ref));
+          continue;
+        }
+      }
+      auto* slice = proto->add_chunk_slices();
+      slice->set_chunk_key(ref->chunk_key());
+      slice->set_offset(ref->offset());
+      slice->set_length(1);
+      slice->set_index(0);
+      cells.push_back(std::move(ref));
+    }
+    item.columns.push_back(std::move(cells));
+  }
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::CancelledError("The writer is closed.");
+  REVERB_RETURN_IF_ERROR(status_);
+  item.seq = next_seq_++;
+  queue_.push_back(std::move(item));
+  return absl::OkStatus();
+}
+
+bool TrajectoryWriter::ItemReadyLocked(const Item& item) const {
+  for (const auto& column : item.columns) {
+    for (const auto& ref : column) {
+      if (!ref->IsReady()) return false;
+    }
+  }
+  return true;
+}
+
+absl::Status TrajectoryWriter::Flush(int ignore_last_num_items,
+                                     absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  return FlushLocked(ignore_last_num_items, timeout);
+}
+
+absl::Status TrajectoryWriter::FlushLocked(int ignore_last_num_items,
+                                           absl::Duration timeout) {
+  if (closed_) return absl::CancelledError("The writer is closed.");
+  REVERB_RETURN_IF_ERROR(status_);
+  const int keep = std::max(0, ignore_last_num_items);
+  const int to_finalize = static_cast<int>(queue_.size()) - keep;
+  for (int i = 0; i < to_finalize; ++i) {
+    for (const auto& column : queue_[i].columns) {
+      for (const auto& ref : column) {
+        if (ref->IsReady()) continue;
+        if (auto chunker = ref->GetChunker()) {
+          REVERB_RETURN_IF_ERROR(chunker->Flush());
+        }
+      }
+    }
+  }
+  auto done = [this, keep]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return closed_ || !status_.ok() ||
+           static_cast<int>(queue_.size() + in_flight_.size()) <= keep;
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "Timeout exceeded with ", queue_.size(),
+        " items waiting to be written and ", in_flight_.size(),
+        " items awaiting confirmation."));
+  }
+  if (closed_) return absl::CancelledError("The writer is closed.");
+  return status_;
+}
+
+absl::Status TrajectoryWriter::EndEpisode(bool clear_buffers,
+                                          absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  REVERB_RETURN_IF_ERROR(FlushLocked(0, timeout));
+  for (const auto& chunker : chunkers_) {
+    if (clear_buffers) {
+      chunker->Reset();
+    } else {
+      REVERB_RETURN_IF_ERROR(chunker->Flush());
+    }
+  }
+  episode_id_ = NewRandomKey();
+  episode_step_ = 0;
+  step_open_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status TrajectoryWriter::ConfigureChunker(
+    int column, std::shared_ptr<ChunkerOptions> options) {
+  REVERB_RETURN_IF_ERROR(options->Validate());
+  absl::MutexLock lock(&mu_);
+  if (column < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Column index ", column, " must be >= 0."));
+  }
+  if (column < static_cast<int>(chunkers_.size())) {
+    return chunkers_[column]->ApplyConfig(std::move(options));
+  }
+  column_options_[column] = std::move(options);
+  return absl::OkStatus();
+}
+
+int TrajectoryWriter::max_num_keep_alive_refs() const {
+  absl::MutexLock lock(&mu_);
+  int most = options_->GetNumKeepAliveRefs();
+  for (const auto& [column, options] : column_options_) {
+    most = std::max(most, options->GetNumKeepAliveRefs());
+  }
+  for (const auto& chunker : chunkers_) {
+    most = std::max(most, chunker->options()->GetNumKeepAliveRefs());
+  }
+  return most;
+}
+
+int TrajectoryWriter::episode_steps() const {
+  absl::MutexLock lock(&mu_);
+  return episode_step_;
+}
+
+int TrajectoryWriter::num_pending_items() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(queue_.size() + in_flight_.size());
+}
+
+int TrajectoryWriter::num_streamed_chunks() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(streamed_keys_.size());
+}
+
+// --- Streaming -------------------------------------------------------------------
+
+void TrajectoryWriter::RunStreams() {
+  absl::Duration backoff = kMinBackoff;
+  absl::Time failing_since = absl::InfiniteFuture();
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return closed_ || !queue_.empty();
+      };
+      mu_.Await(absl::Condition(&has_work));
+      if (closed_) return;
+    }
+    const absl::Time started = absl::Now();
+    absl::Status status =
+        connection_->WaitForConnection(absl::Milliseconds(250));
+    if (status.ok()) status = RunStream();
+
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    const absl::Time now = absl::Now();
+    if (now - started >= kHealthyStreamLifetime) {
+      backoff = kMinBackoff;
+      failing_since = absl::InfiniteFuture();
+    }
+    if (failing_since == absl::InfiniteFuture()) failing_since = now;
+    if (!IsTransientError(status) || now - failing_since > kConnectTimeout) {
+      status_ = status.ok() ? absl::UnavailableError(
+                                  "The server ended the insert stream.")
+                            : status;
+      return;
+    }
+    // Send the unconfirmed items again, in their order, on a new stream
+    // (which has seen no chunks yet).
+    std::vector<Item> unconfirmed;
+    for (auto& [key, item] : in_flight_) unconfirmed.push_back(std::move(item));
+    in_flight_.clear();
+    std::sort(unconfirmed.begin(), unconfirmed.end(),
+              [](const Item& a, const Item& b) { return a.seq < b.seq; });
+    for (auto it = unconfirmed.rbegin(); it != unconfirmed.rend(); ++it) {
+      queue_.push_front(std::move(*it));
+    }
+    streamed_keys_.clear();
+    mu_.AwaitWithTimeout(absl::Condition(&closed_), backoff);
+    backoff = std::min(2 * backoff, kMaxBackoff);
+  }
+}
+
+absl::Status TrajectoryWriter::RunStream() {
+  grpc::ClientContext context;
+  context.set_wait_for_ready(false);
+  auto stream = connection_->stub()->InsertStream(&context);
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::CancelledError("The writer is closed.");
+    context_ = &context;
+    stream_broken_ = false;
+  }
+  std::thread reader([this, &stream] {
+    InsertStreamResponse response;
+    while (stream->Read(&response)) {
+      absl::MutexLock lock(&mu_);
+      for (uint64_t key : response.keys()) in_flight_.erase(key);
+    }
+    absl::MutexLock lock(&mu_);
+    stream_broken_ = true;
+  });
+  while (true) {
+    InsertStreamRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return closed_ || stream_broken_ ||
+               (!queue_.empty() && ItemReadyLocked(queue_.front()));
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (closed_ || stream_broken_) break;
+      BuildRequestLocked(&request);
+    }
+    if (!stream->Write(request, grpc::WriteOptions().set_no_compression())) {
+      break;
+    }
+  }
+  context.TryCancel();  // No-op if the stream has ended already.
+  reader.join();
+  absl::Status status = FromGrpcStatus(stream->Finish());
+  absl::MutexLock lock(&mu_);
+  context_ = nullptr;
+  return status.ok() ? absl::UnavailableError("The insert stream ended.")
+                     : status;
+}
+
+bool TrajectoryWriter::BuildRequestLocked(InsertStreamRequest* request) {
+  int64_t bytes = 0;
+  const size_t batch = queue_.size();
+  for (size_t n = 0; n < batch && !queue_.empty() &&
+                     ItemReadyLocked(queue_.front()) &&
+                     bytes < kMaxRequestSizeBytes;
+       ++n) {
+    Item item = std::move(queue_.front());
+    queue_.pop_front();
+    for (const auto& column : item.columns) {
+      for (const auto& ref : column) {
+        if (streamed_keys_.insert(ref->chunk_key()).second) {
+          auto chunk = ref->GetChunk();
+          *request->add_chunks() = *chunk;
+          bytes += static_cast<int64_t>(chunk->ByteSizeLong());
+        }
+      }
+      // Item statistics for auto-tuned chunk lengths.
+      if (auto chunker = column.front()->GetChunker()) {
+        chunker->options()->OnItemFinalized(column);
+      }
+    }
+    *request->add_items() = item.item;
+    const uint64_t key = item.item.key();
+    in_flight_.emplace(key, std::move(item));
+  }
+  // Keep what later items may use: cells the chunkers keep alive and the
+  // cells of queued items; forget the rest on both sides.
+  absl::flat_hash_set<uint64_t> keep;
+  for (const auto& chunker : chunkers_) {
+    for (uint64_t key : chunker->GetKeepKeys()) {
+      if (streamed_keys_.contains(key)) keep.insert(key);
+    }
+  }
+  for (const auto& item : queue_) {
+    for (const auto& column : item.columns) {
+      for (const auto& ref : column) {
+        if (streamed_keys_.contains(ref->chunk_key())) {
+          keep.insert(ref->chunk_key());
+        }
+      }
+    }
+  }
+  request->mutable_keep_chunk_keys()->Add(keep.begin(), keep.end());
+  streamed_keys_ = std::move(keep);
+  return request->items_size() > 0;
+}
+
+}  // namespace deepmind::reverb

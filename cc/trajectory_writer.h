@@ -1,0 +1,163 @@
+// TrajectoryWriter: writes steps column by column and items that reference
+// any cells of the recent steps (dm-reverb's TrajectoryWriter).
+//
+// Append() hands each present column of a step to that column's Chunker and
+// returns a CellRef per cell. CreateItem() builds the item's FlatTrajectory
+// from refs (consecutive cells of one chunk become one slice) and queues
+// it; it never blocks. A background thread streams the queue: an item goes
+// out once all its chunks are finalized, after the chunks the server has
+// not seen on this stream; requests are batched up to 40 MB. Each request
+// asks the server to keep the chunks later items may still use: those of
+// the refs the chunkers keep alive and those of queued items.
+//
+// Confirmed items are forgotten. After UNAVAILABLE or CANCELLED the stream
+// is reopened (backoff 1 ms to 1 s) and unconfirmed items are sent again,
+// with their chunks. Any other error becomes the writer's permanent status,
+// returned by every later call.
+//
+// Thread-safe.
+#ifndef REVERB_CC_TRAJECTORY_WRITER_H_
+#define REVERB_CC_TRAJECTORY_WRITER_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cc/chunker.h"
+#include "cc/connection.h"
+#include "cc/support/export.h"
+
+namespace deepmind::reverb {
+
+// Cells of one column of an item; a squeezed column has one cell and no
+// time dimension.
+struct TrajectoryColumn {
+  std::vector<std::weak_ptr<CellRef>> refs;
+  bool squeeze = false;
+};
+
+class REVERB_EXPORT TrajectoryWriter {
+ public:
+  // A request is written once it holds this many bytes.
+  static constexpr int64_t kMaxRequestSizeBytes = 40 << 20;
+
+  // `options` (validated, INVALID_ARGUMENT) are cloned for every column.
+  static absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Create(
+      std::shared_ptr<const Connection> connection,
+      std::shared_ptr<ChunkerOptions> options);
+
+  // Close(): unsent items are dropped; Flush() first to keep them.
+  ~TrajectoryWriter();
+
+  // Appends a step: one optional tensor per column (column i is the i-th
+  // leaf of the structure). Returns a ref for each present cell.
+  // INVALID_ARGUMENT "... for column N" for a dtype or shape other than the
+  // column's first.
+  absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>> Append(
+      std::vector<std::optional<Tensor>> step);
+
+  // As Append, but the step stays open: a later Append or AppendPartial
+  // adds other columns to the same step (a column given twice is an error).
+  absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
+  AppendPartial(std::vector<std::optional<Tensor>> step);
+
+  // Queues an item. INVALID_ARGUMENT for no columns, an empty column, a
+  // squeezed column of more than one cell, an expired ref or a NaN priority.
+  absl::Status CreateItem(const std::string& table, double priority,
+                          const std::vector<TrajectoryColumn>& trajectory);
+
+  // Finalizes the chunks of all but the last `ignore_last_num_items` queued
+  // items and waits until at most that many items are unconfirmed.
+  // DEADLINE_EXCEEDED ("Timeout exceeded ...") on timeout; the items stay
+  // queued.
+  absl::Status Flush(int ignore_last_num_items = 0,
+                     absl::Duration timeout = absl::InfiniteDuration());
+
+  // Flush(0, timeout), then, if `clear_buffers`, drops every buffered step
+  // and kept ref (else finalizes the partial chunks), and starts a new
+  // episode (new id, step 0).
+  absl::Status EndEpisode(bool clear_buffers,
+                          absl::Duration timeout = absl::InfiniteDuration());
+
+  // Stops streaming; later calls return CANCELLED. Idempotent.
+  void Close();
+
+  // New chunker options for column `column` (before its first append or
+  // right after a chunk boundary).
+  absl::Status ConfigureChunker(int column,
+                                std::shared_ptr<ChunkerOptions> options);
+
+  // The most refs any column keeps alive.
+  int max_num_keep_alive_refs() const;
+  // Complete steps appended in this episode.
+  int episode_steps() const;
+
+  // For tests: items queued or awaiting confirmation, and the number of
+  // chunk keys the stream remembers having sent.
+  int num_pending_items() const;
+  int num_streamed_chunks() const;
+
+ private:
+  struct Item {
+    // Order of creation, kept when unconfirmed items are sent again.
+    int64_t seq;
+    PrioritizedItem item;
+    // Every cell of the item, by column (keeps the chunks alive).
+    std::vector<std::vector<std::shared_ptr<CellRef>>> columns;
+  };
+
+  TrajectoryWriter(std::shared_ptr<const Connection> connection,
+                   std::shared_ptr<ChunkerOptions> options);
+
+  absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>> AppendImpl(
+      std::vector<std::optional<Tensor>> step, bool partial);
+  std::shared_ptr<Chunker> GetChunkerLocked(int column)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ItemReadyLocked(const Item& item) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FlushLocked(int ignore_last_num_items, absl::Duration timeout)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Background thread: (re)opens streams and writes queued items.
+  void RunStreams();
+  // Serves one stream until it fails or the writer closes.
+  absl::Status RunStream();
+  // Builds the next request; false if there is nothing ready to send.
+  bool BuildRequestLocked(InsertStreamRequest* request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::shared_ptr<const Connection> connection_;
+  const std::shared_ptr<ChunkerOptions> options_;
+
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<Chunker>> chunkers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, std::shared_ptr<ChunkerOptions>> column_options_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t episode_id_ ABSL_GUARDED_BY(mu_);
+  int32_t episode_step_ ABSL_GUARDED_BY(mu_) = 0;
+  bool step_open_ ABSL_GUARDED_BY(mu_) = false;
+
+  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, Item> in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint64_t> streamed_keys_ ABSL_GUARDED_BY(mu_);
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Set by the reader when the stream has ended.
+  bool stream_broken_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+
+  std::thread stream_thread_;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_TRAJECTORY_WRITER_H_
