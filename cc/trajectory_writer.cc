@@ -330,6 +330,7 @@ absl::Status TrajectoryWriter::RunStream() {
     absl::MutexLock lock(&mu_);
     stream_broken_ = true;
   });
+  bool cancel = false;
   while (true) {
     InsertStreamRequest request;
     {
@@ -339,14 +340,16 @@ absl::Status TrajectoryWriter::RunStream() {
                (!queue_.empty() && ItemReadyLocked(queue_.front()));
       };
       mu_.Await(absl::Condition(&ready));
+      cancel = closed_;
       if (closed_ || stream_broken_) break;
       BuildRequestLocked(&request);
     }
+    // A failed write means the call has ended: Finish() tells why.
     if (!stream->Write(request, grpc::WriteOptions().set_no_compression())) {
       break;
     }
   }
-  context.TryCancel();  // No-op if the stream has ended already.
+  if (cancel) context.TryCancel();
   reader.join();
   absl::Status status = FromGrpcStatus(stream->Finish());
   absl::MutexLock lock(&mu_);

@@ -386,10 +386,10 @@ class TrajectoryWriter:
         continue
       index = len(self._columns)
       self._column_index[path] = index
-      self._columns.append(
-          _ColumnHistory(path, self._writer.max_num_keep_alive_refs, padding))
       if path in self._column_config:
         self._writer.ConfigureChunker(index, self._column_config.pop(path))
+      self._columns.append(
+          _ColumnHistory(path, self._writer.max_num_keep_alive_refs, padding))
     self._history = _tree.map_structure_with_path(
         lambda path, _: self._columns[self._column_index[path]],
         self._template)
