@@ -1,0 +1,147 @@
+#include "cc/chunker.h"
+
+#include <cstring>
+#include <vector>
+
+#include "cc/tensor_compression.h"
+#include "gtest/gtest.h"
+
+namespace deepmind::reverb {
+namespace {
+
+Tensor Float(float value) {
+  Tensor t;
+  t.dtype = tensorflow::DT_FLOAT;
+  t.shape = {2};
+  float values[2] = {value, -value};
+  t.bytes.assign(reinterpret_cast<const char*>(values), sizeof(values));
+  return t;
+}
+
+std::shared_ptr<Chunker> MakeChunker(int max_chunk_length, int keep) {
+  return std::make_shared<Chunker>(
+      0, std::make_shared<ConstantChunkerOptions>(max_chunk_length, keep));
+}
+
+TEST(ChunkerTest, FinalizesAtMaxChunkLengthAndAttachesTheChunk) {
+  auto chunker = MakeChunker(2, 4);
+  auto a = *chunker->Append(Float(1), 7, 0);
+  EXPECT_FALSE(a->IsReady());
+  auto b = *chunker->Append(Float(2), 7, 1);
+  ASSERT_TRUE(a->IsReady() && b->IsReady());
+  EXPECT_EQ(a->GetChunk(), b->GetChunk());
+  EXPECT_EQ(a->chunk_key(), b->chunk_key());
+  EXPECT_EQ(b->offset(), 1);
+  const ChunkData& chunk = *a->GetChunk();
+  EXPECT_EQ(chunk.chunk_key(), a->chunk_key());
+  EXPECT_EQ(chunk.data_tensors_len(), 1);
+  EXPECT_EQ(chunk.sequence_range().episode_id(), 7);
+  EXPECT_EQ(chunk.sequence_range().start(), 0);
+  EXPECT_EQ(chunk.sequence_range().end(), 1);
+  EXPECT_FALSE(chunk.sequence_range().sparse());
+  auto column = *DecompressTensorFromProto(chunk.data().tensors(0));
+  EXPECT_EQ(column.shape, (std::vector<int64_t>{2, 2}));
+  // The next chunk gets another key.
+  auto c = *chunker->Append(Float(3), 7, 2);
+  EXPECT_NE(c->chunk_key(), a->chunk_key());
+  EXPECT_EQ(c->offset(), 0);
+}
+
+TEST(ChunkerTest, CellDataFromBufferAndChunk) {
+  auto chunker = MakeChunker(2, 4);
+  auto a = *chunker->Append(Float(5), 1, 0);
+  auto buffered = a->GetData();
+  ASSERT_TRUE(buffered.ok());
+  EXPECT_EQ(buffered->bytes, Float(5).bytes);
+  ASSERT_TRUE(chunker->Flush().ok());
+  ASSERT_TRUE(a->IsReady());
+  EXPECT_EQ(a->GetData()->bytes, Float(5).bytes);
+}
+
+TEST(ChunkerTest, SparseStepsAndEpisodeBoundaries) {
+  auto chunker = MakeChunker(3, 3);
+  auto a = *chunker->Append(Float(1), 1, 0);
+  auto b = *chunker->Append(Float(2), 1, 2);  // Step 1 skipped.
+  // A new episode finalizes the partial chunk first.
+  auto c = *chunker->Append(Float(3), 2, 0);
+  ASSERT_TRUE(a->IsReady());
+  EXPECT_TRUE(a->GetChunk()->sequence_range().sparse());
+  EXPECT_EQ(a->GetChunk()->sequence_range().end(), 2);
+  EXPECT_FALSE(c->IsReady());
+  EXPECT_NE(c->chunk_key(), b->chunk_key());
+}
+
+TEST(ChunkerTest, RejectsOtherDtypeShapeAndRepeatedSteps) {
+  auto chunker = MakeChunker(2, 2);
+  ASSERT_TRUE(chunker->Append(Float(1), 1, 0).ok());
+  Tensor other = Float(1);
+  other.dtype = tensorflow::DT_INT32;
+  EXPECT_EQ(chunker->Append(other, 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  other = Float(1);
+  other.shape = {1, 2};
+  EXPECT_EQ(chunker->Append(other, 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(chunker->Append(Float(1), 1, 0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ChunkerTest, KeepsTheLastRefsAlive) {
+  auto chunker = MakeChunker(1, 2);
+  std::weak_ptr<CellRef> first = *chunker->Append(Float(1), 1, 0);
+  std::weak_ptr<CellRef> second = *chunker->Append(Float(2), 1, 1);
+  std::weak_ptr<CellRef> third = *chunker->Append(Float(3), 1, 2);
+  EXPECT_TRUE(first.expired());
+  EXPECT_FALSE(second.expired());
+  EXPECT_EQ(chunker->GetKeepKeys(),
+            (std::vector<uint64_t>{second.lock()->chunk_key(),
+                                   third.lock()->chunk_key()}));
+  chunker->Reset();
+  EXPECT_TRUE(second.expired() && third.expired());
+  EXPECT_TRUE(chunker->GetKeepKeys().empty());
+}
+
+TEST(ChunkerTest, ConfigOnlyBetweenChunks) {
+  auto chunker = MakeChunker(2, 2);
+  ASSERT_TRUE(chunker->Append(Float(1), 1, 0).ok());
+  EXPECT_EQ(chunker->ApplyConfig(std::make_shared<ConstantChunkerOptions>(1, 1))
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(chunker->Flush().ok());
+  EXPECT_TRUE(
+      chunker->ApplyConfig(std::make_shared<ConstantChunkerOptions>(1, 1)).ok());
+  EXPECT_EQ(chunker->ApplyConfig(std::make_shared<ConstantChunkerOptions>(3, 2))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AutoTunedChunkerOptionsTest, GrowsWhileItPaysAndStaysInRange) {
+  // Items of one step: the bytes sent per item step fall as chunks grow only
+  // if chunks compress well; here every chunk costs the same per step, and
+  // items pay for whole chunks, so growth raises the cost and it turns back.
+  AutoTunedChunkerOptions options(/*num_keep_alive_refs=*/6);
+  EXPECT_EQ(options.GetMaxChunkLength(), 1);
+  std::vector<int> lengths;
+  for (int round = 0; round < 40; ++round) {
+    const int length = options.GetMaxChunkLength();
+    lengths.push_back(length);
+    for (int i = 0; i < AutoTunedChunkerOptions::kNumChunksToScore; ++i) {
+      options.OnChunkFinalized(100 * length, length);
+    }
+    auto chunker = MakeChunker(length, length);
+    std::vector<std::shared_ptr<CellRef>> refs;
+    for (int s = 0; s < length; ++s) refs.push_back(*chunker->Append(Float(s), 1, s));
+    for (int i = 0; i < AutoTunedChunkerOptions::kNumItemsToScore; ++i) {
+      options.OnItemFinalized({refs.back()});
+    }
+    options.OnChunkFinalized(100 * length, length);  // Triggers scoring.
+  }
+  for (int length : lengths) {
+    EXPECT_GE(length, 1);
+    EXPECT_LE(length, 6);
+  }
+  EXPECT_GT(*std::max_element(lengths.begin(), lengths.end()), 1);
+}
+
+}  // namespace
+}  // namespace deepmind::reverb
