@@ -27,6 +27,8 @@ from reverb import replay_sample
 from reverb import reverb_types
 from reverb import server
 from reverb import specs
+from reverb import structured_writer
+from reverb import structured_writer as structured
 from reverb import trajectory_writer
 from reverb.client import Client
 from reverb.client import Writer

@@ -16,6 +16,7 @@ from reverb import pybind
 from reverb import replay_sample
 from reverb import reverb_types
 from reverb import structured_value
+from reverb import structured_writer as structured_writer_lib
 from reverb import trajectory_writer as trajectory_writer_lib
 
 # How long writers wait for the server's table signatures.
@@ -291,6 +292,16 @@ class Client:
         self._client.NewTrajectoryWriter(
             pybind.AutoTunedChunkerOptions(num_keep_alive_refs, 1.0)),
         get_signature)
+
+  def structured_writer(
+      self, configs: Sequence[structured_writer_lib.Config]
+  ) -> structured_writer_lib.StructuredWriter:
+    """A `StructuredWriter` inserting the items `configs` describe.
+
+    Raises:
+      ValueError: If `configs` is empty or a config is invalid.
+    """
+    return structured_writer_lib.make_writer(self._client, configs)
 
   def sample(
       self,

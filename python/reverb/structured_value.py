@@ -158,25 +158,30 @@ def spec_data_type_and_shape(spec: Any):
   return data_type(spec.dtype), None if shape is None else tuple(shape)
 
 
-def encode(nest: Any):
-  """Encodes a nest of tensor specs; ValueError for unsupported leaves."""
+def encode(nest: Any, *, none_leaves: bool = False):
+  """Encodes a nest of tensor specs (or of None if `none_leaves`);
+  ValueError for other leaves."""
   value = tf_protos.StructuredValue()
-  if isinstance(nest, dict):
+  if none_leaves and nest is None:
+    value.none_value.SetInParent()
+  elif isinstance(nest, dict):
     value.dict_value.SetInParent()
     for key in sorted(nest):
       if not isinstance(key, str):
         raise ValueError(f'Unsupported signature key {key!r}: keys must be '
                          'strings.')
-      value.dict_value.fields[key].CopyFrom(encode(nest[key]))
+      value.dict_value.fields[key].CopyFrom(
+          encode(nest[key], none_leaves=none_leaves))
   elif _is_namedtuple(nest):
     value.named_tuple_value.name = type(nest).__name__
     for field, item in zip(nest._fields, nest):
-      value.named_tuple_value.values.add(key=field).value.CopyFrom(encode(item))
+      value.named_tuple_value.values.add(key=field).value.CopyFrom(
+          encode(item, none_leaves=none_leaves))
   elif isinstance(nest, (list, tuple)):
     target = value.list_value if isinstance(nest, list) else value.tuple_value
     target.SetInParent()
     for item in nest:
-      target.values.add().CopyFrom(encode(item))
+      target.values.add().CopyFrom(encode(item, none_leaves=none_leaves))
   elif hasattr(nest, 'shape') and hasattr(nest, 'dtype') and (
       isinstance(nest, specs.TensorSpec) or
       type(nest).__module__.startswith('tensorflow')):
