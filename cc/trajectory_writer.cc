@@ -95,6 +95,62 @@ TrajectoryWriter::AppendImpl(std::vector<std::optional<Tensor>> step,
   return refs;
 }
 
+absl::StatusOr<std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>>>
+TrajectoryWriter::AppendBatch(std::vector<std::optional<Tensor>> columns) {
+  int64_t num_steps = -1;
+  for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+    if (!columns[i].has_value()) continue;
+    const Tensor& column = *columns[i];
+    if (column.shape.empty() ||
+        (num_steps >= 0 && column.shape[0] != num_steps)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Every column of a batch needs the same leading dimension; column ",
+          i, " is ", DescribeTensor(column), "."));
+    }
+    num_steps = column.shape[0];
+  }
+  // Rows are copied out before taking the lock.
+  std::vector<std::optional<std::vector<Tensor>>> rows(columns.size());
+  for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+    if (!columns[i].has_value()) continue;
+    rows[i].emplace();
+    rows[i]->reserve(num_steps);
+    for (int64_t t = 0; t < num_steps; ++t) {
+      REVERB_ASSIGN_OR_RETURN(Tensor row, GetRow(*columns[i], t));
+      rows[i]->push_back(std::move(row));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::CancelledError("The writer is closed.");
+  REVERB_RETURN_IF_ERROR(status_);
+  if (step_open_) {
+    return absl::FailedPreconditionError(
+        "A batch cannot be appended while a partial step is open.");
+  }
+  for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+    if (rows[i].has_value() && num_steps > 0) {
+      REVERB_RETURN_IF_ERROR(GetChunkerLocked(i)->CanAppend(
+          rows[i]->front(), episode_id_, episode_step_));
+    }
+  }
+  std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>> refs(
+      rows.size());
+  for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+    if (!rows[i].has_value()) continue;
+    refs[i].emplace();
+    refs[i]->reserve(num_steps);
+    for (int64_t t = 0; t < num_steps; ++t) {
+      REVERB_ASSIGN_OR_RETURN(
+          std::shared_ptr<CellRef> ref,
+          chunkers_[i]->Append(std::move((*rows[i])[t]), episode_id_,
+                               episode_step_ + static_cast<int32_t>(t)));
+      refs[i]->push_back(ref);
+    }
+  }
+  episode_step_ += static_cast<int32_t>(std::max<int64_t>(0, num_steps));
+  return refs;
+}
+
 absl::Status TrajectoryWriter::CreateItem(
     const std::string& table, double priority,
     const std::vector<TrajectoryColumn>& trajectory) {

@@ -70,6 +70,12 @@ class REVERB_EXPORT TrajectoryWriter {
   absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
   AppendPartial(std::vector<std::optional<Tensor>> step);
 
+  // Appends T complete steps at once: one optional tensor per column, all
+  // with leading dimension T (row t is step t). Returns the T refs of each
+  // present column. FAILED_PRECONDITION while a partial step is open.
+  absl::StatusOr<std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>>>
+  AppendBatch(std::vector<std::optional<Tensor>> columns);
+
   // Queues an item. INVALID_ARGUMENT for no columns, an empty column, a
   // squeezed column of more than one cell, an expired ref or a NaN priority.
   absl::Status CreateItem(const std::string& table, double priority,

@@ -526,6 +526,30 @@ PYBIND11_MODULE(pybind, m) {
              }
              return RefsToPython(ValueOrRaise(std::move(refs)));
            })
+      .def("AppendBatch",
+           [](TrajectoryWriter& self, const py::list& columns) {
+             auto tensors = OptionalTensorsFromPython(columns);
+             absl::StatusOr<std::vector<
+                 std::optional<std::vector<std::weak_ptr<CellRef>>>>>
+                 refs;
+             {
+               py::gil_scoped_release release;
+               refs = self.AppendBatch(std::move(tensors));
+             }
+             py::list result;
+             for (const auto& column : ValueOrRaise(std::move(refs))) {
+               if (!column.has_value()) {
+                 result.append(py::none());
+                 continue;
+               }
+               py::list cells;
+               for (const auto& ref : *column) {
+                 cells.append(py::cast(WeakCellRef{ref}));
+               }
+               result.append(cells);
+             }
+             return result;
+           })
       .def(
           "CreateItem",
           [](TrajectoryWriter& self, const std::string& table, double priority,

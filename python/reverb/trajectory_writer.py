@@ -120,6 +120,10 @@ class _ColumnHistory:
     self._references.append(reference)
     self._length += 1
 
+  def extend(self, references: Sequence[Optional[pybind.WeakCellRef]]):
+    self._references.extend(references)
+    self._length += len(references)
+
   def set_last(self, reference: pybind.WeakCellRef):
     if not self.can_set_last:
       raise RuntimeError(f'Cannot set the last cell of {self._path}.')
@@ -295,19 +299,35 @@ class TrajectoryWriter:
     self._last_step_is_open = partial_step
 
   def append_batch(self, steps: Any):
-    """Appends T complete steps given as arrays with a leading dimension T.
+    """Appends T complete steps given as arrays with a leading dimension T,
+    in one call (chunked in C++ without a Python loop over steps).
 
     Raises:
-      ValueError: If the leaves disagree on T.
+      ValueError: If the leaves disagree on T, a partial step is open, or a
+        field's dtype or shape differs from its first step.
     """
-    leaves = [np.asarray(leaf) for leaf in _tree.flatten(steps)]
-    lengths = {len(leaf) for leaf in leaves}
+    if self._last_step_is_open:
+      raise ValueError('append_batch cannot continue a partial step.')
+    flat = [(path, np.asarray(leaf))
+            for path, leaf in _tree.flatten_with_path(steps)]
+    lengths = {len(leaf) for _, leaf in flat}
     if len(lengths) != 1:
       raise ValueError(
           f'All leaves of a batch need the same leading dimension, got '
           f'{sorted(lengths)}')
-    for t in range(lengths.pop()):
-      self.append(_tree.unflatten_as(steps, [leaf[t] for leaf in leaves]))
+    num_steps = lengths.pop()
+    if self._template is None or any(
+        path not in self._column_index for path, _ in flat):
+      self._add_columns(steps)
+    columns = [None] * len(self._columns)
+    for path, leaf in flat:
+      columns[self._column_index[path]] = leaf
+    try:
+      references = self._writer.AppendBatch(columns)
+    except ValueError as e:
+      raise ValueError(self._name_columns(str(e))) from e
+    for column, cells in zip(self._columns, references):
+      column.extend(cells if cells is not None else [None] * num_steps)
 
   def create_item(self, table: str, priority: float, trajectory: Any):
     """Queues an item of `trajectory`, a nest of `TrajectoryColumn`s.

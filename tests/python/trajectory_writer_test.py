@@ -218,6 +218,14 @@ def test_append_batch_equals_steps(client):
   np.testing.assert_array_equal(column, frames)
   with pytest.raises(ValueError, match='leading dimension'):
     writer.append_batch({'f': frames, 't': np.arange(4)})
+  # Steps appended one by one and in batches share one history.
+  writer.append({'f': frames[0], 't': np.int64(5)})
+  writer.append_batch({'f': frames[:2], 't': np.arange(6, 8)})
+  assert writer.episode_steps == 8
+  np.testing.assert_array_equal(writer.history['t'][-3:].numpy(), [5, 6, 7])
+  writer.append({'f': frames[0]}, partial_step=True)
+  with pytest.raises(ValueError, match='partial'):
+    writer.append_batch({'f': frames[:2], 't': np.arange(2)})
   writer.close()
 
 
