@@ -1,8 +1,8 @@
 """Main job: a Reverb server with actors and a learner in other processes.
 
 The server holds a prioritized replay table limited by SampleToInsertRatio.
-Actor processes write episodes of 84x84x4 uint8 frames with the legacy
-writer, one item per pair of consecutive steps; a learner process samples
+Actor processes write episodes of 84x84x4 uint8 frames with a
+TrajectoryWriter, one item per pair of consecutive steps; a learner process samples
 batches over gRPC, checks every frame it gets and updates priorities. The
 server's counters are printed once per second.
 
@@ -29,16 +29,25 @@ def frame(actor: int, step: int) -> np.ndarray:
 
 def actor(address: str, index: int, stop) -> None:
   client = reverb.Client(address)
+  writer = client.trajectory_writer(num_keep_alive_refs=2)
   try:
     while not stop.is_set():
-      with client.writer(max_sequence_length=2) as writer:
-        for step in range(EPISODE_LENGTH):
-          writer.append({'frame': frame(index, step), 'step': np.int64(step)})
-          if step > 0:
-            writer.create_item('replay', num_timesteps=2, priority=1.0)
+      for step in range(EPISODE_LENGTH):
+        writer.append({'frame': frame(index, step), 'step': np.int64(step)})
+        if step > 0:  # Pairs of consecutive steps, as an N-step adder.
+          writer.create_item('replay', 1.0, {
+              'frame': writer.history['frame'][-2:],
+              'step': writer.history['step'][-2:],
+          })
+        # Keep at most a few items unconfirmed (the rate limiter may hold
+        # them back).
+        writer.flush(block_until_num_items=8)
+      writer.end_episode()
   except RuntimeError:
     if not stop.is_set():
       raise  # Otherwise: the server stopped under a rate-limited insert.
+  finally:
+    writer.close()
 
 
 def learner(address: str, stop, failures) -> None:
