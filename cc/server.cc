@@ -1,5 +1,6 @@
 #include "cc/server.h"
 
+#include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,7 +12,9 @@ namespace deepmind::reverb {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     std::vector<std::shared_ptr<Table>> tables, int port,
-    const std::string& bind_address) {
+    const std::string& bind_address,
+    std::shared_ptr<Checkpointer> checkpointer,
+    absl::Duration checkpoint_interval) {
   if (tables.empty()) {
     return absl::InvalidArgumentError("A server needs at least one table.");
   }
@@ -19,8 +22,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     return absl::InvalidArgumentError(
         absl::StrCat("Port ", port, " is out of range [0, 65535]."));
   }
-  REVERB_ASSIGN_OR_RETURN(auto service,
-                          ReverbServiceImpl::Create(std::move(tables)));
+  if (checkpointer != nullptr) {
+    absl::Status loaded = checkpointer->LoadLatest(tables);
+    if (absl::IsNotFound(loaded)) {
+      loaded = checkpointer->LoadFallbackCheckpoint(tables);
+    }
+    if (!loaded.ok() && !absl::IsNotFound(loaded)) return loaded;
+  }
+  REVERB_ASSIGN_OR_RETURN(
+      auto service, ReverbServiceImpl::Create(tables, checkpointer));
   const std::string address = absl::StrCat(bind_address, ":", port);
   int selected_port = 0;
   grpc::ServerBuilder builder;
@@ -35,8 +45,25 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
         absl::StrCat("Could not start a Reverb server on ", address,
                      " (address in use or not available?)."));
   }
-  return std::unique_ptr<Server>(
+  std::unique_ptr<Server> result(
       new Server(std::move(service), std::move(server), selected_port));
+  if (checkpointer != nullptr && checkpoint_interval != absl::InfiniteDuration()) {
+    result->SaveEvery(std::move(checkpointer), checkpoint_interval);
+  }
+  return result;
+}
+
+void Server::SaveEvery(std::shared_ptr<Checkpointer> checkpointer,
+                       absl::Duration interval) {
+  checkpoint_thread_ = std::thread([this, checkpointer, interval] {
+    while (!stopped_.WaitForNotificationWithTimeout(interval)) {
+      auto path = checkpointer->Save(service_->tables());
+      if (!path.ok()) {
+        std::fprintf(stderr, "[reverb] Periodic checkpoint failed: %s\n",
+                     path.status().ToString().c_str());
+      }
+    }
+  });
 }
 
 Server::Server(std::unique_ptr<ReverbServiceImpl> service,
@@ -52,6 +79,7 @@ void Server::Stop() {
   server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();
   stopped_.Notify();
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
 }
 
 bool Server::Wait(absl::Duration timeout) {

@@ -8,6 +8,7 @@
 #define REVERB_CC_SERVER_H_
 
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,16 @@ class REVERB_EXPORT Server {
  public:
   // INVALID_ARGUMENT for duplicate table names or no tables; UNAVAILABLE if
   // the address cannot be bound.
+  //
+  // With a checkpointer, the tables are first restored from its newest
+  // complete checkpoint, else from its fallback checkpoint, else they start
+  // empty; other load errors fail the start. A finite `checkpoint_interval`
+  // saves a checkpoint that often.
   static absl::StatusOr<std::unique_ptr<Server>> Start(
       std::vector<std::shared_ptr<Table>> tables, int port,
-      const std::string& bind_address);
+      const std::string& bind_address,
+      std::shared_ptr<Checkpointer> checkpointer = nullptr,
+      absl::Duration checkpoint_interval = absl::InfiniteDuration());
 
   // Stops (see Stop()).
   ~Server();
@@ -45,12 +53,15 @@ class REVERB_EXPORT Server {
  private:
   Server(std::unique_ptr<ReverbServiceImpl> service,
          std::unique_ptr<grpc::Server> server, int port);
+  void SaveEvery(std::shared_ptr<Checkpointer> checkpointer,
+                 absl::Duration interval);
 
   std::unique_ptr<ReverbServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   const int port_;
   absl::Mutex stop_mu_;
   absl::Notification stopped_;
+  std::thread checkpoint_thread_;
 };
 
 }  // namespace deepmind::reverb

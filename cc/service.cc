@@ -461,7 +461,8 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
-    std::vector<std::shared_ptr<Table>> tables) {
+    std::vector<std::shared_ptr<Table>> tables,
+    std::shared_ptr<Checkpointer> checkpointer) {
   absl::flat_hash_set<std::string> names;
   for (const auto& table : tables) {
     if (table == nullptr) {
@@ -474,11 +475,15 @@ absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
     }
   }
   return std::unique_ptr<ReverbServiceImpl>(
-      new ReverbServiceImpl(std::move(tables)));
+      new ReverbServiceImpl(std::move(tables), std::move(checkpointer)));
 }
 
-ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables)
-    : tables_(std::move(tables)), executor_(kNumExecutorThreads) {
+ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
+                                     std::shared_ptr<Checkpointer> checkpointer)
+    : tables_(std::move(tables)),
+      checkpointer_(std::move(checkpointer)),
+      executor_(kNumExecutorThreads),
+      checkpoint_executor_(1) {
   for (const auto& table : tables_) tables_by_name_[table->name()] = table;
   absl::BitGen gen;
   tables_state_id_.set_high(absl::Uniform<uint64_t>(gen));
@@ -501,10 +506,19 @@ absl::StatusOr<std::shared_ptr<Table>> ReverbServiceImpl::FindTable(
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::Checkpoint(
     grpc::CallbackServerContext* context, const CheckpointRequest*,
-    CheckpointResponse*) {
-  return FinishUnary(context, absl::InvalidArgumentError(
-                                  "no Checkpointer configured for the replay "
-                                  "service."));
+    CheckpointResponse* response) {
+  if (checkpointer_ == nullptr) {
+    return FinishUnary(context, absl::InvalidArgumentError(
+                                    "no Checkpointer configured for the "
+                                    "replay service."));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  checkpoint_executor_.Schedule([this, reactor, response] {
+    absl::StatusOr<std::string> path = checkpointer_->Save(tables_);
+    if (path.ok()) response->set_checkpoint_path(*path);
+    reactor->Finish(ToGrpcStatus(path.status()));
+  });
+  return reactor;
 }
 
 grpc::ServerBidiReactor<InsertStreamRequest, InsertStreamResponse>*

@@ -8,7 +8,8 @@
 //    (back-pressure).
 //  - SampleStream serves each request in growing table batches (64, 128, ...)
 //    and writes responses of about 2 MB; a sample may span responses.
-//  - MutatePriorities, Reset, ServerInfo, Checkpoint are unary.
+//  - MutatePriorities, Reset, ServerInfo, Checkpoint are unary. A checkpoint
+//    is saved on a thread of its own (one at a time), not on gRPC's.
 //  - InitializeConnection always answers address 0 (no pointer hand-over):
 //    clients in the same process use the gRPC path.
 //
@@ -23,6 +24,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "cc/checkpointing/checkpointer.h"
 #include "cc/support/export.h"
 #include "cc/support/task_executor.h"
 #include "cc/table.h"
@@ -39,9 +41,11 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbService::CallbackService {
   // Table batches are not requested while this many responses wait.
   static constexpr int kMaxQueuedResponses = 3;
 
-  // INVALID_ARGUMENT if two tables share a name.
+  // INVALID_ARGUMENT if two tables share a name. `checkpointer` may be null
+  // (Checkpoint then answers INVALID_ARGUMENT).
   static absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> Create(
-      std::vector<std::shared_ptr<Table>> tables);
+      std::vector<std::shared_ptr<Table>> tables,
+      std::shared_ptr<Checkpointer> checkpointer = nullptr);
 
   // Closes every table: waiting requests end with CANCELLED.
   void Close();
@@ -74,15 +78,19 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbService::CallbackService {
   InitializeConnection(grpc::CallbackServerContext* context) override;
 
  private:
-  explicit ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables);
+  ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
+                    std::shared_ptr<Checkpointer> checkpointer);
 
   const std::vector<std::shared_ptr<Table>> tables_;
+  const std::shared_ptr<Checkpointer> checkpointer_;
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_by_name_;
   // Random id of this service instance; clients re-read signatures when it
   // changes.
   Uint128 tables_state_id_;
   // Runs table sample callbacks off the table workers.
   TaskExecutor executor_;
+  // Saves checkpoints, one at a time.
+  TaskExecutor checkpoint_executor_;
 };
 
 }  // namespace deepmind::reverb

@@ -1,12 +1,15 @@
 #include "cc/table.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "cc/errors.h"
+#include "cc/selectors/from_options.h"
 #include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
@@ -183,23 +186,116 @@ absl::Status Table::MutateItems(absl::Span<const KeyWithPriority> updates,
   return status;
 }
 
+void Table::ClearLocked(Outbox* outbox) {
+  for (auto& [key, entry] : entries_) {
+    outbox->garbage.push_back(std::move(entry.item));
+  }
+  entries_.clear();
+  sampler_->Clear();
+  remover_->Clear();
+  episode_refs_.clear();
+  num_deleted_episodes_ = 0;
+  num_unique_samples_ = 0;
+  rate_limiter_.Reset();
+}
+
 void Table::Reset() {
   Outbox outbox;
   {
     absl::MutexLock lock(&mu_);
-    for (auto& [key, entry] : entries_) {
-      outbox.garbage.push_back(std::move(entry.item));
-    }
-    entries_.clear();
-    sampler_->Clear();
-    remover_->Clear();
-    episode_refs_.clear();
-    num_deleted_episodes_ = 0;
-    num_unique_samples_ = 0;
-    rate_limiter_.Reset();
+    ClearLocked(&outbox);
   }
   outbox.garbage.clear();
   Wake();
+}
+
+Table::CheckpointData Table::Checkpoint() const {
+  CheckpointData data;
+  absl::MutexLock lock(&mu_);
+  PriorityTableCheckpoint& table = data.table;
+  table.set_table_name(name_);
+  table.set_max_size(max_size_);
+  table.set_max_times_sampled(max_times_sampled_);
+  *table.mutable_rate_limiter() = rate_limiter_.CheckpointState();
+  *table.mutable_sampler() = sampler_->options();
+  *table.mutable_remover() = remover_->options();
+  table.set_num_deleted_episodes(num_deleted_episodes_);
+  table.set_num_unique_samples(num_unique_samples_);
+  if (signature_.has_value()) *table.mutable_signature() = *signature_;
+  std::vector<const Entry*> entries;
+  entries.reserve(entries_.size());
+  for (const auto& [key, entry] : entries_) entries.push_back(&entry);
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry* a, const Entry* b) { return a->seq < b->seq; });
+  absl::flat_hash_set<const Chunk*> seen;
+  data.items.reserve(entries.size());
+  for (const Entry* entry : entries) {
+    PrioritizedItem& item = data.items.emplace_back(entry->item->item);
+    item.set_priority(entry->priority);
+    item.set_times_sampled(entry->times_sampled);
+    for (const auto& chunk : entry->item->chunks) {
+      if (seen.insert(chunk.get()).second) data.chunks.push_back(chunk);
+    }
+  }
+  return data;
+}
+
+absl::Status Table::Restore(const PriorityTableCheckpoint& checkpoint,
+                            std::vector<TableItem> items,
+                            bool use_checkpoint_options) {
+  for (const TableItem& item : items) {
+    REVERB_RETURN_IF_ERROR(ValidateTableItem(item));
+  }
+  std::unique_ptr<ItemSelector> sampler, remover;
+  RateLimiterCheckpoint limiter = checkpoint.rate_limiter();
+  if (use_checkpoint_options) {
+    REVERB_ASSIGN_OR_RETURN(sampler, MakeSelector(checkpoint.sampler()));
+    REVERB_ASSIGN_OR_RETURN(remover, MakeSelector(checkpoint.remover()));
+    if (checkpoint.max_size() < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Checkpointed max_size of table ", name_, " is ",
+          checkpoint.max_size(), "."));
+    }
+  }
+  Outbox outbox;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!use_checkpoint_options) {
+      // This table's settings with the checkpoint's counters.
+      RateLimiterCheckpoint own = rate_limiter_.CheckpointState();
+      own.set_sample_count(limiter.sample_count());
+      own.set_insert_count(limiter.insert_count());
+      own.set_delete_count(limiter.delete_count());
+      limiter = own;
+    }
+    REVERB_ASSIGN_OR_RETURN(RateLimiter rate_limiter,
+                            RateLimiter::FromCheckpoint(limiter));
+    ClearLocked(&outbox);
+    if (use_checkpoint_options) {
+      sampler_ = std::move(sampler);
+      remover_ = std::move(remover);
+      max_size_ = checkpoint.max_size();
+      max_times_sampled_ = checkpoint.max_times_sampled();
+      signature_.reset();
+      if (checkpoint.has_signature()) signature_ = checkpoint.signature();
+    }
+    rate_limiter_ = std::move(rate_limiter);
+    for (TableItem& item : items) {
+      const int32_t times_sampled = item.item.times_sampled();
+      status = AddItemLocked(std::move(item), times_sampled, &outbox);
+      if (!status.ok()) break;
+    }
+    if (status.ok()) {
+      num_deleted_episodes_ += checkpoint.num_deleted_episodes();
+      num_unique_samples_ = checkpoint.num_unique_samples();
+    } else {
+      ClearLocked(&outbox);
+    }
+  }
+  outbox.garbage.clear();
+  Wake();
+  return status;
 }
 
 bool Table::CanSample(int64_t num_samples) const {
@@ -210,6 +306,11 @@ bool Table::CanSample(int64_t num_samples) const {
 bool Table::CanInsert(int64_t num_inserts) const {
   absl::MutexLock lock(&mu_);
   return rate_limiter_.CanInsert(num_inserts);
+}
+
+int64_t Table::max_size() const {
+  absl::MutexLock lock(&mu_);
+  return max_size_;
 }
 
 int64_t Table::size() const {
@@ -233,10 +334,10 @@ absl::StatusOr<PrioritizedItem> Table::Get(uint64_t key) const {
 TableInfo Table::info() const {
   TableInfo info;
   info.set_name(name_);
+  absl::MutexLock lock(&mu_);
   info.set_max_size(max_size_);
   info.set_max_times_sampled(max_times_sampled_);
   if (signature_.has_value()) *info.mutable_signature() = *signature_;
-  absl::MutexLock lock(&mu_);
   *info.mutable_sampler_options() = sampler_->options();
   *info.mutable_remover_options() = remover_->options();
   *info.mutable_rate_limiter_info() = rate_limiter_.Info();
@@ -288,26 +389,38 @@ absl::Status Table::InsertOrAssignLocked(TableItem item, Outbox* outbox) {
     outbox->garbage.push_back(std::make_shared<TableItem>(std::move(item)));
     return UpdatePriorityLocked(key, &it->second, priority);
   }
-  REVERB_RETURN_IF_ERROR(sampler_->Insert(key, priority));
-  if (absl::Status status = remover_->Insert(key, priority); !status.ok()) {
-    sampler_->Delete(key).IgnoreError();
-    return status;
-  }
   const absl::Time now = absl::Now();
   auto* inserted_at = item.item.mutable_inserted_at();
   inserted_at->set_seconds(absl::ToUnixSeconds(now));
   inserted_at->set_nanos((now - absl::FromUnixSeconds(inserted_at->seconds())) /
                          absl::Nanoseconds(1));
+  REVERB_RETURN_IF_ERROR(AddItemLocked(std::move(item), 0, outbox));
+  rate_limiter_.Insert();
+  return absl::OkStatus();
+}
+
+absl::Status Table::AddItemLocked(TableItem item, int32_t times_sampled,
+                                  Outbox* outbox) {
+  const uint64_t key = item.item.key();
+  const double priority = item.item.priority();
+  if (entries_.contains(key)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Item ", key, " appears twice in table ", name_, "."));
+  }
+  REVERB_RETURN_IF_ERROR(sampler_->Insert(key, priority));
+  if (absl::Status status = remover_->Insert(key, priority); !status.ok()) {
+    sampler_->Delete(key).IgnoreError();
+    return status;
+  }
   item.item.set_times_sampled(0);
   for (const auto& chunk : item.chunks) ++episode_refs_[chunk->episode_id()];
   const int64_t chunk_bytes = ChunkBytes(item);
   entries_.emplace(
       key, Entry{std::make_shared<const TableItem>(std::move(item)), priority,
-                 0, chunk_bytes});
+                 times_sampled, chunk_bytes, next_seq_++});
   while (static_cast<int64_t>(entries_.size()) > max_size_) {
     DeleteLocked(remover_->Sample().key, outbox);
   }
-  rate_limiter_.Insert();
   return absl::OkStatus();
 }
 

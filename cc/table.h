@@ -118,13 +118,35 @@ class REVERB_EXPORT Table {
   bool CanInsert(int64_t num_inserts) const;
 
   int64_t size() const;
-  int64_t max_size() const { return max_size_; }
+  int64_t max_size() const;
   const std::string& name() const { return name_; }
 
   // The item with its current priority and times_sampled, or NOT_FOUND.
   absl::StatusOr<PrioritizedItem> Get(uint64_t key) const;
 
   TableInfo info() const;
+
+  // A consistent copy of the table, taken under its lock: settings and
+  // counters, the items in insertion order (with their current priority and
+  // times_sampled) and the chunks they reference.
+  struct CheckpointData {
+    PriorityTableCheckpoint table;
+    std::vector<PrioritizedItem> items;
+    std::vector<std::shared_ptr<Chunk>> chunks;  // Each chunk once.
+  };
+  CheckpointData Checkpoint() const;
+
+  // Replaces the contents with a checkpoint's: the items are inserted in the
+  // given order (bypassing the rate limiter, keeping priority and
+  // times_sampled), then the counters are restored. With
+  // `use_checkpoint_options` the selectors, max_size, max_times_sampled,
+  // rate limiter settings and signature come from the checkpoint (as
+  // dm-reverb); otherwise the table keeps its own and items beyond its
+  // max_size are evicted by its remover as they are inserted.
+  // INVALID_ARGUMENT for an invalid item or options.
+  absl::Status Restore(const PriorityTableCheckpoint& checkpoint,
+                       std::vector<TableItem> items,
+                       bool use_checkpoint_options);
 
   std::string DebugString() const;
 
@@ -135,6 +157,8 @@ class REVERB_EXPORT Table {
     int32_t times_sampled;
     // Serialized size of the item's chunks, counted against a sample batch.
     int64_t chunk_bytes;
+    // Insertion order.
+    uint64_t seq;
   };
   struct InsertRequest {
     TableItem item;
@@ -183,6 +207,11 @@ class REVERB_EXPORT Table {
 
   absl::Status InsertOrAssignLocked(TableItem item, Outbox* outbox)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds a new item with its priority and times_sampled, evicting while the
+  // table is over max_size. No rate limiter accounting.
+  absl::Status AddItemLocked(TableItem item, int32_t times_sampled,
+                             Outbox* outbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ClearLocked(Outbox* outbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status UpdatePriorityLocked(uint64_t key, Entry* entry, double priority)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills `request` as far as the rate limiter allows.
@@ -199,12 +228,13 @@ class REVERB_EXPORT Table {
   void Wake() ABSL_LOCKS_EXCLUDED(queue_mu_);
 
   const std::string name_;
-  const int64_t max_size_;
-  const int32_t max_times_sampled_;
-  const std::optional<tensorflow::StructuredValue> signature_;
 
   // Table state. Lock order: queue_mu_ is never acquired while holding mu_.
   mutable absl::Mutex mu_;
+  int64_t max_size_ ABSL_GUARDED_BY(mu_);
+  int32_t max_times_sampled_ ABSL_GUARDED_BY(mu_);
+  std::optional<tensorflow::StructuredValue> signature_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::unique_ptr<ItemSelector> sampler_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ItemSelector> remover_ ABSL_GUARDED_BY(mu_);
   RateLimiter rate_limiter_ ABSL_GUARDED_BY(mu_);

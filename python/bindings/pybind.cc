@@ -30,6 +30,7 @@
 #include "cc/selectors/interface.h"
 #include "cc/selectors/prioritized.h"
 #include "cc/selectors/uniform.h"
+#include "cc/checkpointing/checkpointer.h"
 #include "cc/chunker.h"
 #include "cc/client.h"
 #include "cc/sampler.h"
@@ -371,19 +372,74 @@ PYBIND11_MODULE(pybind, m) {
       .def("close", &Table::Close, py::call_guard<py::gil_scoped_release>())
       .def("__repr__", &Table::DebugString);
 
+  // --- Checkpointer ----------------------------------------------------------------
+  py::class_<Checkpointer, std::shared_ptr<Checkpointer>>(m, "Checkpointer")
+      .def(py::init([](const std::string& root_dir, const std::string& group,
+                       std::optional<std::string> fallback_checkpoint_path,
+                       int keep_latest, int zlib_level,
+                       bool use_checkpoint_table_options) {
+             CheckpointerOptions options;
+             options.keep_latest = keep_latest;
+             options.zlib_level = zlib_level;
+             options.use_checkpoint_table_options = use_checkpoint_table_options;
+             return std::make_shared<Checkpointer>(
+                 root_dir, group, std::move(fallback_checkpoint_path), options);
+           }),
+           py::arg("root_dir"), py::arg("group") = "",
+           py::arg("fallback_checkpoint_path") = py::none(),
+           py::arg("keep_latest") = 1, py::arg("zlib_level") = 1,
+           py::arg("use_checkpoint_table_options") = true)
+      .def("save",
+           [](Checkpointer& self,
+              const std::vector<std::shared_ptr<Table>>& tables,
+              int keep_latest) {
+             absl::StatusOr<std::string> path;
+             {
+               py::gil_scoped_release release;
+               path = self.Save(tables, keep_latest);
+             }
+             return ValueOrRaise(std::move(path));
+           },
+           py::arg("tables"), py::arg("keep_latest") = 0)
+      .def("load",
+           [](const Checkpointer& self, const std::string& path,
+              const std::vector<std::shared_ptr<Table>>& tables) {
+             RunWithoutGil([&] { return self.Load(path, tables); });
+           },
+           py::arg("path"), py::arg("tables"))
+      .def_property_readonly("root_dir", &Checkpointer::root_dir)
+      .def("__repr__", &Checkpointer::DebugString);
+  m.def(
+      "create_default_checkpointer",
+      [](const std::string& name, const std::string& group,
+         std::optional<std::string> fallback_checkpoint_path) {
+        return std::make_shared<Checkpointer>(name, group,
+                                              std::move(fallback_checkpoint_path));
+      },
+      py::arg("name"), py::arg("group") = "",
+      py::arg("fallback_checkpoint_path") = py::none());
+
   // --- Server ------------------------------------------------------------------------
   py::class_<Server, std::shared_ptr<Server>>(m, "Server")
       .def(py::init([](const std::vector<std::shared_ptr<Table>>& tables,
-                       int port, const std::string& bind_address) {
+                       int port, std::shared_ptr<Checkpointer> checkpointer,
+                       const std::string& bind_address,
+                       std::optional<double> checkpoint_every_seconds) {
              absl::StatusOr<std::unique_ptr<Server>> server;
              {
                py::gil_scoped_release release;
-               server = Server::Start(tables, port, bind_address);
+               server = Server::Start(
+                   tables, port, bind_address, std::move(checkpointer),
+                   checkpoint_every_seconds.has_value()
+                       ? absl::Seconds(*checkpoint_every_seconds)
+                       : absl::InfiniteDuration());
              }
              return std::shared_ptr<Server>(ValueOrRaise(std::move(server)));
            }),
            py::arg("priority_tables"), py::arg("port"),
-           py::arg("bind_address") = "localhost")
+           py::arg("checkpointer") = nullptr,
+           py::arg("bind_address") = "localhost",
+           py::arg("checkpoint_every_seconds") = py::none())
       .def_property_readonly("port", &Server::port)
       .def("Stop", &Server::Stop, py::call_guard<py::gil_scoped_release>())
       // True once stopped; false if `timeout_ms` (None: forever) passed.

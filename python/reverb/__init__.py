@@ -19,6 +19,8 @@ finally:
 del _flags
 
 from reverb import client
+from reverb import platform
+from reverb.platform import checkpointers_lib as checkpointers
 from reverb import errors
 from reverb import item_selectors
 from reverb import item_selectors as selectors

@@ -10,6 +10,7 @@ from reverb import pybind
 from reverb import rate_limiters
 from reverb import reverb_types
 from reverb import structured_value
+from reverb.platform import checkpointers_lib
 
 
 class TableExtensionBase(metaclass=abc.ABCMeta):
@@ -177,11 +178,15 @@ class Server:
   Args:
     tables: The tables to serve (at least one, names unique).
     port: Port to listen on; None picks a free one (see `port`).
-    checkpointer: Not supported yet; must be None.
+    checkpointer: Where `Client.checkpoint()` saves; the tables are restored
+      from its newest checkpoint at start. None: a new temporary directory
+      (`checkpointers.default_checkpointer()`), as dm-reverb.
     bind_address: Interface to listen on. Defaults to the environment
       variable REVERB_BIND_ADDRESS, else "localhost" (loopback only, unlike
       dm-reverb, which listens on all interfaces). "[::]" or "0.0.0.0" serve
       other hosts.
+    checkpoint_every_seconds: Also save a checkpoint this often (beyond
+      dm-reverb, which saves only when asked).
 
   Raises:
     ValueError: If there are no tables or two share a name.
@@ -190,20 +195,26 @@ class Server:
   def __init__(self,
                tables: Optional[Sequence[Table]] = None,
                port: Optional[int] = None,
-               checkpointer: Optional[Any] = None,
+               checkpointer: Optional[
+                   checkpointers_lib.CheckpointerBase] = None,
                *,
-               bind_address: Optional[str] = None):
+               bind_address: Optional[str] = None,
+               checkpoint_every_seconds: Optional[float] = None):
     if not tables:
       raise ValueError('At least one table must be provided')
     names = [table.name for table in tables]
     if len(set(names)) != len(names):
       raise ValueError(f'Duplicate table names: {sorted(names)}')
-    if checkpointer is not None:
-      raise NotImplementedError('Checkpointers are not supported yet.')
+    if checkpointer is None:
+      checkpointer = checkpointers_lib.default_checkpointer()
+    if checkpoint_every_seconds is not None and checkpoint_every_seconds <= 0:
+      raise ValueError('checkpoint_every_seconds must be > 0')
     if bind_address is None:
       bind_address = os.environ.get(BIND_ADDRESS_ENV, DEFAULT_BIND_ADDRESS)
     self._server = pybind.Server(
-        [table.internal_table for table in tables], port or 0, bind_address)
+        [table.internal_table for table in tables], port or 0,
+        checkpointer.internal_checkpointer(), bind_address,
+        checkpoint_every_seconds)
     self._port = self._server.port
     self._bind_address = bind_address
 

@@ -1,0 +1,308 @@
+#include "cc/checkpointing/checkpointer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "cc/checkpointing/record_io.h"
+#include "cc/support/status_macros.h"
+#include "cc/table_item.h"
+
+namespace deepmind::reverb {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status FsError(absl::string_view what, const fs::path& path,
+                     const std::error_code& error) {
+  return absl::InternalError(
+      absl::StrCat(what, " ", path.string(), ": ", error.message()));
+}
+
+// Makes a directory entry durable (after a rename into it).
+void SyncDirectory(const fs::path& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+template <typename Message>
+absl::StatusOr<std::vector<Message>> ReadMessages(const fs::path& path) {
+  REVERB_ASSIGN_OR_RETURN(auto reader, RecordReader::Open(path.string()));
+  std::vector<Message> messages;
+  while (true) {
+    auto record = reader->Read();
+    if (absl::IsOutOfRange(record.status())) break;
+    if (!record.ok()) return record.status();
+    Message& message = messages.emplace_back();
+    if (!message.ParseFromString(*record)) {
+      return absl::DataLossError(absl::StrCat(
+          "Checkpoint file ", path.string(), " holds a record that is not a ",
+          Message::descriptor()->full_name(), "."));
+    }
+  }
+  return messages;
+}
+
+absl::Status WriteFile(const fs::path& path, int zlib_level,
+                       const std::vector<std::string>& records) {
+  REVERB_ASSIGN_OR_RETURN(auto writer,
+                          RecordWriter::Create(path.string(), zlib_level));
+  for (const std::string& record : records) {
+    REVERB_RETURN_IF_ERROR(writer->Write(record));
+  }
+  return writer->Close();
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(std::string root_dir, std::string group,
+                           std::optional<std::string> fallback_checkpoint_path,
+                           CheckpointerOptions options)
+    : root_dir_(std::move(root_dir)),
+      group_(std::move(group)),
+      fallback_checkpoint_path_(std::move(fallback_checkpoint_path)),
+      options_(options) {}
+
+std::string Checkpointer::DebugString() const {
+  return absl::StrCat("Checkpointer(root_dir=", root_dir_,
+                      ", fallback_checkpoint_path=",
+                      fallback_checkpoint_path_.value_or(""),
+                      ", keep_latest=", options_.keep_latest, ")");
+}
+
+absl::StatusOr<std::string> Checkpointer::Save(
+    absl::Span<const std::shared_ptr<Table>> tables, int keep_latest) {
+  if (!group_.empty()) {
+    return absl::InvalidArgumentError(
+        "Checkpoint groups are not supported (group must be empty).");
+  }
+  const int keep = keep_latest > 0 ? keep_latest : options_.keep_latest;
+  if (keep < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("keep_latest (", keep, ") must be >= 1."));
+  }
+  absl::MutexLock lock(&save_mu_);
+  std::error_code error;
+  const fs::path root(root_dir_);
+  fs::create_directories(root, error);
+  if (error) return FsError("Could not create", root, error);
+
+  // RFC 3339 in UTC: names sort as times do.
+  std::string name;
+  do {
+    name = absl::FormatTime("%Y-%m-%dT%H:%M:%E6S+00:00", absl::Now(),
+                            absl::UTCTimeZone());
+  } while (fs::exists(root / name));
+  const fs::path final_dir = root / name;
+  const fs::path tmp_dir = root / absl::StrCat(".", name, ".tmp");
+  fs::create_directories(tmp_dir, error);
+  if (error) return FsError("Could not create", tmp_dir, error);
+
+  // Snapshots (each under its table's lock only while it is taken), then
+  // the files.
+  std::vector<Table::CheckpointData> snapshots;
+  snapshots.reserve(tables.size());
+  for (const auto& table : tables) snapshots.push_back(table->Checkpoint());
+
+  auto write_all = [&]() -> absl::Status {
+    std::vector<std::string> records;
+    for (const auto& snapshot : snapshots) {
+      records.push_back(snapshot.table.SerializeAsString());
+    }
+    REVERB_RETURN_IF_ERROR(
+        WriteFile(tmp_dir / kTablesFile, options_.zlib_level, records));
+    records.clear();
+    for (const auto& snapshot : snapshots) {
+      for (const auto& item : snapshot.items) {
+        records.push_back(item.SerializeAsString());
+      }
+    }
+    REVERB_RETURN_IF_ERROR(
+        WriteFile(tmp_dir / kItemsFile, options_.zlib_level, records));
+    records.clear();
+    REVERB_ASSIGN_OR_RETURN(
+        auto chunks, RecordWriter::Create((tmp_dir / kChunksFile).string(),
+                                          options_.zlib_level));
+    absl::flat_hash_set<uint64_t> written;
+    for (const auto& snapshot : snapshots) {
+      for (const auto& chunk : snapshot.chunks) {
+        if (written.insert(chunk->key()).second) {
+          REVERB_RETURN_IF_ERROR(chunks->Write(chunk->data().SerializeAsString()));
+        }
+      }
+    }
+    REVERB_RETURN_IF_ERROR(chunks->Close());
+    std::FILE* done = std::fopen((tmp_dir / kDoneFile).c_str(), "wb");
+    if (done == nullptr || std::fclose(done) != 0) {
+      return absl::InternalError(
+          absl::StrCat("Could not create ", (tmp_dir / kDoneFile).string()));
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = write_all();
+  snapshots.clear();
+  if (status.ok()) {
+    fs::rename(tmp_dir, final_dir, error);
+    if (error) status = FsError("Could not publish", final_dir, error);
+  }
+  if (!status.ok()) {
+    fs::remove_all(tmp_dir, error);
+    return status;
+  }
+  SyncDirectory(root);
+
+  // Older checkpoints, and what crashed saves left behind.
+  REVERB_ASSIGN_OR_RETURN(std::vector<std::string> complete, ListCheckpoints());
+  for (size_t i = keep; i < complete.size(); ++i) {
+    fs::remove_all(root / complete[i], error);
+  }
+  for (const auto& entry : fs::directory_iterator(root, error)) {
+    const std::string entry_name = entry.path().filename().string();
+    if (entry_name.size() > 4 && entry_name[0] == '.' &&
+        entry_name.substr(entry_name.size() - 4) == ".tmp") {
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
+  return fs::absolute(final_dir).string();
+}
+
+absl::StatusOr<std::vector<std::string>> Checkpointer::ListCheckpoints() const {
+  std::vector<std::string> names;
+  std::error_code error;
+  const fs::path root(root_dir_);
+  if (!fs::exists(root, error)) return names;
+  for (const auto& entry : fs::directory_iterator(root, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.empty() && name[0] != '.' && entry.is_directory() &&
+        fs::exists(entry.path() / kDoneFile)) {
+      names.push_back(name);
+    }
+  }
+  if (error) return FsError("Could not list", root, error);
+  std::sort(names.rbegin(), names.rend());
+  return names;
+}
+
+absl::Status Checkpointer::Load(
+    const std::string& path,
+    absl::Span<const std::shared_ptr<Table>> tables) const {
+  const fs::path dir(path);
+  if (!fs::exists(dir / kDoneFile)) {
+    return absl::NotFoundError(absl::StrCat(
+        path, " is not a complete checkpoint (it has no ", kDoneFile,
+        " file)."));
+  }
+  absl::flat_hash_map<std::string, std::shared_ptr<Table>> by_name;
+  std::vector<std::string> names;
+  for (const auto& table : tables) {
+    by_name[table->name()] = table;
+    names.push_back(table->name());
+  }
+  REVERB_ASSIGN_OR_RETURN(auto checkpoints,
+                          ReadMessages<PriorityTableCheckpoint>(dir / kTablesFile));
+  for (const auto& checkpoint : checkpoints) {
+    if (!by_name.contains(checkpoint.table_name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Checkpoint ", path, " has table ", checkpoint.table_name(),
+          ", which the server does not have. Available tables: [",
+          absl::StrJoin(names, ", "), "]."));
+    }
+    if (!checkpoint.deprecated_items().empty()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "Checkpoint ", path,
+          " stores items inside its tables (a pre-2021 format)."));
+    }
+  }
+  REVERB_ASSIGN_OR_RETURN(auto items,
+                          ReadMessages<PrioritizedItem>(dir / kItemsFile));
+  REVERB_ASSIGN_OR_RETURN(auto chunk_data,
+                          ReadMessages<ChunkData>(dir / kChunksFile));
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks;
+  for (ChunkData& data : chunk_data) {
+    const uint64_t key = data.chunk_key();
+    chunks[key] = std::make_shared<Chunk>(std::move(data));
+  }
+  chunk_data.clear();
+
+  // Every item, checked before any table changes.
+  absl::flat_hash_map<std::string, std::vector<TableItem>> table_items;
+  for (PrioritizedItem& item : items) {
+    if (!by_name.contains(item.table())) {
+      return absl::DataLossError(absl::StrCat(
+          "Checkpoint ", path, " has an item of table ", item.table(),
+          ", which it does not describe."));
+    }
+    TableItem table_item;
+    for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {
+      auto it = chunks.find(key);
+      if (it == chunks.end()) {
+        return absl::DataLossError(absl::StrCat(
+            "Item ", item.key(), " of checkpoint ", path,
+            " references chunk ", key, ", which is not in ", kChunksFile,
+            "."));
+      }
+      table_item.chunks.push_back(it->second);
+    }
+    table_item.item = std::move(item);
+    REVERB_RETURN_IF_ERROR(ValidateTableItem(table_item));
+    table_items[table_item.item.table()].push_back(std::move(table_item));
+  }
+  items.clear();
+  chunks.clear();
+  for (const auto& checkpoint : checkpoints) {
+    REVERB_RETURN_IF_ERROR(by_name[checkpoint.table_name()]->Restore(
+        checkpoint, std::move(table_items[checkpoint.table_name()]),
+        options_.use_checkpoint_table_options));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Checkpointer::LoadLatest(
+    absl::Span<const std::shared_ptr<Table>> tables) const {
+  REVERB_ASSIGN_OR_RETURN(std::vector<std::string> complete, ListCheckpoints());
+  if (complete.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("No complete checkpoint in ", root_dir_, "."));
+  }
+  absl::Status first_error;
+  for (const std::string& name : complete) {
+    const std::string path = (fs::path(root_dir_) / name).string();
+    absl::Status status = Load(path, tables);
+    if (status.ok()) return status;
+    // A checkpoint that does not match the tables is the caller's error;
+    // an unreadable one is skipped for an older one.
+    if (!absl::IsDataLoss(status) && !absl::IsInternal(status) &&
+        !absl::IsNotFound(status)) {
+      return status;
+    }
+    std::fprintf(stderr, "[reverb] Skipping checkpoint %s: %s\n", path.c_str(),
+                 status.ToString().c_str());
+    if (first_error.ok()) first_error = status;
+  }
+  return first_error;
+}
+
+absl::Status Checkpointer::LoadFallbackCheckpoint(
+    absl::Span<const std::shared_ptr<Table>> tables) const {
+  if (!fallback_checkpoint_path_.has_value()) {
+    return absl::NotFoundError("No fallback checkpoint is configured.");
+  }
+  return Load(*fallback_checkpoint_path_, tables);
+}
+
+}  // namespace deepmind::reverb
