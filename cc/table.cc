@@ -231,6 +231,7 @@ Table::CheckpointData Table::Checkpoint() const {
   data.items.reserve(entries.size());
   for (const Entry* entry : entries) {
     PrioritizedItem& item = data.items.emplace_back(entry->item->item);
+    item.set_table(name_);
     item.set_priority(entry->priority);
     item.set_times_sampled(entry->times_sampled);
     for (const auto& chunk : entry->item->chunks) {
