@@ -87,6 +87,24 @@ absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
       "Timeout exceeded before a sample arrived.");
 }
 
+absl::StatusOr<std::vector<Sample>> Sampler::GetNextBatch(
+    int batch_size, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::vector<Sample> batch;
+  batch.reserve(batch_size);
+  while (static_cast<int>(batch.size()) < batch_size) {
+    auto sample = GetNextSample(deadline - absl::Now());
+    if (!sample.ok()) {
+      // Samples already taken are never dropped: the error comes again on
+      // the next call.
+      if (!batch.empty()) break;
+      return sample.status();
+    }
+    batch.push_back(*std::move(sample));
+  }
+  return batch;
+}
+
 bool Sampler::AllRequested() const {
   return options_.max_samples >= 0 && requested_ >= options_.max_samples;
 }

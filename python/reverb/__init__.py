@@ -25,6 +25,7 @@ from reverb import errors
 from reverb import item_selectors
 from reverb import item_selectors as selectors
 from reverb import rate_limiters
+from reverb import replay_iterator
 from reverb import replay_sample
 from reverb import reverb_types
 from reverb import server
@@ -36,6 +37,7 @@ from reverb.client import Client
 from reverb.client import Writer
 from reverb.errors import DeadlineExceededError
 from reverb.errors import ReverbError
+from reverb.replay_iterator import ReplayIterator
 from reverb.replay_sample import ReplaySample
 from reverb.replay_sample import SampleInfo
 from reverb.server import Server

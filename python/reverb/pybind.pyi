@@ -96,6 +96,10 @@ class Sampler:
   NUM_INFO_TENSORS: int
   def GetNextTrajectory(self, timeout_ms: Optional[int] = None
                         ) -> _Trajectory: ...
+  # (info arrays [B], columns stacked to [B, ...]); StopIteration once all
+  # max_samples have been returned.
+  def GetNextBatch(self, batch_size: int, timeout_ms: Optional[int] = None
+                   ) -> Tuple[Tuple[np.ndarray, ...], List[np.ndarray]]: ...
   def Close(self) -> None: ...
 
 class SampleStream:
