@@ -502,6 +502,7 @@ PYBIND11_MODULE(pybind, m) {
               py::gil_scoped_release release;
               sample = self.GetNextSample(TimeoutFromMs(timeout_ms));
             }
+            if (absl::IsOutOfRange(sample.status())) throw py::stop_iteration();
             return SampleToPython(ValueOrRaise(std::move(sample)));
           },
           py::arg("timeout_ms") = py::none())
@@ -510,13 +511,15 @@ PYBIND11_MODULE(pybind, m) {
       // sampler has returned all its samples.
       .def(
           "GetNextBatch",
-          [](Sampler& self, int batch_size, std::optional<int64_t> timeout_ms) {
+          [](Sampler& self, int batch_size, std::optional<int64_t> timeout_ms,
+             bool wait_for_full_batch) {
             absl::StatusOr<std::vector<Sample>> batch;
             std::vector<Tensor> columns;
             absl::Status stacked;
             {
               py::gil_scoped_release release;
-              batch = self.GetNextBatch(batch_size, TimeoutFromMs(timeout_ms));
+              batch = self.GetNextBatch(batch_size, TimeoutFromMs(timeout_ms),
+                                        wait_for_full_batch);
               if (batch.ok()) {
                 const size_t num_columns = (*batch)[0].columns.size();
                 for (size_t c = 0; c < num_columns && stacked.ok(); ++c) {
@@ -569,7 +572,8 @@ PYBIND11_MODULE(pybind, m) {
                                times_sampled),
                 arrays);
           },
-          py::arg("batch_size"), py::arg("timeout_ms") = py::none())
+          py::arg("batch_size"), py::arg("timeout_ms") = py::none(),
+          py::arg("wait_for_full_batch") = true)
       .def("Close", &Sampler::Close, py::call_guard<py::gil_scoped_release>());
 
   // --- Trajectory writer --------------------------------------------------------

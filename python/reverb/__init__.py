@@ -45,3 +45,23 @@ from reverb.trajectory_writer import TrajectoryColumn
 from reverb.trajectory_writer import TrajectoryWriter
 from reverb.server import Table
 from reverb.server import TableExtensionBase
+
+
+# The TensorFlow integration loads (and imports TensorFlow) only when used.
+_LAZY = {
+    'TrajectoryDataset': ('reverb.trajectory_dataset', 'TrajectoryDataset'),
+    'TimestepDataset': ('reverb.timestep_dataset', 'TimestepDataset'),
+    'TFClient': ('reverb.tf_client', 'TFClient'),
+    'trajectory_dataset': ('reverb.trajectory_dataset', None),
+    'timestep_dataset': ('reverb.timestep_dataset', None),
+    'tf_client': ('reverb.tf_client', None),
+}
+
+
+def __getattr__(name):
+  if name not in _LAZY:
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+  import importlib  # pylint: disable=g-import-not-at-top
+  module_name, attribute = _LAZY[name]
+  module = importlib.import_module(module_name)
+  return module if attribute is None else getattr(module, attribute)

@@ -94,11 +94,15 @@ class Writer:
 
 class Sampler:
   NUM_INFO_TENSORS: int
+  # StopIteration once all max_samples have been returned.
   def GetNextTrajectory(self, timeout_ms: Optional[int] = None
                         ) -> _Trajectory: ...
   # (info arrays [B], columns stacked to [B, ...]); StopIteration once all
   # max_samples have been returned.
-  def GetNextBatch(self, batch_size: int, timeout_ms: Optional[int] = None
+  # Unless wait_for_full_batch: waits for one sample, then takes those
+  # already queued.
+  def GetNextBatch(self, batch_size: int, timeout_ms: Optional[int] = None,
+                   wait_for_full_batch: bool = True
                    ) -> Tuple[Tuple[np.ndarray, ...], List[np.ndarray]]: ...
   def Close(self) -> None: ...
 

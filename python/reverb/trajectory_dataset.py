@@ -1,0 +1,106 @@
+"""TrajectoryDataset: a tf.data.Dataset of whole items sampled from a table.
+
+Each element is a `ReplaySample(info, data)`: `info` holds the five scalars
+of `SampleInfo`, `data` every column of the item (with its time dimension).
+Importing this module imports TensorFlow; see `reverb/_datasets.py` for how
+the dataset is built (no compiled op library, any TensorFlow 2.x).
+"""
+
+from typing import Any, Optional
+
+from reverb import _datasets
+from reverb import _tree
+from reverb import client as client_lib
+from reverb import structured_value
+
+
+class TrajectoryDataset:
+  """A `tf.data.Dataset` sampling whole items of `table`.
+
+  Calling `TrajectoryDataset(...)` returns a `tf.data.Dataset` whose element
+  spec is `ReplaySample(info=SampleInfo(...), data=<dtypes/shapes nest>)`.
+  Each iterator of it opens its own streams. Iteration ends after
+  `max_samples` samples, or once the rate limiter holds a request longer
+  than `rate_limiter_timeout_ms`.
+
+  Args:
+    server_address: "host:port" of the server.
+    table: Table to sample from.
+    dtypes: Nest of `tf.DType`s of the item's columns.
+    shapes: Nest (as `dtypes`) of the columns' shapes.
+    max_in_flight_samples_per_worker: Samples each stream asks for ahead.
+    num_workers_per_iterator: Streams per iterator; -1 means 1.
+    max_samples_per_stream: Samples before a stream is replaced; -1: never.
+    rate_limiter_timeout_ms: See above; -1 waits forever.
+    max_samples: See above; -1 means no limit.
+
+  Raises:
+    ValueError: For out-of-range arguments or `dtypes`/`shapes` of
+      different structures. A table signature that does not match raises
+      `tf.errors.InvalidArgumentError` when iteration starts.
+  """
+
+  def __new__(cls,
+              server_address: str,
+              table: str,
+              dtypes: Any,
+              shapes: Any,
+              max_in_flight_samples_per_worker: int = 100,
+              num_workers_per_iterator: int = -1,
+              max_samples_per_stream: int = -1,
+              rate_limiter_timeout_ms: int = -1,
+              max_samples: int = -1):
+    tf = _datasets.import_tensorflow()
+    _datasets.check_arguments(max_in_flight_samples_per_worker,
+                              num_workers_per_iterator, max_samples_per_stream,
+                              rate_limiter_timeout_ms, max_samples)
+    spec = _datasets.element_spec(tf, dtypes, shapes)
+    return _datasets.make_dataset(
+        tf, server_address, table, spec, cls._EMIT_TIMESTEPS,
+        dict(max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
+             num_workers_per_iterator=num_workers_per_iterator,
+             max_samples_per_stream=max_samples_per_stream,
+             rate_limiter_timeout_ms=rate_limiter_timeout_ms,
+             max_samples=max_samples))
+
+  _EMIT_TIMESTEPS = False
+
+  @classmethod
+  def from_table_signature(cls,
+                           server_address: str,
+                           table: str,
+                           max_in_flight_samples_per_worker: int,
+                           num_workers_per_iterator: int = -1,
+                           max_samples_per_stream: int = -1,
+                           rate_limiter_timeout_ms: int = -1,
+                           get_signature_timeout_secs: Optional[int] = None,
+                           max_samples: int = -1):
+    """A dataset whose dtypes and shapes are the table's signature.
+
+    Raises:
+      ValueError: If the table does not exist or has no signature.
+    """
+    tf = _datasets.import_tensorflow()
+    infos = client_lib.Client(server_address).server_info(
+        get_signature_timeout_secs)
+    if table not in infos:
+      raise ValueError(
+          f'Server at {server_address} does not have a table named '
+          f'"{table}". Found: {", ".join(sorted(infos))}.')
+    signature = infos[table].signature
+    if signature is None:
+      raise ValueError(
+          f'Table "{table}" at {server_address} does not have a signature.')
+    # Signatures decode to reverb.specs if TensorFlow was imported late.
+    dtypes = _tree.map_structure(
+        lambda spec: tf.dtypes.as_dtype(structured_value.data_type(spec.dtype)),
+        signature)
+    shapes = _tree.map_structure(
+        lambda spec: tf.TensorShape(spec.shape), signature)
+    return cls(server_address, table, dtypes=dtypes, shapes=shapes,
+               max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
+               num_workers_per_iterator=num_workers_per_iterator,
+               max_samples_per_stream=max_samples_per_stream,
+               rate_limiter_timeout_ms=rate_limiter_timeout_ms,
+               max_samples=max_samples)
+
