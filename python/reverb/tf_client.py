@@ -65,8 +65,11 @@ class TFClient:
                 np.float64(info[3]), np.int32(info[4])]
       # The first timestep; items of squeezed or unequal columns whole.
       first = [c[0, ...] for c in columns] if timesteps > 0 else columns
-      return values + [np.asarray(c, d.as_numpy_dtype)
-                       for c, d in zip(first, dtypes)]
+      for c, d in zip(first, dtypes):
+        if c.dtype != np.dtype(d.as_numpy_dtype):
+          raise ValueError(f'Sampled a column of dtype {c.dtype} where '
+                           f'data_dtypes has {d.name}.')
+      return values + first
 
     outputs = tf.numpy_function(
         sample_fn, [table],

@@ -13,6 +13,13 @@ This file serves two interpreters:
     dmreverb_peer.py server --port-file PATH
       starts a dm-reverb `reverb.Server` holding `make_tables(reverb)`, writes
       its port to PATH (atomically) and waits until it is killed.
+    dmreverb_peer.py checkpoint-save --dir D
+      starts a dm-reverb server holding `make_tables(reverb)` with
+      `DefaultCheckpointer(D)`, fills it with `fill_for_checkpoint`, saves a
+      checkpoint and prints `RESULT {"path": ..., "state": ...}`.
+    dmreverb_peer.py checkpoint-load --dir D
+      starts a dm-reverb server holding `make_tables(reverb)` restored from
+      D and prints `RESULT {contents}` (`read_checkpoint_contents`).
 - Imported by interop_test.py (with our package), it supplies the same table
   definitions, payloads and scenario, so both sides agree on what is expected.
 
@@ -349,6 +356,239 @@ def check_final_state(client, state, sample_kw=None, server_info_kw=None):
                   batched=True)
 
 
+# Checkpoints: `fill_for_checkpoint` leaves a known state on a server holding
+# empty `TABLES`; after a checkpoint of it is restored (by either package),
+# `read_checkpoint_contents` reads every item back by sampling, and
+# `check_checkpoint_contents` compares the two.
+CHECKPOINT_PRIO_VALUES = (1, 2, 3, 4, 5)
+CHECKPOINT_QUEUE_STEPS = 6  # 2-step queue items over them: 5 items.
+CHECKPOINT_QUEUE_SAMPLED = 2  # Queue items sampled (so gone) before saving.
+# Enough samples to see every item of 'uniform' / 'prio' (a miss is < 1e-8).
+_UNIFORM_SAMPLES = 150
+_PRIO_SAMPLES = 300
+_READ_SAMPLES = 400
+
+
+def queue_step(t):
+  return {'a': np.int64(10 + t), 'b': np.full(2, t, np.float32)}
+
+
+def checkpoint_item_columns(table, ident):
+  """The flat columns (leading time axis) of item `ident` of `table` as
+  `fill_for_checkpoint` wrote it."""
+  if table == 'uniform':
+    return [np.asarray(c)[np.newaxis] for c in payloads()[ident][2]]
+  if table == 'prio':
+    return [np.array([ident], np.float32)]
+  steps = [queue_step(ident - 1), queue_step(ident)]
+  return [np.stack([s['a'] for s in steps]), np.stack([s['b'] for s in steps])]
+
+
+def describe_columns(columns):
+  """JSON-able, exact description of sampled columns (dtype, shape, bytes)."""
+  described = []
+  for column in columns:
+    column = np.asarray(column)
+    if column.dtype == object:
+      values = [bytes(v).hex() for v in column.flat]
+    else:
+      values = column.tobytes().hex()
+    described.append([str(column.dtype), list(column.shape), values])
+  return described
+
+
+def _table_summary(info):
+  """What a restored table reports as the saved one did (dm-reverb 0.14
+  restores all of it)."""
+  limiter = info.rate_limiter_info
+  return {
+      'current_size': info.current_size,
+      'num_episodes': info.num_episodes,
+      'num_deleted_episodes': info.num_deleted_episodes,
+      'num_unique_samples': info.num_unique_samples,
+      'inserts': limiter.insert_stats.completed,
+      'samples': limiter.sample_stats.completed,
+  }
+
+
+def _sample_all(client, table, num_samples, sample_kw):
+  return list(client.sample(table, num_samples=num_samples,
+                            emit_timesteps=False, **sample_kw))
+
+
+def fill_for_checkpoint(client, sample_kw=None, server_info_kw=None):
+  """Fills a server holding empty `TABLES` for a checkpoint; returns its
+  state as a JSON-able dict: per table, the items (key, current priority,
+  times_sampled, `ident` for `checkpoint_item_columns`), and per table a
+  summary of its info (size, episode and sample counts, rate limiter
+  counters).
+
+  'uniform' holds the payloads, sampled ~25 times each, one with a mutated
+  priority; 'prio' values 1..5 (priority = value), sampled, then value 2
+  reprioritized to 7.5 and value 4 deleted, then sampled again; 'queue'
+  2-step items (a trajectory writer) of which the first two were sampled
+  (and so removed).
+  """
+  sample_kw = dict(sample_kw or {})
+  state = {name: {} for name, _, _ in TABLES}
+
+  insert_uniform_payloads(client)
+  n = len(payloads())
+  for sample in _sample_all(client, 'uniform', _UNIFORM_SAMPLES, sample_kw):
+    ident = int(sample.info.priority) - 1
+    item = state['uniform'].setdefault(sample.info.key, {
+        'key': sample.info.key, 'priority': sample.info.priority,
+        'times_sampled': 0, 'ident': ident})
+    _check(item['ident'] == ident, f'uniform: key {item["key"]} changed')
+    item['times_sampled'] += 1
+  _check(len(state['uniform']) == n,
+         f'uniform: saw {len(state["uniform"])} of {n} items in '
+         f'{_UNIFORM_SAMPLES} samples')
+  frame = next(i for i in state['uniform'].values() if i['ident'] == 2)
+  client.mutate_priorities('uniform', updates={frame['key']: 0.25})
+  frame['priority'] = 0.25
+
+  for value in CHECKPOINT_PRIO_VALUES:
+    client.insert(np.float32(value), priorities={'prio': float(value)})
+
+  def sample_prio(num_samples):
+    for sample in _sample_all(client, 'prio', num_samples, sample_kw):
+      value = int(sample.data[0][0])
+      item = state['prio'].setdefault(sample.info.key, {
+          'key': sample.info.key, 'priority': float(value),
+          'times_sampled': 0, 'ident': value})
+      _check(item['ident'] == value, f'prio: key {item["key"]} changed')
+      _check(sample.info.priority == item['priority'],
+             f'prio: priority {sample.info.priority} of {item}')
+      item['times_sampled'] += 1
+
+  sample_prio(_PRIO_SAMPLES)
+  _check(len(state['prio']) == len(CHECKPOINT_PRIO_VALUES),
+         f'prio: saw {len(state["prio"])} items in {_PRIO_SAMPLES} samples')
+  by_value = {item['ident']: item for item in state['prio'].values()}
+  client.mutate_priorities('prio', updates={by_value[2]['key']: 7.5},
+                           deletes=[by_value[4]['key']])
+  by_value[2]['priority'] = 7.5
+  del state['prio'][by_value[4]['key']]
+  sample_prio(50)
+
+  writer = client.trajectory_writer(num_keep_alive_refs=2)
+  for t in range(CHECKPOINT_QUEUE_STEPS):
+    writer.append(queue_step(t))
+    if t >= 1:
+      writer.create_item('queue', priority=0.5 + t, trajectory={
+          'a': writer.history['a'][-2:], 'b': writer.history['b'][-2:]})
+  writer.end_episode(timeout_ms=30_000)
+  writer.close()
+  queue = []
+  for t in range(1, CHECKPOINT_QUEUE_STEPS):
+    queue.append({'key': None, 'priority': 0.5 + t, 'times_sampled': 0,
+                  'ident': t})
+  for sample in _sample_all(client, 'queue', CHECKPOINT_QUEUE_SAMPLED,
+                            sample_kw):
+    expected = queue.pop(0)
+    check_columns(f'queue item {expected["ident"]}',
+                  checkpoint_item_columns('queue', expected['ident']),
+                  sample.data, batched=False)
+
+  infos = client.server_info(**dict(server_info_kw or {}))
+  return {
+      'tables': {
+          'uniform': sorted(state['uniform'].values(), key=lambda i: i['key']),
+          'prio': sorted(state['prio'].values(), key=lambda i: i['key']),
+          'queue': queue,
+      },
+      'info': {name: _table_summary(infos[name]) for name, _, _ in TABLES},
+  }
+
+
+def read_checkpoint_contents(client, sample_kw=None, server_info_kw=None):
+  """Reads back what a server restored from a `fill_for_checkpoint`
+  checkpoint holds (consuming it: times_sampled grow, the queue empties).
+
+  Returns a JSON-able dict: 'info' as in `fill_for_checkpoint`, and per
+  table the items (key, priority, times_sampled before this read, `data` as
+  `describe_columns`), 'queue' in sampling order, the others by key. Checks
+  on the way that every sample's probability and table_size follow from
+  the restored priorities.
+  """
+  sample_kw = dict(sample_kw or {})
+  infos = client.server_info(**dict(server_info_kw or {}))
+  contents = {
+      'info': {name: _table_summary(infos[name]) for name, _, _ in TABLES},
+      'tables': {},
+  }
+  for name in ('uniform', 'prio'):
+    size = infos[name].current_size
+    items = {}
+    samples = _sample_all(client, name, _READ_SAMPLES, sample_kw)
+    for sample in samples:
+      key = sample.info.key
+      if key not in items:
+        items[key] = {'key': key, 'priority': sample.info.priority,
+                      'times_sampled': sample.info.times_sampled - 1,
+                      'data': describe_columns(sample.data),
+                      'seen': sample.info.times_sampled - 1}
+      item = items[key]
+      item['seen'] += 1
+      _check(sample.info.times_sampled == item['seen'],
+             f'{name}: times_sampled {sample.info.times_sampled} of {key}, '
+             f'expected {item["seen"]}')
+      _check(sample.info.priority == item['priority'],
+             f'{name}: priority of {key} changed')
+      _check(sample.info.table_size == size,
+             f'{name}: table_size {sample.info.table_size}, expected {size}')
+    _check(len(items) == size,
+           f'{name}: saw {len(items)} of {size} items in {_READ_SAMPLES} '
+           f'samples')
+    if name == 'uniform':
+      weights = {key: 1.0 for key in items}
+    else:
+      weights = {key: item['priority']**PRIORITY_EXPONENT
+                 for key, item in items.items()}
+    total = sum(weights.values())
+    for sample in samples:
+      check_info(f'{name} sample', sample.info,
+                 probability=weights[sample.info.key] / total)
+    for item in items.values():
+      del item['seen']
+    contents['tables'][name] = sorted(items.values(), key=lambda i: i['key'])
+  queue = []
+  size = infos['queue'].current_size
+  if size:
+    for sample in _sample_all(client, 'queue', size, sample_kw):
+      queue.append({'key': sample.info.key, 'priority': sample.info.priority,
+                    'times_sampled': sample.info.times_sampled - 1,
+                    'data': describe_columns(sample.data)})
+  contents['tables']['queue'] = queue
+  return contents
+
+
+def check_checkpoint_contents(state, contents):
+  """`contents` (`read_checkpoint_contents`) holds what `state`
+  (`fill_for_checkpoint`) describes: the same info, and item for item the
+  same keys (where known), priorities, times_sampled and data."""
+  for name, _, _ in TABLES:
+    _check(contents['info'][name] == state['info'][name],
+           f'{name}: restored info {contents["info"][name]}, saved '
+           f'{state["info"][name]}')
+    saved = state['tables'][name]
+    restored = contents['tables'][name]
+    _check(len(restored) == len(saved),
+           f'{name}: {len(restored)} items restored, {len(saved)} saved')
+    for want, got in zip(saved, restored):
+      what = f'{name} item {want["ident"]}'
+      if want['key'] is not None:
+        _check(got['key'] == want['key'],
+               f'{what}: key {got["key"]}, expected {want["key"]}')
+      for field in ('priority', 'times_sampled'):
+        _check(got[field] == want[field],
+               f'{what}: {field} {got[field]}, expected {want[field]}')
+      expected = describe_columns(checkpoint_item_columns(name, want['ident']))
+      _check(got['data'] == expected,
+             f'{what}: data {got["data"]}, expected {expected}'[:600])
+
+
 # dm-reverb's Client has no timeouts on insert/sample: server_info waits at
 # most this long, and the whole role is bounded by --timeout (see main).
 _DMREVERB_SERVER_INFO_KW = {'timeout': 30}
@@ -378,6 +618,35 @@ def _server_role(args):
   server.wait()
 
 
+def _checkpoint_save_role(args):
+  import reverb  # pylint: disable=g-import-not-at-top
+  server = reverb.Server(
+      tables=make_tables(reverb),
+      checkpointer=reverb.checkpointers.DefaultCheckpointer(path=args.dir))
+  try:
+    client = reverb.Client(f'localhost:{server.port}')
+    state = fill_for_checkpoint(client, server_info_kw=_DMREVERB_SERVER_INFO_KW)
+    path = client.checkpoint()
+  finally:
+    server.stop()
+  print(RESULT_PREFIX + json.dumps({'path': path, 'state': state}),
+        flush=True)
+
+
+def _checkpoint_load_role(args):
+  import reverb  # pylint: disable=g-import-not-at-top
+  server = reverb.Server(
+      tables=make_tables(reverb),
+      checkpointer=reverb.checkpointers.DefaultCheckpointer(path=args.dir))
+  try:
+    contents = read_checkpoint_contents(
+        reverb.Client(f'localhost:{server.port}'),
+        server_info_kw=_DMREVERB_SERVER_INFO_KW)
+  finally:
+    server.stop()
+  print(RESULT_PREFIX + json.dumps(contents), flush=True)
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   roles = parser.add_subparsers(dest='role', required=True)
@@ -387,7 +656,14 @@ def main(argv=None):
   verify.add_argument('--address', required=True)
   verify.add_argument('--state', required=True,
                       help='JSON result of the client scenario')
-  for role in (client, verify):
+  checkpoint_save = roles.add_parser(
+      'checkpoint-save', help='fill a server and save a checkpoint in --dir')
+  checkpoint_load = roles.add_parser(
+      'checkpoint-load', help='restore a server from --dir and read it back')
+  for role in (checkpoint_save, checkpoint_load):
+    role.add_argument('--dir', required=True,
+                      help='root directory of the checkpoints')
+  for role in (client, verify, checkpoint_save, checkpoint_load):
     role.add_argument('--timeout', type=float, default=90,
                       help='seconds before the role gives up, dumping the '
                       'stacks of all threads')
@@ -401,7 +677,12 @@ def main(argv=None):
   # was stuck and exit.
   faulthandler.dump_traceback_later(args.timeout, exit=True)
   try:
-    {'client': _client_role, 'verify': _verify_role}[args.role](args)
+    {
+        'client': _client_role,
+        'verify': _verify_role,
+        'checkpoint-save': _checkpoint_save_role,
+        'checkpoint-load': _checkpoint_load_role,
+    }[args.role](args)
   except Mismatch as e:
     print(f'MISMATCH: {e}', file=sys.stderr, flush=True)
     return 1

@@ -8,6 +8,9 @@ without it) as a subprocess playing a role of dmreverb_peer.py:
 - OUR Client drives a dm-reverb Server through the same scenario; then
   dm-reverb's Client checks the state ours left (data our client encoded: a
   dm-reverb server stores chunks without parsing them).
+- A checkpoint dm-reverb saved is restored by OUR Server, and one ours saved
+  by dm-reverb's, each read back item by item (keys, priorities,
+  times_sampled, data) and counter by counter.
 
 The scenario, tables and payloads live in dmreverb_peer.py, which this file
 imports, so both sides check the same things.
@@ -20,6 +23,7 @@ import json
 import os
 import pathlib
 import subprocess
+import threading
 import time
 from typing import Optional
 
@@ -39,6 +43,7 @@ _SERVER_START_TIMEOUT = 120
 # Our client's calls.
 _SAMPLE_KW = {'timeout': 10}
 _SERVER_INFO_KW = {'timeout': 10}
+_CHECKPOINT_TIMEOUT = 30
 
 
 def _load_peer():
@@ -173,3 +178,59 @@ def test_our_client_drives_dmreverb_server(dmreverb_python, tmp_path):
                             '--address', address,
                             '--state', json.dumps(state))
     assert result == {'ok': True}
+
+
+def _checkpoint(client):
+  """client.checkpoint(), failing the test after _CHECKPOINT_TIMEOUT s (the
+  call has no timeout of its own)."""
+  result = {}
+
+  def run():
+    try:
+      result['path'] = client.checkpoint()
+    except Exception as e:  # pylint: disable=broad-except
+      result['error'] = e
+
+  thread = threading.Thread(target=run, daemon=True)
+  thread.start()
+  thread.join(_CHECKPOINT_TIMEOUT)
+  if thread.is_alive():
+    pytest.fail(f'checkpoint() did not return in {_CHECKPOINT_TIMEOUT} s')
+  if 'error' in result:
+    raise result['error']
+  return result['path']
+
+
+def test_our_server_restores_a_dmreverb_checkpoint(dmreverb_python, tmp_path):
+  root = tmp_path / 'checkpoints'
+  saved = _run_peer_role(dmreverb_python, tmp_path, 'checkpoint-save',
+                         '--dir', str(root))
+  assert pathlib.Path(saved['path']).parent == root
+  server = reverb.Server(
+      tables=peer.make_tables(reverb),
+      checkpointer=reverb.checkpointers.DefaultCheckpointer(str(root)))
+  try:
+    contents = peer.read_checkpoint_contents(
+        server.localhost_client(), sample_kw=_SAMPLE_KW,
+        server_info_kw=_SERVER_INFO_KW)
+  finally:
+    server.stop()
+  peer.check_checkpoint_contents(saved['state'], contents)
+
+
+def test_dmreverb_restores_our_checkpoint(dmreverb_python, tmp_path):
+  root = tmp_path / 'checkpoints'
+  server = reverb.Server(
+      tables=peer.make_tables(reverb),
+      checkpointer=reverb.checkpointers.DefaultCheckpointer(str(root)))
+  try:
+    client = server.localhost_client()
+    state = peer.fill_for_checkpoint(client, sample_kw=_SAMPLE_KW,
+                                     server_info_kw=_SERVER_INFO_KW)
+    path = _checkpoint(client)
+  finally:
+    server.stop()
+  assert pathlib.Path(path).parent == root
+  contents = _run_peer_role(dmreverb_python, tmp_path, 'checkpoint-load',
+                            '--dir', str(root))
+  peer.check_checkpoint_contents(state, contents)
