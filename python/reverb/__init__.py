@@ -52,6 +52,8 @@ _LAZY = {
     'TrajectoryDataset': ('reverb.trajectory_dataset', 'TrajectoryDataset'),
     'TimestepDataset': ('reverb.timestep_dataset', 'TimestepDataset'),
     'TFClient': ('reverb.tf_client', 'TFClient'),
+    'PatternDataset': ('reverb.pattern_dataset', 'PatternDataset'),
+    'pattern_dataset': ('reverb.pattern_dataset', None),
     'trajectory_dataset': ('reverb.trajectory_dataset', None),
     'timestep_dataset': ('reverb.timestep_dataset', None),
     'tf_client': ('reverb.tf_client', None),

@@ -82,15 +82,15 @@ def _flatten_up_to(structure: Any, value: Any) -> list:
           for leaf in _flatten_up_to(s, v)]
 
 
-def _lists_to_tuples(structure: Any) -> Any:
+def lists_to_tuples(structure: Any) -> Any:
   """tf.data reads lists as tensors; structures need tuples."""
   if isinstance(structure, list):
-    return tuple(_lists_to_tuples(x) for x in structure)
+    return tuple(lists_to_tuples(x) for x in structure)
   if isinstance(structure, dict):
     return type(structure)(
-        (k, _lists_to_tuples(v)) for k, v in structure.items())
+        (k, lists_to_tuples(v)) for k, v in structure.items())
   if isinstance(structure, tuple):
-    children = [_lists_to_tuples(x) for x in structure]
+    children = [lists_to_tuples(x) for x in structure]
     return (type(structure)(*children) if hasattr(structure, '_fields') else
             tuple(children))
   return structure
@@ -108,7 +108,7 @@ def element_spec(tf, dtypes: Any, shapes: Any):
     raise ValueError(
         f'dtypes and shapes must have the same structure, got {dtypes} and '
         f'{shapes}') from None
-  structure = _lists_to_tuples(dtypes)
+  structure = lists_to_tuples(dtypes)
   data = _tree.unflatten_as(structure, [
       tf.TensorSpec(shape, dtype)
       for dtype, shape in zip(_tree.flatten(structure), flat_shapes)

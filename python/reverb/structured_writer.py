@@ -12,7 +12,7 @@ skipped.
 import collections
 import copy
 import math
-from typing import Any, Callable, Dict, List, NewType, Optional, Sequence
+from typing import Any, Callable, Dict, List, NewType, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -283,7 +283,7 @@ def _validate_condition(condition: ConditionProto):
     raise ValueError(f'Invalid Condition ({error}): {condition}')
 
 
-def _with_buffer_condition(config: Config) -> Config:
+def validated(config: Config) -> Config:
   """The config, validated, with a buffer_length condition that ensures
   the history it needs (added unless present)."""
   if not config.flat:
@@ -328,19 +328,21 @@ def _scalar(value: Any) -> Optional[np.ndarray]:
   return array if array.shape == () and array.dtype.kind in 'biuf' else None
 
 
-class StructuredWriter:
-  """Appends steps and inserts the items its configs describe.
+class Patterns:
+  """Applies configs to a stream of steps: keeps the cells each pattern may
+  reach back to, evaluates conditions and says which items to create.
 
-  Made by `Client.structured_writer`.
+  A cell is whatever the caller stores for a field of a step (a cell
+  reference of a writer, or the value itself); the raw values of fields that
+  conditions or td_error priorities read are kept as well. Shared by
+  StructuredWriter and PatternDataset.
   """
 
-  def __init__(self, internal_writer: pybind.TrajectoryWriter,
-               configs: Sequence[Config]):
-    self._writer = internal_writer
+  def __init__(self, configs: Sequence[Config]):
     self._states = [_ConfigState(config) for config in configs]
-    # History each referenced column needs, in steps.
+    # History each referenced field needs, in steps.
     self._history_length: Dict[int, int] = collections.defaultdict(int)
-    # Columns whose raw scalar values conditions or priorities read.
+    # Fields whose raw scalar values conditions or priorities read.
     value_columns = set()
     for config in configs:
       for node in config.flat:
@@ -364,36 +366,32 @@ class StructuredWriter:
 
   @property
   def step_is_open(self) -> bool:
-    """Whether the last append was partial."""
     return self._step_is_open
 
-  def append(self, data: Any, *, partial_step: bool = False):
-    """Appends a step (or part of one, with `partial_step`), then inserts
-    the items of the configs that apply.
+  def referenced(self, index: int) -> bool:
+    """Whether some config reads field `index` (others need no cells)."""
+    return index in self._cells
 
-    Raises:
-      ValueError: If the flattened step changes length, or a pattern refers
-        to a field the step does not have.
-    """
-    flat = _tree.flatten(data)
+  def check_length(self, num_leaves: int):
+    """ValueError unless steps keep `num_leaves` fields, all that the
+    configs refer to."""
     if self._num_leaves is None:
       highest = max(self._history_length, default=-1)
-      if highest >= len(flat):
+      if highest >= num_leaves:
         raise ValueError(
             f'Configs refer to field {highest} but steps have only '
-            f'{len(flat)} fields.')
-      self._num_leaves = len(flat)
-    elif len(flat) != self._num_leaves:
+            f'{num_leaves} fields.')
+      self._num_leaves = num_leaves
+    elif num_leaves != self._num_leaves:
       raise ValueError(
-          f'Flattened data has an unexpected length, got {len(flat)} vs '
+          f'Flattened data has an unexpected length, got {num_leaves} vs '
           f'expected {self._num_leaves}.')
-    # Fields no config reads are not written at all.
-    cells = [value if index in self._cells else None
-             for index, value in enumerate(flat)]
-    if partial_step:
-      refs = self._writer.AppendPartial(cells)
-    else:
-      refs = self._writer.Append(cells)
+
+  def append(self, cells: Sequence[Any], values: Sequence[Any],
+             partial_step: bool) -> List[Tuple[Config, List[List[Any]],
+                                               List[bool], float]]:
+    """Records a step (or part of one) and returns the items to create:
+    (config, cells per pattern leaf, squeeze per leaf, priority)."""
     new_step = not self._step_is_open
     if new_step:
       self._step_index += 1
@@ -401,37 +399,22 @@ class StructuredWriter:
         state.steps_since_applied += 1
     for index, buffer in self._cells.items():
       if new_step:
-        buffer.append(refs[index])
-      elif refs[index] is not None:
-        buffer[-1] = refs[index]
+        buffer.append(cells[index])
+      elif cells[index] is not None:
+        buffer[-1] = cells[index]
     for index, buffer in self._values.items():
-      value = _scalar(flat[index])
+      value = _scalar(values[index])
       if new_step:
         buffer.append(value)
       elif value is not None:
         buffer[-1] = value
     self._step_is_open = partial_step
-    self._apply_configs(end_of_episode=False)
+    return self._apply(end_of_episode=False)
 
-  def flush(self, block_until_num_items: int = 0,
-            timeout_ms: Optional[int] = None):
-    """Waits until at most `block_until_num_items` items are unconfirmed.
-
-    Raises:
-      DeadlineExceededError: If `timeout_ms` passes first.
-    """
-    self._writer.Flush(block_until_num_items, timeout_ms)
-
-  def end_episode(self, clear_buffers: bool = True,
-                  timeout_ms: Optional[int] = None):
-    """Applies the end-of-episode configs, flushes and starts a new episode.
-
-    Raises:
-      DeadlineExceededError: If `timeout_ms` passes first.
-    """
-    if self._step_index >= 0:
-      self._apply_configs(end_of_episode=True)
-    self._writer.EndEpisode(clear_buffers, timeout_ms)
+  def end_episode(self, clear_buffers: bool
+                 ) -> List[Tuple[Config, List[List[Any]], List[bool], float]]:
+    """The end-of-episode items; then a new episode starts."""
+    items = self._apply(end_of_episode=True) if self._step_index >= 0 else []
     if clear_buffers:
       for buffer in list(self._cells.values()) + list(self._values.values()):
         buffer.clear()
@@ -440,9 +423,7 @@ class StructuredWriter:
       state.last_applied_step = None
     self._step_index = -1
     self._step_is_open = False
-
-  def close(self):
-    self._writer.Close()
+    return items
 
   def _left_value(self, condition: ConditionProto, state: _ConfigState,
                   end_of_episode: bool) -> Optional[int]:
@@ -475,7 +456,8 @@ class StructuredWriter:
       result = left % condition.mod_eq.mod == condition.mod_eq.eq
     return result != condition.inverse
 
-  def _node_offsets(self, node: patterns_pb2.PatternNode,
+  @staticmethod
+  def _node_offsets(node: patterns_pb2.PatternNode,
                     size: int) -> Optional[List[int]]:
     """Buffer positions of a node's cells, None if out of range."""
     if not node.HasField('start'):
@@ -485,7 +467,8 @@ class StructuredWriter:
       offsets = list(range(size + node.start, stop, node.step or 1))
     return offsets if offsets and min(offsets) >= 0 else None
 
-  def _apply_configs(self, end_of_episode: bool):
+  def _apply(self, end_of_episode: bool):
+    items = []
     for state in self._states:
       if state.last_applied_step == self._step_index:
         continue
@@ -511,11 +494,11 @@ class StructuredWriter:
                 f'The td_error field {node.flat_source_index} must hold '
                 f'numeric scalars.')
       else:
-        self._writer.CreateItem(config.table,
-                                self._priority(config, td_values), columns,
-                                squeeze)
+        items.append((config, columns, squeeze,
+                      self._priority(config, td_values)))
         state.last_applied_step = self._step_index
         state.steps_since_applied = 0
+    return items
 
   @staticmethod
   def _priority(config: Config, td_values: Optional[List[Any]]) -> float:
@@ -526,12 +509,74 @@ class StructuredWriter:
     return float(weight * errors.max() + (1 - weight) * errors.mean())
 
 
+class StructuredWriter:
+  """Appends steps and inserts the items its configs describe.
+
+  Made by `Client.structured_writer`.
+  """
+
+  def __init__(self, internal_writer: pybind.TrajectoryWriter,
+               configs: Sequence[Config]):
+    self._writer = internal_writer
+    self._patterns = Patterns(configs)
+
+  @property
+  def step_is_open(self) -> bool:
+    """Whether the last append was partial."""
+    return self._patterns.step_is_open
+
+  def append(self, data: Any, *, partial_step: bool = False):
+    """Appends a step (or part of one, with `partial_step`), then inserts
+    the items of the configs that apply.
+
+    Raises:
+      ValueError: If the flattened step changes length, or a pattern refers
+        to a field the step does not have.
+    """
+    flat = _tree.flatten(data)
+    self._patterns.check_length(len(flat))
+    # Fields no config reads are not written at all.
+    cells = [value if self._patterns.referenced(index) else None
+             for index, value in enumerate(flat)]
+    if partial_step:
+      refs = self._writer.AppendPartial(cells)
+    else:
+      refs = self._writer.Append(cells)
+    self._create(self._patterns.append(refs, flat, partial_step))
+
+  def flush(self, block_until_num_items: int = 0,
+            timeout_ms: Optional[int] = None):
+    """Waits until at most `block_until_num_items` items are unconfirmed.
+
+    Raises:
+      DeadlineExceededError: If `timeout_ms` passes first.
+    """
+    self._writer.Flush(block_until_num_items, timeout_ms)
+
+  def end_episode(self, clear_buffers: bool = True,
+                  timeout_ms: Optional[int] = None):
+    """Applies the end-of-episode configs, flushes and starts a new episode.
+
+    Raises:
+      DeadlineExceededError: If `timeout_ms` passes first.
+    """
+    self._create(self._patterns.end_episode(clear_buffers))
+    self._writer.EndEpisode(clear_buffers, timeout_ms)
+
+  def close(self):
+    self._writer.Close()
+
+  def _create(self, items):
+    for config, columns, squeeze, priority in items:
+      self._writer.CreateItem(config.table, priority, columns, squeeze)
+
+
 def make_writer(client: pybind.Client,
                 configs: Sequence[Config]) -> StructuredWriter:
   """A StructuredWriter over a new TrajectoryWriter of `client`."""
   if not configs:
     raise ValueError('At least one config must be provided.')
-  configs = [_with_buffer_condition(config) for config in configs]
+  configs = [validated(config) for config in configs]
   history = max(_node_age(node) for config in configs for node in config.flat)
   return StructuredWriter(
       client.NewTrajectoryWriter(pybind.AutoTunedChunkerOptions(history, 1.0)),
