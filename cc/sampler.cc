@@ -88,14 +88,13 @@ absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
 }
 
 absl::StatusOr<std::vector<Sample>> Sampler::GetNextBatch(
-    int batch_size, absl::Duration timeout, bool wait_for_full_batch) {
-  const absl::Time deadline = absl::Now() + timeout;
+    int batch_size, absl::Duration timeout, absl::Duration fill_timeout) {
+  absl::Time deadline = absl::Now() + timeout;
   std::vector<Sample> batch;
   batch.reserve(batch_size);
   while (static_cast<int>(batch.size()) < batch_size) {
-    if (!wait_for_full_batch && !batch.empty()) {
-      absl::MutexLock lock(&mu_);
-      if (queue_.empty()) break;
+    if (batch.size() == 1) {
+      deadline = std::min(deadline, absl::Now() + fill_timeout);
     }
     auto sample = GetNextSample(deadline - absl::Now());
     if (!sample.ok()) {

@@ -63,14 +63,13 @@ class REVERB_EXPORT Sampler {
   absl::StatusOr<Sample> GetNextSample(
       absl::Duration timeout = absl::InfiniteDuration());
 
-  // Up to `batch_size` samples: waits until the batch is full (or, unless
-  // `wait_for_full_batch`, only for the first sample, then takes those
-  // already queued). Once a sample is in hand, an error or the timeout (for
-  // the whole batch) returns the partial batch, and the error comes with
-  // the next call. Errors as GetNextSample otherwise.
+  // Up to `batch_size` samples: waits for the first one (until `timeout`),
+  // then at most `fill_timeout` more for the batch to fill. Once a sample is
+  // in hand, an error or a timeout returns the partial batch, and the error
+  // comes with the next call. Errors as GetNextSample otherwise.
   absl::StatusOr<std::vector<Sample>> GetNextBatch(
       int batch_size, absl::Duration timeout = absl::InfiniteDuration(),
-      bool wait_for_full_batch = true);
+      absl::Duration fill_timeout = absl::InfiniteDuration());
 
   // Cancels the streams and joins the workers. Idempotent.
   void Close();

@@ -41,6 +41,12 @@ void SyncDirectory(const fs::path& dir) {
 
 template <typename Message>
 absl::StatusOr<std::vector<Message>> ReadMessages(const fs::path& path) {
+  // Checkpoint files are zlib streams, never empty (even with no records).
+  std::error_code error;
+  if (fs::exists(path, error) && fs::file_size(path, error) == 0) {
+    return absl::DataLossError(
+        absl::StrCat("Checkpoint file ", path.string(), " is empty."));
+  }
   REVERB_ASSIGN_OR_RETURN(auto reader, RecordReader::Open(path.string()));
   std::vector<Message> messages;
   while (true) {
@@ -156,6 +162,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
   absl::Status status = write_all();
   snapshots.clear();
   if (status.ok()) {
+    SyncDirectory(tmp_dir);
     fs::rename(tmp_dir, final_dir, error);
     if (error) status = FsError("Could not publish", final_dir, error);
   }

@@ -40,7 +40,8 @@ namespace deepmind::reverb {
 struct CheckpointerOptions {
   // Complete checkpoints kept in root_dir after a save (older ones go).
   int keep_latest = 1;
-  // zlib level of the files (0: stored, fastest; the format allows any).
+  // zlib level of the files, 0 (stored, fastest) to 9; the format allows
+  // any. Files are always zlib streams (as dm-reverb writes them).
   int zlib_level = 1;
   // On load, take table options from the checkpoint (as dm-reverb) or keep
   // the server's.

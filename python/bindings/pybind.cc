@@ -512,14 +512,14 @@ PYBIND11_MODULE(pybind, m) {
       .def(
           "GetNextBatch",
           [](Sampler& self, int batch_size, std::optional<int64_t> timeout_ms,
-             bool wait_for_full_batch) {
+             std::optional<int64_t> fill_timeout_ms) {
             absl::StatusOr<std::vector<Sample>> batch;
             std::vector<Tensor> columns;
             absl::Status stacked;
             {
               py::gil_scoped_release release;
               batch = self.GetNextBatch(batch_size, TimeoutFromMs(timeout_ms),
-                                        wait_for_full_batch);
+                                        TimeoutFromMs(fill_timeout_ms));
               if (batch.ok()) {
                 const size_t num_columns = (*batch)[0].columns.size();
                 for (size_t c = 0; c < num_columns && stacked.ok(); ++c) {
@@ -573,7 +573,7 @@ PYBIND11_MODULE(pybind, m) {
                 arrays);
           },
           py::arg("batch_size"), py::arg("timeout_ms") = py::none(),
-          py::arg("wait_for_full_batch") = true)
+          py::arg("fill_timeout_ms") = py::none())
       .def("Close", &Sampler::Close, py::call_guard<py::gil_scoped_release>());
 
   // --- Trajectory writer --------------------------------------------------------

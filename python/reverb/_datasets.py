@@ -207,8 +207,10 @@ def samples(server_address: str, table: str, data_spec: Any,
     sampler.Close()
 
 
-# Samples handed to tf.data per generator call on the batched path.
+# Samples handed to tf.data per generator call on the batched path, and how
+# long a call waits for them once it has the first.
 _MAX_BATCH = 64
+_FILL_TIMEOUT_MS = 5
 
 
 def sample_batches(server_address: str, table: str, data_spec: Any,
@@ -220,7 +222,8 @@ def sample_batches(server_address: str, table: str, data_spec: Any,
   try:
     while True:
       try:
-        info, columns = sampler.GetNextBatch(_MAX_BATCH, None, False)
+        info, columns = sampler.GetNextBatch(_MAX_BATCH, None,
+                                             _FILL_TIMEOUT_MS)
       except (errors.DeadlineExceededError, StopIteration):
         return
       if len(columns) != len(specs):

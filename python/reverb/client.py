@@ -434,6 +434,11 @@ class Client:
           name: info.signature for name, info in infos.items()}
     return infos
 
-  def checkpoint(self) -> str:
-    """Asks the server to save its tables; returns the directory written."""
-    return self._client.Checkpoint()
+  def checkpoint(self, *, timeout: Optional[float] = None) -> str:
+    """Asks the server to save its tables; returns the directory written.
+
+    Raises:
+      DeadlineExceededError: If `timeout` (seconds; None: no limit) passes
+        first (the save still completes on the server).
+    """
+    return self._client.Checkpoint(_timeout_ms(timeout))

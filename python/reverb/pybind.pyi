@@ -99,10 +99,10 @@ class Sampler:
                         ) -> _Trajectory: ...
   # (info arrays [B], columns stacked to [B, ...]); StopIteration once all
   # max_samples have been returned.
-  # Unless wait_for_full_batch: waits for one sample, then takes those
-  # already queued.
+  # Waits for one sample (timeout_ms), then at most fill_timeout_ms more
+  # for the batch to fill (None: until full).
   def GetNextBatch(self, batch_size: int, timeout_ms: Optional[int] = None,
-                   wait_for_full_batch: bool = True
+                   fill_timeout_ms: Optional[int] = None
                    ) -> Tuple[Tuple[np.ndarray, ...], List[np.ndarray]]: ...
   def Close(self) -> None: ...
 

@@ -54,7 +54,7 @@ def bounded(fn, timeout=TIMEOUT):
   return result['value']
 
 
-def start_server(tables, path=None, *, checkpoint_every_seconds=None,
+def start_server(tables, path, *, checkpoint_every_seconds=None,
                  **checkpointer_kw):
   """A Server holding `tables` whose checkpointer is a DefaultCheckpointer
   of `path` (restoring what it holds)."""
@@ -559,6 +559,66 @@ def test_server_table_options_can_override_the_checkpoints(
     stop(server)
 
 
+@pytest.mark.parametrize('use_checkpoint_table_options', [True, False])
+def test_signature_is_restored_with_the_table_options(
+    use_checkpoint_table_options, tmp_path):
+  signature = {'id': reverb.specs.TensorSpec([], np.int64, 'id'),
+               'obs': reverb.specs.TensorSpec([3], np.float32, 'obs')}
+  server = start_server([simple_table(signature=signature)], tmp_path)
+  try:
+    client = server.localhost_client()
+    client.insert({'id': np.int64(7), 'obs': np.arange(3, dtype=np.float32)},
+                  priorities={'table': 1.0})
+    checkpoint(client)
+  finally:
+    stop(server)
+
+  server = start_server(
+      [simple_table()], tmp_path,
+      use_checkpoint_table_options=use_checkpoint_table_options)
+  try:
+    client = server.localhost_client()
+    if use_checkpoint_table_options:
+      assert info(client).signature == signature
+      sample = next(client.sample('table', emit_timesteps=False,
+                                  unpack_as_table_signature=True,
+                                  timeout=TIMEOUT))
+      assert sorted(sample.data) == ['id', 'obs']
+      np.testing.assert_array_equal(sample.data['id'], [7])
+      np.testing.assert_array_equal(sample.data['obs'], [[0, 1, 2]])
+    else:
+      # The server's table has none.
+      assert info(client).signature is None
+      assert info(client).current_size == 1
+  finally:
+    stop(server)
+
+
+def test_checkpoint_groups_are_not_supported(tmp_path):
+  server = start_server([simple_table()], tmp_path, group='group')
+  try:
+    with pytest.raises(ValueError, match='group'):
+      checkpoint(server.localhost_client())
+  finally:
+    stop(server)
+
+
+def test_failed_save_raises_and_the_server_keeps_serving(tmp_path):
+  not_a_dir = tmp_path / 'file'
+  not_a_dir.write_text('')
+  server = start_server([simple_table()], not_a_dir / 'checkpoints')
+  try:
+    client = server.localhost_client()
+    insert_ids(client, range(2))
+    with pytest.raises(RuntimeError, match='checkpoints'):
+      checkpoint(client)
+    insert_ids(client, [2])
+    assert info(client).current_size == 3
+    assert set(drain_ids(client, 30)) == {0, 1, 2}
+  finally:
+    stop(server)
+
+
 def utc_checkpoint_name():
   """A checkpoint directory name for now (they are UTC RFC 3339 times)."""
   return datetime.datetime.now(datetime.timezone.utc).strftime(
@@ -697,15 +757,29 @@ def truncate(path):
   path.write_bytes(data[:len(data) // 2])
 
 
+def empty(path):
+  path.write_bytes(b'')
+
+
 def flip_a_byte(path):
   data = bytearray(path.read_bytes())
   data[len(data) // 2] ^= 0xff
   path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize('damage', [truncate, flip_a_byte])
-@pytest.mark.parametrize('file_name', ['chunks.tfrecord', 'items.tfrecord',
-                                       'tables.tfrecord'])
+def remove(path):
+  path.unlink()
+
+
+CHECKPOINT_DATA_FILES = ('chunks.tfrecord', 'items.tfrecord',
+                         'tables.tfrecord')
+
+
+@pytest.mark.parametrize('damage, file_name', [
+    *[(damage, name) for damage in (truncate, flip_a_byte, remove)
+      for name in CHECKPOINT_DATA_FILES],
+    *[(empty, name) for name in CHECKPOINT_DATA_FILES],
+])
 def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(
     damage, file_name, tmp_path, capfd):
   root = tmp_path / 'checkpoints'
@@ -722,7 +796,7 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(
   finally:
     stop(server)
   # Said why, naming the file; changed neither checkpoint.
-  assert f'{file_name}' in capfd.readouterr().err
+  assert file_name in capfd.readouterr().err
   assert snapshot_files(older) == intact
   assert visible_entries(root) == sorted(
       os.path.basename(p) for p in (older, newer))

@@ -1,5 +1,6 @@
 """reverb.Client and reverb.Server over gRPC, in one process."""
 
+import os
 import pickle
 import threading
 import time
@@ -258,9 +259,10 @@ def test_server_info_times_out_without_server():
     client.server_info(timeout=1)
 
 
-def test_checkpoint_without_checkpointer(client):
-  with pytest.raises(ValueError, match='Checkpointer'):
-    client.checkpoint()
+def test_checkpoint_into_the_default_temporary_directory(client):
+  path = client.checkpoint(timeout=TIMEOUT)
+  assert sorted(os.listdir(path)) == [
+      'DONE', 'chunks.tfrecord', 'items.tfrecord', 'tables.tfrecord']
 
 
 def test_client_pickles(client):

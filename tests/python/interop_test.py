@@ -218,11 +218,16 @@ def test_our_server_restores_a_dmreverb_checkpoint(dmreverb_python, tmp_path):
   peer.check_checkpoint_contents(saved['state'], contents)
 
 
-def test_dmreverb_restores_our_checkpoint(dmreverb_python, tmp_path):
+# Our extension: any zlib level (0 writes stored blocks) is still a ZLIB
+# TFRecord file to dm-reverb.
+@pytest.mark.parametrize('zlib_level', [1, 0, 9])
+def test_dmreverb_restores_our_checkpoint(dmreverb_python, tmp_path,
+                                          zlib_level):
   root = tmp_path / 'checkpoints'
   server = reverb.Server(
       tables=peer.make_tables(reverb),
-      checkpointer=reverb.checkpointers.DefaultCheckpointer(str(root)))
+      checkpointer=reverb.checkpointers.DefaultCheckpointer(
+          str(root), zlib_level=zlib_level))
   try:
     client = server.localhost_client()
     state = peer.fill_for_checkpoint(client, sample_kw=_SAMPLE_KW,

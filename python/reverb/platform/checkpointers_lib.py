@@ -57,7 +57,7 @@ class DefaultCheckpointer(CheckpointerBase):
                use_checkpoint_table_options: bool = True):
     if keep_latest < 1:
       raise ValueError(f'keep_latest ({keep_latest}) must be >= 1')
-    if not -1 <= zlib_level <= 9:
+    if not 0 <= zlib_level <= 9:
       raise ValueError(f'zlib_level ({zlib_level}) must be in [0, 9]')
     self._path = path
     self._checkpointer = pybind.Checkpointer(
