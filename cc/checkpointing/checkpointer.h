@@ -41,8 +41,10 @@ struct CheckpointerOptions {
   // Complete checkpoints kept in root_dir after a save (older ones go).
   int keep_latest = 1;
   // zlib level of the files, 0 (stored, fastest) to 9; the format allows
-  // any. Files are always zlib streams (as dm-reverb writes them).
-  int zlib_level = 1;
+  // any. Files are always zlib streams (as dm-reverb writes them). Chunks
+  // are snappy-compressed already, so 0 loses little space and saves most
+  // of the time.
+  int zlib_level = 0;
   // On load, take table options from the checkpoint (as dm-reverb) or keep
   // the server's.
   bool use_checkpoint_table_options = true;

@@ -387,7 +387,7 @@ PYBIND11_MODULE(pybind, m) {
            }),
            py::arg("root_dir"), py::arg("group") = "",
            py::arg("fallback_checkpoint_path") = py::none(),
-           py::arg("keep_latest") = 1, py::arg("zlib_level") = 1,
+           py::arg("keep_latest") = 1, py::arg("zlib_level") = 0,
            py::arg("use_checkpoint_table_options") = true)
       .def("save",
            [](Checkpointer& self,

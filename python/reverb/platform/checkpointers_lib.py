@@ -40,7 +40,8 @@ class DefaultCheckpointer(CheckpointerBase):
     fallback_checkpoint_path: A checkpoint directory to restore when `path`
       holds none (to start from another experiment's checkpoint).
     keep_latest: Checkpoints kept after each save (older ones are deleted).
-    zlib_level: Compression of the files, 0 (none, fastest) to 9.
+    zlib_level: Compression of the files, 0 (none, fastest; the default:
+      chunks are snappy-compressed already) to 9.
     use_checkpoint_table_options: Restore table options (selectors,
       max_size, max_times_sampled, rate limiter, signature) from the
       checkpoint, as dm-reverb does; False keeps the server's tables' options
@@ -53,7 +54,7 @@ class DefaultCheckpointer(CheckpointerBase):
                fallback_checkpoint_path: Optional[str] = None,
                *,
                keep_latest: int = 1,
-               zlib_level: int = 1,
+               zlib_level: int = 0,
                use_checkpoint_table_options: bool = True):
     if keep_latest < 1:
       raise ValueError(f'keep_latest ({keep_latest}) must be >= 1')
