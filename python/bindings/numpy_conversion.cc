@@ -77,8 +77,16 @@ const char* NumpyName(DataType dtype) {
 }  // namespace
 
 absl::StatusOr<Tensor> TensorFromNumpy(py::handle object) {
-  py::module_ np = py::module_::import("numpy");
-  py::array array = np.attr("asarray")(object, py::arg("order") = "C");
+  py::array array;
+  if (py::isinstance<py::array>(object) &&
+      (py::reinterpret_borrow<py::array>(object).flags() &
+       py::array::c_style)) {
+    array = py::reinterpret_borrow<py::array>(object);  // The common case.
+  } else {
+    static py::object* asarray = new py::object(
+        py::module_::import("numpy").attr("asarray"));
+    array = (*asarray)(object, py::arg("order") = "C");
+  }
   auto dtype = DataTypeOf(array.dtype());
   if (!dtype.ok()) return dtype.status();
   Tensor tensor;

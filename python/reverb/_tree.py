@@ -7,19 +7,28 @@ namedtuples; anything else (arrays, numbers, strings, None) is a leaf.
 import collections.abc
 from typing import Any, Callable, Iterator, List, Sequence, Tuple
 
+# Whether values of a type are nests, decided once per type (isinstance on
+# the Mapping ABC is slow, and this runs for every leaf of every step).
+_NESTED_BY_TYPE = {dict: True, list: True, tuple: True}
+
 
 def _is_namedtuple(value: Any) -> bool:
   return isinstance(value, tuple) and hasattr(value, '_fields')
 
 
 def _children(value: Any) -> List[Any]:
-  if isinstance(value, collections.abc.Mapping):
+  if type(value) is dict or isinstance(value, collections.abc.Mapping):
     return [value[key] for key in sorted(value)]
   return list(value)
 
 
 def _is_nested(value: Any) -> bool:
-  return isinstance(value, (collections.abc.Mapping, list, tuple))
+  value_type = type(value)
+  nested = _NESTED_BY_TYPE.get(value_type)
+  if nested is None:
+    nested = issubclass(value_type, (collections.abc.Mapping, list, tuple))
+    _NESTED_BY_TYPE[value_type] = nested
+  return nested
 
 
 def flatten(structure: Any) -> List[Any]:
@@ -59,7 +68,7 @@ def unflatten_as(structure: Any, flat: Sequence[Any]) -> Any:
 
 def _items(value: Any):
   """(path element, child) pairs of a nested value, in flattening order."""
-  if isinstance(value, collections.abc.Mapping):
+  if type(value) is dict or isinstance(value, collections.abc.Mapping):
     return [(key, value[key]) for key in sorted(value)]
   if _is_namedtuple(value):
     return list(zip(value._fields, value))
@@ -69,13 +78,18 @@ def _items(value: Any):
 def flatten_with_path(structure: Any) -> List[Tuple[Tuple[Any, ...], Any]]:
   """(path, leaf) pairs; a path holds dict keys, namedtuple field names and
   sequence indices, as dm-tree's flatten_with_path."""
-  if not _is_nested(structure):
-    return [((), structure)]
   result = []
-  for key, child in _items(structure):
-    result.extend(((key,) + path, leaf)
-                  for path, leaf in flatten_with_path(child))
+  _flatten_with_path_into(structure, (), result)
   return result
+
+
+def _flatten_with_path_into(structure: Any, prefix: Tuple[Any, ...],
+                            result: list):
+  if not _is_nested(structure):
+    result.append((prefix, structure))
+    return
+  for key, child in _items(structure):
+    _flatten_with_path_into(child, prefix + (key,), result)
 
 
 def map_structure_with_path(fn: Callable[[Tuple[Any, ...], Any], Any],

@@ -56,6 +56,16 @@ class TrajectoryColumn:
     self._squeeze = squeeze
     self._path = path
 
+  @classmethod
+  def _single(cls, reference: pybind.WeakCellRef,
+              path: Optional[Path]) -> 'TrajectoryColumn':
+    """A squeezed column of one (present) cell, without the checks."""
+    column = cls.__new__(cls)
+    column._data_references = (reference,)
+    column._squeeze = True
+    column._path = path
+    return column
+
   def __len__(self) -> int:
     return len(self._data_references)
 
@@ -141,6 +151,8 @@ class _ColumnHistory:
     return self._length
 
   def _reference(self, index: int) -> Optional[pybind.WeakCellRef]:
+    if index == -1 and self._references:  # The common case, kept short.
+      return self._references[-1]
     if index < 0:
       index += self._length
     if not 0 <= index < self._length:
@@ -151,6 +163,10 @@ class _ColumnHistory:
     return None if index < first_kept else self._references[index - first_kept]
 
   def __getitem__(self, val) -> TrajectoryColumn:
+    if type(val) is int:  # The common case, kept short.
+      reference = self._reference(val)
+      if reference is not None:
+        return TrajectoryColumn._single(reference, self._path + (val,))
     path = self._path + (val,)
     if isinstance(val, slice):
       return TrajectoryColumn(
@@ -338,7 +354,8 @@ class TrajectoryWriter:
         its signature (with item validation on), or a cell has expired.
     """
     columns = _tree.flatten(trajectory)
-    if not all(isinstance(c, TrajectoryColumn) for c in columns):
+    if not all(type(c) is TrajectoryColumn or isinstance(c, TrajectoryColumn)
+               for c in columns):
       raise TypeError(
           f'All leaves of `trajectory` must be `TrajectoryColumn` but got '
           f'{trajectory}')
