@@ -2,8 +2,8 @@
 //
 // Debian builds abseil with Mutex deadlock detection on (it keeps a graph of
 // lock orders and updates it on every acquisition while another lock is
-// held), which costs a few percent of all CPU time in the server and the
-// writers (a writer's throughput nearly doubles without it). Our lock
+// held), which costs much of the CPU time of lock-heavy paths (a writer's
+// throughput nearly doubles without it). Our lock
 // orders are fixed by design and documented where the locks are declared,
 // so it is turned off.
 #include "absl/synchronization/mutex.h"
