@@ -233,7 +233,13 @@ absl::Status Chunker::Flush() {
 
 absl::Status Chunker::FinalizeLocked() {
   if (buffer_.empty()) return absl::OkStatus();
-  REVERB_ASSIGN_OR_RETURN(Tensor stacked, StackTensors(buffer_));
+  Tensor stacked;
+  if (buffer_.size() == 1) {  // No copy for chunks of one row.
+    stacked = std::move(buffer_.front());
+    stacked.shape.insert(stacked.shape.begin(), 1);
+  } else {
+    REVERB_ASSIGN_OR_RETURN(stacked, StackTensors(buffer_));
+  }
   const int64_t uncompressed = static_cast<int64_t>(stacked.bytes.size());
   const bool delta = options_->GetDeltaEncode();
   if (delta) DeltaEncode(&stacked, /*encode=*/true);

@@ -389,6 +389,7 @@ absl::Status TrajectoryWriter::RunStream() {
   bool cancel = false;
   while (true) {
     InsertStreamRequest request;
+    std::vector<std::shared_ptr<const ChunkData>> chunks;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -398,12 +399,13 @@ absl::Status TrajectoryWriter::RunStream() {
       mu_.Await(absl::Condition(&ready));
       cancel = closed_;
       if (closed_ || stream_broken_) break;
-      BuildRequestLocked(&request);
+      BuildRequestLocked(&request, &chunks);
     }
+    const bool written =
+        stream->Write(request, grpc::WriteOptions().set_no_compression());
+    ReleaseChunks(&request);
     // A failed write means the call has ended: Finish() tells why.
-    if (!stream->Write(request, grpc::WriteOptions().set_no_compression())) {
-      break;
-    }
+    if (!written) break;
   }
   if (cancel) context.TryCancel();
   reader.join();
@@ -414,7 +416,13 @@ absl::Status TrajectoryWriter::RunStream() {
                      : status;
 }
 
-bool TrajectoryWriter::BuildRequestLocked(InsertStreamRequest* request) {
+void TrajectoryWriter::ReleaseChunks(InsertStreamRequest* request) {
+  while (request->chunks_size() > 0) request->mutable_chunks()->ReleaseLast();
+}
+
+bool TrajectoryWriter::BuildRequestLocked(
+    InsertStreamRequest* request,
+    std::vector<std::shared_ptr<const ChunkData>>* chunks) {
   int64_t bytes = 0;
   const size_t batch = queue_.size();
   for (size_t n = 0; n < batch && !queue_.empty() &&
@@ -426,9 +434,12 @@ bool TrajectoryWriter::BuildRequestLocked(InsertStreamRequest* request) {
     for (const auto& column : item.columns) {
       for (const auto& ref : column) {
         if (streamed_keys_.insert(ref->chunk_key()).second) {
-          auto chunk = ref->GetChunk();
-          *request->add_chunks() = *chunk;
+          // Borrowed, not copied: serialized by Write, then released.
+          std::shared_ptr<const ChunkData> chunk = ref->GetChunk();
+          request->mutable_chunks()->AddAllocated(
+              const_cast<ChunkData*>(chunk.get()));
           bytes += static_cast<int64_t>(chunk->ByteSizeLong());
+          chunks->push_back(std::move(chunk));
         }
       }
       // Item statistics for auto-tuned chunk lengths.
