@@ -39,11 +39,37 @@ struct Guard {
   Reactor* reactor ABSL_GUARDED_BY(mu) = nullptr;
 };
 
-// Finishes a bidi reactor once no write is in flight. Methods are called
-// with the reactor's guard mutex held.
-template <typename Request, typename Response>
+// A bidi reactor whose table callbacks go through a Guard, and which
+// finishes once no write is in flight. Methods other than the gRPC
+// reactions are called with the guard's mutex held.
+template <typename Derived, typename Request, typename Response>
 class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
+ public:
+  StreamReactor() : guard_(std::make_shared<Guard<Derived>>()) {}
+
+  void OnCancel() override {
+    absl::MutexLock lock(&guard_->mu);
+    FinishOnce(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&guard_->mu);
+      guard_->reactor = nullptr;
+    }
+    delete static_cast<Derived*>(this);
+  }
+
  protected:
+  // Lets table callbacks reach the reactor, and starts the first read.
+  void Start(Request* request) {
+    absl::MutexLock lock(&guard_->mu);
+    guard_->reactor = static_cast<Derived*>(this);
+    this->StartRead(request);
+  }
+
+  const std::shared_ptr<Guard<Derived>> guard_;
+
   // Finishes with `status` unless already finishing; waits for the write in
   // flight, if any.
   void FinishOnce(const grpc::Status& status) {
@@ -81,14 +107,11 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
 
 // --- InsertStream --------------------------------------------------------------
 
-class InsertReactor
-    : public StreamReactor<InsertStreamRequest, InsertStreamResponse> {
+class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
+                                           InsertStreamResponse> {
  public:
-  explicit InsertReactor(ReverbServiceImpl* service)
-      : service_(service), guard_(std::make_shared<Guard<InsertReactor>>()) {
-    absl::MutexLock lock(&guard_->mu);
-    guard_->reactor = this;
-    StartRead(&request_);
+  explicit InsertReactor(ReverbServiceImpl* service) : service_(service) {
+    Start(&request_);
   }
 
   void OnReadDone(bool ok) override {
@@ -117,19 +140,6 @@ class InsertReactor
     if (!WriteDone(ok)) return;
     MaybeWriteLocked();
     MaybeFinishLocked();
-  }
-
-  void OnCancel() override {
-    absl::MutexLock lock(&guard_->mu);
-    FinishOnce(grpc::Status::CANCELLED);
-  }
-
-  void OnDone() override {
-    {
-      absl::MutexLock lock(&guard_->mu);
-      guard_->reactor = nullptr;
-    }
-    delete this;
   }
 
  private:
@@ -223,7 +233,6 @@ class InsertReactor
   }
 
   ReverbServiceImpl* const service_;
-  const std::shared_ptr<Guard<InsertReactor>> guard_;
   InsertStreamRequest request_;
   // Chunks this stream sent and still keeps. Used by OnReadDone only.
   absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks_;
@@ -270,14 +279,11 @@ void AppendSample(const SampledItem& sample,
   entry->set_end_of_sequence(true);
 }
 
-class SampleReactor
-    : public StreamReactor<SampleStreamRequest, SampleStreamResponse> {
+class SampleReactor : public StreamReactor<SampleReactor, SampleStreamRequest,
+                                           SampleStreamResponse> {
  public:
-  explicit SampleReactor(ReverbServiceImpl* service)
-      : service_(service), guard_(std::make_shared<Guard<SampleReactor>>()) {
-    absl::MutexLock lock(&guard_->mu);
-    guard_->reactor = this;
-    StartRead(&request_);
+  explicit SampleReactor(ReverbServiceImpl* service) : service_(service) {
+    Start(&request_);
   }
 
   void OnReadDone(bool ok) override {
@@ -317,19 +323,6 @@ class SampleReactor
     MaybeWriteLocked();
     RequestSamplesLocked();
     MaybeFinishLocked();
-  }
-
-  void OnCancel() override {
-    absl::MutexLock lock(&guard_->mu);
-    FinishOnce(grpc::Status::CANCELLED);
-  }
-
-  void OnDone() override {
-    {
-      absl::MutexLock lock(&guard_->mu);
-      guard_->reactor = nullptr;
-    }
-    delete this;
   }
 
  private:
@@ -411,7 +404,6 @@ class SampleReactor
   }
 
   ReverbServiceImpl* const service_;
-  const std::shared_ptr<Guard<SampleReactor>> guard_;
   SampleStreamRequest request_;
 
   std::shared_ptr<Table> table_ ABSL_GUARDED_BY(guard_->mu);

@@ -181,24 +181,7 @@ def test_our_client_drives_dmreverb_server(dmreverb_python, tmp_path):
 
 
 def _checkpoint(client):
-  """client.checkpoint(), failing the test after _CHECKPOINT_TIMEOUT s (the
-  call has no timeout of its own)."""
-  result = {}
-
-  def run():
-    try:
-      result['path'] = client.checkpoint()
-    except Exception as e:  # pylint: disable=broad-except
-      result['error'] = e
-
-  thread = threading.Thread(target=run, daemon=True)
-  thread.start()
-  thread.join(_CHECKPOINT_TIMEOUT)
-  if thread.is_alive():
-    pytest.fail(f'checkpoint() did not return in {_CHECKPOINT_TIMEOUT} s')
-  if 'error' in result:
-    raise result['error']
-  return result['path']
+  return client.checkpoint(timeout=_CHECKPOINT_TIMEOUT)
 
 
 def test_our_server_restores_a_dmreverb_checkpoint(dmreverb_python, tmp_path):
