@@ -16,23 +16,19 @@ and an 84x84x4 uint8 frame:
   sample single `client.sample(table, num_samples=1)` called over and over.
 Every sampled item is checked afterwards (columns, dtypes, shapes and the
 contents, which encode the insert's sequence number), so a build that returns
-wrong data fails instead of scoring.
+wrong data fails instead of scoring. The command line, the child process and
+the report come from harness.py.
 """
 
-import argparse
-import json
 import os
-import platform
-import select
-import subprocess
 import sys
-import tempfile
 import time
 
-# Before reverb (which may import TensorFlow): no TF start-up chatter.
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+import numpy as np
 
-import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
+# harness sits next to this script; python -I leaves that directory out.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # pylint: disable=g-import-not-at-top,wrong-import-position
 import reverb  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 _FRAME_SHAPE = (84, 84, 4)
@@ -41,11 +37,6 @@ _FRAME_BASE = (np.arange(np.prod(_FRAME_SHAPE), dtype=np.int64) % 251).astype(
 _SMALL_OFFSETS = np.arange(8, dtype=np.float32) * np.float32(0.25)
 # Fifo removal bounds server memory (frames are 28 KB each).
 _TABLE_SIZES = {'small': 1_000_000, 'frame': 20_000}
-_SERVER_START_TIMEOUT = 120
-
-
-class BrokenSample(Exception):
-  """A sampled item is not what was inserted."""
 
 
 def small_item(seq):
@@ -57,38 +48,38 @@ def frame_item(seq):
   return _FRAME_BASE + np.uint8(seq % 256)
 
 
-def _check(condition, message):
-  if not condition:
-    raise BrokenSample(message)
-
-
 def _column(data, index, dtype, shape):
-  _check(isinstance(data, (list, tuple)), f'data is a {type(data).__name__}')
+  harness.check(isinstance(data, (list, tuple)),
+                f'data is a {type(data).__name__}')
   col = np.asarray(data[index])
-  _check(col.dtype == dtype,
-         f'column {index}: dtype {col.dtype} != {np.dtype(dtype)}')
-  _check(col.shape == (1,) + shape,
-         f'column {index}: shape {col.shape} != {(1,) + shape}')
+  harness.check(col.dtype == dtype,
+                f'column {index}: dtype {col.dtype} != {np.dtype(dtype)}')
+  harness.check(col.shape == (1,) + shape,
+                f'column {index}: shape {col.shape} != {(1,) + shape}')
   return col[0]
 
 
 def check_small(sample, num_inserted):
-  _check(len(sample.data) == 3, f'{len(sample.data)} columns, expected 3')
+  harness.check(len(sample.data) == 3,
+                f'{len(sample.data)} columns, expected 3')
   seq = int(_column(sample.data, 2, np.int64, ()))
-  _check(0 <= seq < num_inserted, f'sequence number {seq} never inserted')
+  harness.check(0 <= seq < num_inserted,
+                f'sequence number {seq} never inserted')
   want = small_item(seq)
-  _check(np.array_equal(_column(sample.data, 0, np.float32, (8,)), want[0]),
-         f'item {seq}: vector differs')
-  _check(_column(sample.data, 1, np.float32, ()) == want[1],
-         f'item {seq}: scalar differs')
+  harness.check(
+      np.array_equal(_column(sample.data, 0, np.float32, (8,)), want[0]),
+      f'item {seq}: vector differs')
+  harness.check(_column(sample.data, 1, np.float32, ()) == want[1],
+                f'item {seq}: scalar differs')
 
 
 def check_frame(sample, num_inserted):
   del num_inserted  # A frame only tells its sequence number modulo 256.
-  _check(len(sample.data) == 1, f'{len(sample.data)} columns, expected 1')
+  harness.check(len(sample.data) == 1,
+                f'{len(sample.data)} columns, expected 1')
   frame = _column(sample.data, 0, np.uint8, _FRAME_SHAPE)
   shift = frame - _FRAME_BASE  # uint8: wraps modulo 256.
-  _check(np.all(shift == shift.flat[0]), 'frame contents corrupted')
+  harness.check(np.all(shift == shift.flat[0]), 'frame contents corrupted')
 
 
 PAYLOADS = {
@@ -98,63 +89,9 @@ PAYLOADS = {
 }
 
 
-def serve():
-  """--serve: a server with one table per payload; prints its port, then
-  serves until stdin closes (the parent ended or let go)."""
-  tables = [
-      reverb.Table(name=name, sampler=reverb.selectors.Uniform(),
-                   remover=reverb.selectors.Fifo(), max_size=max_size,
-                   rate_limiter=reverb.rate_limiters.MinSize(1))
-      for name, max_size in _TABLE_SIZES.items()
-  ]
-  server = reverb.Server(tables=tables, port=None)
-  print(f'PORT {server.port}', flush=True)
-  sys.stdin.read()
-  server.stop()
-
-
-class ServerProcess:
-  """This script with --serve in a child process, stopped on exit."""
-
-  def __init__(self):
-    self._log = tempfile.TemporaryFile(mode='w+')
-    self._proc = subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), '--serve'],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-        text=True)
-    self.port = self._read_port()
-
-  def _read_port(self):
-    deadline = time.monotonic() + _SERVER_START_TIMEOUT
-    while time.monotonic() < deadline:
-      ready, _, _ = select.select([self._proc.stdout], [], [], 0.5)
-      if ready:
-        line = self._proc.stdout.readline()
-        if line.startswith('PORT '):
-          return int(line.split()[1])
-        if not line:
-          break
-      elif self._proc.poll() is not None:
-        break
-    self.stop()
-    self._log.seek(0)
-    raise SystemExit(f'benchmark server did not start:\n{self._log.read()}')
-
-  def stop(self):
-    if self._proc.poll() is None:
-      self._proc.stdin.close()
-      try:
-        self._proc.wait(timeout=20)
-      except subprocess.TimeoutExpired:
-        self._proc.kill()
-        self._proc.wait(timeout=20)
-
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    self.stop()
-    self._log.close()
+def make_tables():
+  return [harness.fifo_table(name, max_size)
+          for name, max_size in _TABLE_SIZES.items()]
 
 
 def bench_insert(client, table, make_item, first_seq, seconds, max_items):
@@ -184,8 +121,8 @@ def bench_sample_bulk(client, table, num_samples, seconds, check):
     samples = list(client.sample(table, num_samples=num_samples,
                                  emit_timesteps=False))
     elapsed += time.perf_counter() - start
-    _check(len(samples) == num_samples,
-           f'sample() yielded {len(samples)} of {num_samples} samples')
+    harness.check(len(samples) == num_samples,
+                  f'sample() yielded {len(samples)} of {num_samples} samples')
     for sample in samples:
       check(sample)
     count += len(samples)
@@ -202,29 +139,18 @@ def bench_sample_single(client, table, seconds, check):
     start = time.perf_counter()
     samples = list(client.sample(table, num_samples=1, emit_timesteps=False))
     elapsed += time.perf_counter() - start
-    _check(len(samples) == 1,
-           f'sample(num_samples=1) yielded {len(samples)} samples')
+    harness.check(len(samples) == 1,
+                  f'sample(num_samples=1) yielded {len(samples)} samples')
     check(samples[0])
     count += 1
   return count, elapsed
 
 
-def _reverb_description():
-  from importlib import metadata  # pylint: disable=g-import-not-at-top
-  for dist in ('dm-reverb', 'dm-reverb-nightly', 'reverb'):
-    try:
-      return f'{dist} {metadata.version(dist)} ({reverb.__file__})'
-    except metadata.PackageNotFoundError:
-      continue
-  return f'reverb ({reverb.__file__})'
-
-
 def run(args):
   seconds = 0.5 if args.quick else 2.0
   bulk_n = 500 if args.quick else 2000
-  load_start = os.getloadavg()
   results = []
-  with ServerProcess() as server:
+  with harness.ServerProcess() as server:
     client = reverb.Client(f'localhost:{server.port}')
     for name, (make_item, check, item_bytes) in PAYLOADS.items():
       # Warm-up: connection, writer and sampler set-up, first allocations.
@@ -244,55 +170,8 @@ def run(args):
       count, elapsed = bench_sample_single(client, name, seconds,
                                            check_inserted)
       results.append((name, 'sample single', count, elapsed, item_bytes))
-  load_end = os.getloadavg()
-
-  rows = [{'payload': payload, 'workload': workload, 'items': items,
-           'seconds': round(elapsed, 4),
-           'items_per_s': round(items / elapsed, 1),
-           'mb_per_s': round(items * item_bytes / elapsed / 1e6, 2)}
-          for payload, workload, items, elapsed, item_bytes in results]
-  report = {
-      'reverb': _reverb_description(),
-      'python': platform.python_version(),
-      'cpus': os.cpu_count(),
-      'quick': args.quick,
-      'loadavg_1min': [round(load_start[0], 2), round(load_end[0], 2)],
-      'results': rows,
-  }
-  print(f'{report["reverb"]}, Python {report["python"]}, '
-        f'{report["cpus"]} CPUs, load average (1 min) '
-        f'{load_start[0]:.2f} -> {load_end[0]:.2f}')
-  header = (f'{"payload":<8} {"workload":<22} {"items":>8} {"seconds":>8} '
-            f'{"items/s":>10} {"MB/s":>8}')
-  print(header)
-  print('-' * len(header))
-  for row in rows:
-    print(f'{row["payload"]:<8} {row["workload"]:<22} {row["items"]:>8} '
-          f'{row["seconds"]:>8.3f} {row["items_per_s"]:>10,.0f} '
-          f'{row["mb_per_s"]:>8.2f}')
-  if args.json:
-    with open(args.json, 'w') as f:
-      json.dump(report, f, indent=2)
-      f.write('\n')
-
-
-def main():
-  parser = argparse.ArgumentParser(
-      description=__doc__.splitlines()[0],
-      formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--quick', action='store_true',
-                      help='shorter workloads (0.5 s, N=500)')
-  parser.add_argument('--json', metavar='OUT', help='also write results here')
-  parser.add_argument('--serve', action='store_true', help=argparse.SUPPRESS)
-  args = parser.parse_args()
-  if args.serve:
-    serve()
-    return
-  try:
-    run(args)
-  except BrokenSample as e:
-    raise SystemExit(f'FAILED: a sampled item is wrong: {e}') from None
+  return results
 
 
 if __name__ == '__main__':
-  main()
+  harness.main(__doc__, 'shorter workloads (0.5 s, N=500)', run, make_tables)

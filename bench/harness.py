@@ -1,0 +1,217 @@
+"""Shared plumbing of the gRPC benchmarks (client_bench.py, writer_bench.py).
+
+A benchmark script runs with any Python whose `reverb` is ours or dm-reverb
+0.14, and calls `main` with three things of its own: `run(args)`, which
+measures and returns its rows; `make_tables()`, the tables of its server;
+and optionally `worker(number)`, for scripts that drive clients in child
+processes. `main` gives every script the same command line:
+
+  --quick       shorter workloads
+  --json OUT    also write the report (machine, load, rows) as JSON
+  --serve       (internal) be the server: print `PORT n`, serve until stdin
+                closes
+  --worker N    (internal, with `worker`) be client process N
+
+`ServerProcess` starts the script itself with --serve, so the client under
+test and the server never share a GIL or an in-process fast path;
+`ChildProcess` does the same for any other internal mode. A sampled item that
+is not what was written raises `BrokenSample`, and the run fails instead of
+scoring.
+
+Importing this module sets TF_CPP_MIN_LOG_LEVEL (dm-reverb imports
+TensorFlow) and imports `reverb`.
+"""
+
+import argparse
+import json
+import os
+import platform
+import select
+import subprocess
+import sys
+import tempfile
+import time
+
+# Before reverb (which may import TensorFlow): no TF start-up chatter.
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+import reverb  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+_START_TIMEOUT = 120  # Seconds for a child to import reverb and start.
+
+
+class BrokenSample(Exception):
+  """A sampled item is not what was written."""
+
+
+def check(condition, message):
+  """BrokenSample(message) unless `condition`."""
+  if not condition:
+    raise BrokenSample(message)
+
+
+class ChildProcess:
+  """The running script again, with `args`, talking in lines on stdin and
+  stdout; stderr is kept and shown (after `name`) if the child fails.
+  Stopped (stdin closed, then waited for) on exit."""
+
+  def __init__(self, args, name):
+    self._name = name
+    self._log = tempfile.TemporaryFile(mode='w+')
+    # The child runs like the parent; -I keeps it from user site-packages
+    # and PYTHONPATH too.
+    flags = ['-I'] if sys.flags.isolated else []
+    self._proc = subprocess.Popen(
+        [sys.executable] + flags + [os.path.abspath(sys.argv[0])] + args,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+        text=True)
+
+  def send(self, line):
+    self._proc.stdin.write(line + '\n')
+    self._proc.stdin.flush()
+
+  def read(self, prefix, timeout=_START_TIMEOUT):
+    """The rest of the next line that starts with `prefix`; other lines are
+    skipped. SystemExit with the child's stderr if it ends or `timeout`
+    seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+      ready, _, _ = select.select([self._proc.stdout], [], [], 0.5)
+      if ready:
+        line = self._proc.stdout.readline()
+        if line.startswith(prefix):
+          return line[len(prefix):].strip()
+        if not line:
+          break
+      elif self._proc.poll() is not None:
+        break
+    self.stop()
+    self._log.seek(0)
+    raise SystemExit(f'{self._name} ended or did not answer:\n'
+                     f'{self._log.read()}')
+
+  def stop(self):
+    if self._proc.poll() is None:
+      self._proc.stdin.close()
+      try:
+        self._proc.wait(timeout=20)
+      except subprocess.TimeoutExpired:
+        self._proc.kill()
+        self._proc.wait(timeout=20)
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.stop()
+    self._log.close()
+
+
+class ServerProcess(ChildProcess):
+  """The running script with --serve; `port` is where it listens."""
+
+  def __init__(self):
+    super().__init__(['--serve'], 'benchmark server')
+    self.port = int(self.read('PORT '))
+
+
+def fifo_table(name, max_size):
+  """A table without queue semantics: uniform sampling, oldest removed past
+  `max_size` (bounding the server's memory), sampling once it has an item."""
+  return reverb.Table(name=name, sampler=reverb.selectors.Uniform(),
+                      remover=reverb.selectors.Fifo(), max_size=max_size,
+                      rate_limiter=reverb.rate_limiters.MinSize(1))
+
+
+def serve(tables):
+  """--serve: a server with `tables`; prints its port, then serves until
+  stdin closes (the parent ended or let go)."""
+  server = reverb.Server(tables=tables, port=None)
+  print(f'PORT {server.port}', flush=True)
+  sys.stdin.read()
+  server.stop()
+
+
+def reverb_description():
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
+  for dist in ('dm-reverb', 'dm-reverb-nightly', 'reverb'):
+    try:
+      return f'{dist} {metadata.version(dist)} ({reverb.__file__})'
+    except metadata.PackageNotFoundError:
+      continue
+  return f'reverb ({reverb.__file__})'
+
+
+def report(args, results, load_start, load_end):
+  """Prints the results and writes them to args.json if given.
+
+  Args:
+    args: The parsed command line.
+    results: (payload, workload, items, seconds, bytes per item) tuples.
+    load_start: os.getloadavg() before the workloads.
+    load_end: os.getloadavg() after them.
+  """
+  rows = [{'payload': payload, 'workload': workload, 'items': items,
+           'seconds': round(elapsed, 4),
+           'items_per_s': round(items / elapsed, 1),
+           'mb_per_s': round(items * item_bytes / elapsed / 1e6, 2)}
+          for payload, workload, items, elapsed, item_bytes in results]
+  report_ = {
+      'reverb': reverb_description(),
+      'python': platform.python_version(),
+      'cpus': os.cpu_count(),
+      'quick': args.quick,
+      'loadavg_1min': [round(load_start[0], 2), round(load_end[0], 2)],
+      'results': rows,
+  }
+  print(f'{report_["reverb"]}, Python {report_["python"]}, '
+        f'{report_["cpus"]} CPUs, load average (1 min) '
+        f'{load_start[0]:.2f} -> {load_end[0]:.2f}')
+  width = max([22] + [len(row['workload']) for row in rows])
+  header = (f'{"payload":<8} {"workload":<{width}} {"items":>8} '
+            f'{"seconds":>8} {"items/s":>10} {"MB/s":>8}')
+  print(header)
+  print('-' * len(header))
+  for row in rows:
+    print(f'{row["payload"]:<8} {row["workload"]:<{width}} {row["items"]:>8} '
+          f'{row["seconds"]:>8.3f} {row["items_per_s"]:>10,.0f} '
+          f'{row["mb_per_s"]:>8.2f}')
+  if args.json:
+    with open(args.json, 'w') as f:
+      json.dump(report_, f, indent=2)
+      f.write('\n')
+
+
+def main(doc, quick_help, run, make_tables, worker=None):
+  """The command line of a benchmark script (see the module docstring).
+
+  Args:
+    doc: The script's docstring; its first line describes the script.
+    quick_help: What --quick shortens, for --help.
+    run: run(args) -> results, as `report` takes them; runs between two
+      load-average readings, and its results are reported.
+    make_tables: make_tables() -> the server's tables, for --serve.
+    worker: worker(number), for --worker; None: no --worker.
+  """
+  parser = argparse.ArgumentParser(
+      description=doc.splitlines()[0],
+      formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--quick', action='store_true', help=quick_help)
+  parser.add_argument('--json', metavar='OUT', help='also write results here')
+  parser.add_argument('--serve', action='store_true', help=argparse.SUPPRESS)
+  if worker is not None:
+    parser.add_argument('--worker', type=int, help=argparse.SUPPRESS)
+  args = parser.parse_args()
+  if args.serve:
+    serve(make_tables())
+    return
+  if worker is not None and args.worker is not None:
+    worker(args.worker)
+    return
+  try:
+    load_start = os.getloadavg()
+    results = run(args)
+    load_end = os.getloadavg()
+  except BrokenSample as e:
+    raise SystemExit(f'FAILED: a sampled item is wrong: {e}') from None
+  report(args, results, load_start, load_end)
