@@ -36,6 +36,24 @@ def _cell(values):
           f'({min(values):,.0f}-{max(values):,.0f})')
 
 
+def markdown_table(ours_paths, theirs_paths, theirs_name='dm-reverb 0.14'):
+  """The side-by-side table of two sets of --json reports (theirs may be
+  empty), as Markdown lines, after a line with the load averages."""
+  ours, our_loads = _load(ours_paths)
+  theirs, their_loads = _load(theirs_paths)
+  loads = our_loads + their_loads
+  lines = [f'load average (1 min) {min(loads):.2f}-{max(loads):.2f}', '',
+           f'| payload | workload | ours | {theirs_name} | ratio |',
+           '|---|---|---:|---:|---:|']
+  for key in list(ours) + [key for key in theirs if key not in ours]:
+    a, b = ours.get(key, []), theirs.get(key, [])
+    ratio = (f'{statistics.median(a) / statistics.median(b):.1f}x'
+             if a and b else '-')
+    lines.append(f'| {key[0]} | {key[1]} | {_cell(a)} | {_cell(b)} | '
+                 f'{ratio} |')
+  return lines
+
+
 def main():
   parser = argparse.ArgumentParser(
       description=__doc__.splitlines()[0],
@@ -44,17 +62,7 @@ def main():
   parser.add_argument('--theirs', nargs='+', required=True, metavar='JSON')
   parser.add_argument('--theirs-name', default='dm-reverb 0.14')
   args = parser.parse_args()
-  ours, our_loads = _load(args.ours)
-  theirs, their_loads = _load(args.theirs)
-  loads = our_loads + their_loads
-  print(f'load average (1 min) {min(loads):.2f}-{max(loads):.2f}\n')
-  print(f'| payload | workload | ours | {args.theirs_name} | ratio |')
-  print('|---|---|---:|---:|---:|')
-  for key in list(ours) + [key for key in theirs if key not in ours]:
-    a, b = ours.get(key, []), theirs.get(key, [])
-    ratio = (f'{statistics.median(a) / statistics.median(b):.1f}x'
-             if a and b else '-')
-    print(f'| {key[0]} | {key[1]} | {_cell(a)} | {_cell(b)} | {ratio} |')
+  print('\n'.join(markdown_table(args.ours, args.theirs, args.theirs_name)))
 
 
 if __name__ == '__main__':

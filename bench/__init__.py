@@ -1,0 +1,1 @@
+"""Reverb's benchmarks; `python -m bench` runs them all (see __main__.py)."""
