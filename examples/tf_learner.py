@@ -28,7 +28,7 @@ def run(steps: int, batch_size: int = 16):
   with client.trajectory_writer(num_keep_alive_refs=5) as writer:
     for t in range(200):
       writer.append({'observation': np.full([3], t, np.float32),
-                     'action': np.int32(t % 4)})
+                     'action': np.int32(2)})  # A policy to imitate.
       if writer.episode_steps >= 5:
         writer.create_item('sequences', 1.0, {
             'observation': writer.history['observation'][-5:],
