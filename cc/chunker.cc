@@ -233,13 +233,8 @@ absl::Status Chunker::Flush() {
 
 absl::Status Chunker::FinalizeLocked() {
   if (buffer_.empty()) return absl::OkStatus();
-  Tensor stacked;
-  if (buffer_.size() == 1) {  // No copy for chunks of one row.
-    stacked = std::move(buffer_.front());
-    stacked.shape.insert(stacked.shape.begin(), 1);
-  } else {
-    REVERB_ASSIGN_OR_RETURN(stacked, StackTensors(buffer_));
-  }
+  const int rows = static_cast<int>(buffer_.size());
+  REVERB_ASSIGN_OR_RETURN(Tensor stacked, StackTensors(std::move(buffer_)));
   const int64_t uncompressed = static_cast<int64_t>(stacked.bytes.size());
   const bool delta = options_->GetDeltaEncode();
   if (delta) DeltaEncode(&stacked, /*encode=*/true);
@@ -258,7 +253,7 @@ absl::Status Chunker::FinalizeLocked() {
                     static_cast<int32_t>(buffer_refs_.size()));
   for (const auto& ref : buffer_refs_) ref->SetChunk(chunk);
   options_->OnChunkFinalized(static_cast<int64_t>(chunk->ByteSizeLong()),
-                             static_cast<int>(buffer_.size()));
+                             rows);
   buffer_.clear();
   buffer_refs_.clear();
   next_chunk_key_ = NewRandomKey();

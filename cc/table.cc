@@ -95,16 +95,35 @@ void Table::InsertOrAssignAsync(TableItem item, InsertCallback done) {
     status = absl::InvalidArgumentError(
         absl::StrCat("Priority of item ", item.item.key(), " is NaN."));
   }
-  if (status.ok()) {
+  if (!status.ok()) {
+    done(status);
+    return;
+  }
+  Outbox outbox;
+  {
     absl::MutexLock lock(&queue_mu_);
-    if (!closed_) {
+    if (closed_) {
+      status = TableClosed();
+    } else if (!incoming_inserts_.empty() || worker_inserts_.load() > 0 ||
+               !TryInsertNow(&item, &status, &outbox)) {
       incoming_inserts_.push_back({std::move(item), std::move(done)});
       queue_cv_.Signal();
       return;
+    } else {
+      wake_ = true;  // Samples may proceed now.
+      queue_cv_.Signal();
     }
-    status = TableClosed();
   }
+  outbox.garbage.clear();
   done(status);
+}
+
+bool Table::TryInsertNow(TableItem* item, absl::Status* status,
+                         Outbox* outbox) {
+  absl::MutexLock lock(&mu_);
+  if (!rate_limiter_.CanInsert(1)) return false;
+  *status = InsertOrAssignLocked(std::move(*item), outbox);
+  return true;
 }
 
 absl::Status Table::InsertOrAssign(TableItem item, absl::Duration timeout) {
@@ -529,6 +548,7 @@ bool Table::ServeRequests(Outbox* outbox) {
     if (!inserts_.empty() && rate_limiter_.CanInsert(1)) {
       InsertRequest request = std::move(inserts_.front());
       inserts_.pop_front();
+      --worker_inserts_;
       const absl::Time insert_start = absl::Now();
       absl::Status status = InsertOrAssignLocked(std::move(request.item), outbox);
       AddWorkerTime(kInserting, absl::Now() - insert_start);
@@ -586,6 +606,7 @@ absl::Time Table::AnswerStalledSamples(Outbox* outbox) {
 }
 
 void Table::TakeIncomingLocked() {
+  worker_inserts_ += static_cast<int64_t>(incoming_inserts_.size());
   std::move(incoming_inserts_.begin(), incoming_inserts_.end(),
             std::back_inserter(inserts_));
   std::move(incoming_samples_.begin(), incoming_samples_.end(),

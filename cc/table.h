@@ -18,10 +18,14 @@
 // Inserts and samples interleave: one insert, then as many samples as
 // allowed, and again.
 //
-// Callbacks run on the worker thread, outside all locks, exactly once per
-// request. They must be quick, must not call the blocking methods of the
-// same table and must not drop the last reference to it. Chunks of removed
-// items are released outside the table lock.
+// An insert that finds nothing queued before it and the rate limiter
+// willing is done at once on the calling thread (saving a thread hop); its
+// callback then runs there too, before InsertOrAssignAsync returns.
+//
+// Other callbacks run on the worker thread; all run outside all locks,
+// exactly once per request. They must be quick, must not call the blocking
+// methods of the same table and must not drop the last reference to it.
+// Chunks of removed items are released outside the table lock.
 //
 // Bad input (invalid item, NaN priority, a priority the sampler rejects)
 // fails only the request that carries it; the table keeps serving.
@@ -32,6 +36,7 @@
 #define REVERB_CC_TABLE_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -201,6 +206,10 @@ class REVERB_EXPORT Table {
   absl::Time AnswerStalledSamples(Outbox* outbox);
   void FinishSampleRequest(SampleRequest* request, absl::Status status,
                            Outbox* outbox);
+  // Inserts `*item` at once if the rate limiter allows (its status in
+  // `*status`); false (and `*item` untouched) otherwise.
+  bool TryInsertNow(TableItem* item, absl::Status* status, Outbox* outbox)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the requests handed over by other threads to the worker's queues.
   void TakeIncomingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
   void CancelAll(Outbox* outbox) ABSL_LOCKS_EXCLUDED(queue_mu_);
@@ -254,8 +263,10 @@ class REVERB_EXPORT Table {
   bool wake_ ABSL_GUARDED_BY(queue_mu_) = false;
   bool closed_ ABSL_GUARDED_BY(queue_mu_) = false;
 
-  // Owned by the worker thread.
+  // Owned by the worker thread; worker_inserts_ is its size, for callers
+  // to see (under queue_mu_) whether inserts wait before theirs.
   std::deque<InsertRequest> inserts_;
+  std::atomic<int64_t> worker_inserts_{0};
   std::deque<SampleRequest> samples_;
 
   absl::Mutex close_mu_;

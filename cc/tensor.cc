@@ -78,9 +78,14 @@ int64_t RowElements(const Tensor& tensor) {
 
 }  // namespace
 
-absl::StatusOr<Tensor> StackTensors(absl::Span<const Tensor> tensors) {
+absl::StatusOr<Tensor> StackTensors(std::vector<Tensor> tensors) {
   if (tensors.empty()) {
     return absl::InvalidArgumentError("Cannot stack zero tensors.");
+  }
+  if (tensors.size() == 1) {
+    Tensor out = std::move(tensors.front());
+    out.shape.insert(out.shape.begin(), 1);
+    return out;
   }
   const Tensor& first = tensors[0];
   Tensor out;

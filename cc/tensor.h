@@ -39,9 +39,9 @@ REVERB_EXPORT absl::StatusOr<int> DataTypeSize(tensorflow::DataType dtype);
 // "float32[2,3]"-style description for error messages.
 REVERB_EXPORT std::string DescribeTensor(const Tensor& tensor);
 
-// Stacks tensors of one dtype and shape along a new leading dimension.
-REVERB_EXPORT absl::StatusOr<Tensor> StackTensors(
-    absl::Span<const Tensor> tensors);
+// Stacks tensors of one dtype and shape along a new leading dimension (a
+// single tensor is moved, not copied).
+REVERB_EXPORT absl::StatusOr<Tensor> StackTensors(std::vector<Tensor> tensors);
 
 // Concatenates tensors of one dtype and trailing shape along dimension 0.
 REVERB_EXPORT absl::StatusOr<Tensor> ConcatRows(std::vector<Tensor> tensors);

@@ -191,7 +191,7 @@ absl::Status Writer::FinalizeChunk() {
     std::vector<Tensor> column;
     column.reserve(rows);
     for (auto& step : buffer_) column.push_back(std::move(step[c]));
-    auto stacked = StackTensors(column);
+    auto stacked = StackTensors(std::move(column));
     if (!stacked.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "Column ", c, " changes dtype or shape between steps: ",

@@ -534,7 +534,7 @@ PYBIND11_MODULE(pybind, m) {
                     }
                     cells.push_back(std::move(sample.columns[c]));
                   }
-                  auto column = StackTensors(cells);
+                  auto column = StackTensors(std::move(cells));
                   if (!column.ok()) {
                     stacked = absl::InvalidArgumentError(absl::StrCat(
                         "Cannot batch column ", c, " (use batch_size=1 for "
