@@ -20,7 +20,6 @@ the server process before the save, and after the restore; also without the
 memory of the server when it was empty: interpreter, libraries, threads).
 """
 
-import json
 import os
 import sys
 import tempfile

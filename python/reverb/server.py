@@ -2,7 +2,7 @@
 
 import abc
 import os
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 from reverb import client as client_lib
 from reverb import item_selectors

@@ -23,7 +23,6 @@ import json
 import os
 import pathlib
 import subprocess
-import threading
 import time
 from typing import Optional
 

@@ -1,7 +1,6 @@
 """A server started by the `reverb_server` command, with writers and samplers
 in other processes."""
 
-import os
 import pathlib
 import signal
 import subprocess

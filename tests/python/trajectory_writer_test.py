@@ -1,6 +1,5 @@
 """TrajectoryWriter through a real server: the ways Acme's adders use it."""
 
-import collections
 import time
 
 import numpy as np
