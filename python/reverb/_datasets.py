@@ -119,22 +119,14 @@ def element_spec(tf, dtypes: Any, shapes: Any):
   return replay_sample.ReplaySample(info, data)
 
 
-def _compatible(expected, shape) -> bool:
-  if expected is None:
-    return True
-  return len(expected) == len(shape) and all(
-      e is None or e == d for e, d in zip(expected, shape))
-
-
 def _check_signature(table: str, signature: Any, specs: Sequence[Any]):
   """ValueError unless the table signature fits the dataset's specs."""
   expected = [structured_value.spec_data_type_and_shape(s)
               for s in _tree.flatten(signature)]
   wanted = [structured_value.spec_data_type_and_shape(s) for s in specs]
   if len(expected) != len(wanted) or any(
-      dtype != want_dtype or not (want_shape is None or shape is None or
-                                  _compatible(want_shape, shape) or
-                                  _compatible(shape, want_shape))
+      dtype != want_dtype or
+      not structured_value.shapes_compatible(want_shape, shape)
       for (dtype, shape), (want_dtype, want_shape) in zip(expected, wanted)):
     raise ValueError(
         f'The dtypes and shapes of the dataset do not match the signature of '
@@ -145,7 +137,7 @@ def _check_value(table: str, value: np.ndarray, spec: Any, batched: bool):
   dtype, shape = structured_value.spec_data_type_and_shape(spec)
   value_shape = value.shape[1:] if batched else value.shape
   if (structured_value.data_type(value.dtype) != dtype or
-      not _compatible(shape, value_shape)):
+      not structured_value.shapes_compatible(shape, value_shape)):
     raise ValueError(
         f'Sampled {value.dtype}{list(value_shape)} from table {table!r} where '
         f'the dataset expects {spec}.')

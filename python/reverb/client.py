@@ -45,14 +45,6 @@ def _step_spec(arrays: Sequence[np.ndarray]) -> _StepSpec:
   return tuple((structured_value.data_type(a.dtype), a.shape) for a in arrays)
 
 
-def _compatible(expected: Optional[Tuple[Optional[int], ...]],
-                shape: Tuple[int, ...]) -> bool:
-  if expected is None:
-    return True
-  return len(expected) == len(shape) and all(
-      e is None or e == d for e, d in zip(expected, shape))
-
-
 def _check_item(table: str, signature: Any, steps: Sequence[_StepSpec]):
   """Raises ValueError unless every step of an item matches `signature`
   (each column's spec describes one step, or the whole trajectory)."""
@@ -61,8 +53,9 @@ def _check_item(table: str, signature: Any, steps: Sequence[_StepSpec]):
   for step in steps:
     mismatch = len(step) != len(specs) or any(
         dtype != spec_dtype or not (
-            _compatible(spec_shape, shape) or
-            _compatible(spec_shape, (len(steps),) + shape))
+            structured_value.shapes_compatible(spec_shape, shape) or
+            structured_value.shapes_compatible(spec_shape,
+                                               (len(steps),) + shape))
         for (dtype, shape), (spec_dtype, spec_shape) in zip(step, specs))
     if mismatch:
       raise ValueError(

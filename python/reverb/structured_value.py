@@ -12,7 +12,7 @@ else `reverb.specs` ones; it never imports TensorFlow itself.
 
 import collections
 import sys
-from typing import Any
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -150,6 +150,16 @@ def _tf_shape(shape):
   if as_list is None:
     return shape
   return None if shape.rank is None else as_list()
+
+
+def shapes_compatible(a: Optional[Sequence[Optional[int]]],
+                      b: Optional[Sequence[Optional[int]]]) -> bool:
+  """Whether two shapes can describe the same tensor (None: unknown rank;
+  a None dimension: unknown size)."""
+  if a is None or b is None:
+    return True
+  return len(a) == len(b) and all(
+      x is None or y is None or x == y for x, y in zip(a, b))
 
 
 def spec_data_type_and_shape(spec: Any):

@@ -195,11 +195,8 @@ def _check_item(table: str, signature: Any, trajectory: Any,
   for column, spec in zip(columns, specs):
     spec_dtype, spec_shape = structured_value.spec_data_type_and_shape(spec)
     shape = column.shape
-    if structured_value.data_type(column.dtype) != spec_dtype or (
-        spec_shape is not None and (
-            len(spec_shape) != len(shape) or
-            any(s is not None and d is not None and s != d
-                for s, d in zip(spec_shape, shape)))):
+    if (structured_value.data_type(column.dtype) != spec_dtype or
+        not structured_value.shapes_compatible(spec_shape, shape)):
       raise ValueError(
           f'Unable to create item in table \'{table}\' since the provided '
           f'trajectory is inconsistent with the table signature: column '
