@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cc/sample.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
 #include "cc/tensor_compression.h"
@@ -133,9 +134,7 @@ void CellRef::SetChunk(std::shared_ptr<const ChunkData> chunk) {
 namespace {
 
 absl::StatusOr<Tensor> RowOfChunk(const ChunkData& chunk, int row) {
-  REVERB_ASSIGN_OR_RETURN(Tensor column,
-                          DecompressTensorFromProto(chunk.data().tensors(0)));
-  if (chunk.delta_encoded()) DeltaEncode(&column, /*encode=*/false);
+  REVERB_ASSIGN_OR_RETURN(Tensor column, UnpackChunkTensor(chunk, 0));
   return GetRow(column, row);
 }
 

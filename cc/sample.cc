@@ -25,14 +25,8 @@ class ChunkTensors {
       return absl::InvalidArgumentError(
           absl::StrCat("Sample references chunk ", key, " it did not carry."));
     }
-    const ChunkData& chunk = *it->second;
-    if (index < 0 || index >= chunk.data().tensors_size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Chunk ", key, " has no tensor ", index, "."));
-    }
     REVERB_ASSIGN_OR_RETURN(Tensor tensor,
-                            DecompressTensorFromProto(chunk.data().tensors(index)));
-    if (chunk.delta_encoded()) DeltaEncode(&tensor, /*encode=*/false);
+                            UnpackChunkTensor(*it->second, index));
     return &decoded_.emplace(std::make_pair(key, index), std::move(tensor))
                 .first->second;
   }
@@ -43,6 +37,17 @@ class ChunkTensors {
 };
 
 }  // namespace
+
+absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index) {
+  if (index < 0 || index >= chunk.data().tensors_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Chunk ", chunk.chunk_key(), " has no tensor ", index, "."));
+  }
+  REVERB_ASSIGN_OR_RETURN(Tensor tensor,
+                          DecompressTensorFromProto(chunk.data().tensors(index)));
+  if (chunk.delta_encoded()) DeltaEncode(&tensor, /*encode=*/false);
+  return tensor;
+}
 
 absl::StatusOr<Sample> UnpackSample(SampleInfo info,
                                     absl::Span<const ChunkData* const> chunks) {

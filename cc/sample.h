@@ -23,6 +23,11 @@ struct REVERB_EXPORT Sample {
   std::vector<Tensor> columns;
 };
 
+// Tensor `index` of a chunk, decompressed and delta-decoded.
+// INVALID_ARGUMENT if there is no such tensor or its data is corrupt.
+REVERB_EXPORT absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk,
+                                                       int index);
+
 // INVALID_ARGUMENT if a referenced chunk is missing or its data cannot
 // serve the slices (corrupt data, out-of-range rows, mismatched dtypes).
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(

@@ -327,13 +327,13 @@ class SampleReactor : public StreamReactor<SampleReactor, SampleStreamRequest,
 
  private:
   void RequestSamplesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
-    if (finishing() || table_request_in_flight_ || remaining_to_request_() <= 0 ||
+    if (finishing() || table_request_in_flight_ || remaining_ <= 0 ||
         static_cast<int>(responses_.size()) >=
             ReverbServiceImpl::kMaxQueuedResponses) {
       return;
     }
     const int32_t batch = static_cast<int32_t>(
-        std::min<int64_t>(next_batch_size_, remaining_to_request_()));
+        std::min<int64_t>(next_batch_size_, remaining_));
     next_batch_size_ = std::min<int64_t>(2 * next_batch_size_, 1 << 20);
     table_request_in_flight_ = true;
     TaskExecutor* executor = service_->executor();
@@ -360,11 +360,6 @@ class SampleReactor : public StreamReactor<SampleReactor, SampleStreamRequest,
             deliver(std::move(samples));
           });
         });
-  }
-
-  int64_t remaining_to_request_() const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
-    return remaining_;
   }
 
   void OnSampled(absl::StatusOr<std::vector<SampledItem>> samples)

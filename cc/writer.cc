@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/support/grpc_util.h"
+#include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
 #include "cc/tensor_compression.h"
 #include "google/protobuf/util/time_util.h"
@@ -36,7 +37,7 @@ Writer::Writer(std::shared_ptr<const Connection> connection,
                const WriterOptions& options)
     : connection_(std::move(connection)),
       options_(options),
-      episode_id_(absl::Uniform<uint64_t>(key_gen_)) {}
+      episode_id_(NewRandomKey()) {}
 
 Writer::~Writer() {
   if (stream_ != nullptr && !closed_) {
@@ -147,7 +148,7 @@ absl::Status Writer::NewEpisode() {
     return absl::FailedPreconditionError(
         "Flush the writer before starting a new episode.");
   }
-  episode_id_ = absl::Uniform<uint64_t>(key_gen_);
+  episode_id_ = NewRandomKey();
   num_columns_ = -1;
   num_steps_ = 0;
   chunked_steps_ = 0;
@@ -176,7 +177,7 @@ absl::Status Writer::Close(absl::Duration timeout) {
 absl::Status Writer::FinalizeChunk() {
   const int64_t rows = static_cast<int64_t>(buffer_.size());
   ChunkInfo chunk;
-  chunk.key = absl::Uniform<uint64_t>(key_gen_);
+  chunk.key = NewRandomKey();
   chunk.first_step = chunked_steps_;
   chunk.last_step = chunked_steps_ + rows - 1;
   ChunkData& data = chunk.data;
@@ -237,7 +238,7 @@ void Writer::PruneChunks() {
 
 absl::Status Writer::SendItem(const PendingItem& pending) {
   if (stream_ == nullptr) REVERB_RETURN_IF_ERROR(StartStream());
-  const uint64_t key = absl::Uniform<uint64_t>(key_gen_);
+  const uint64_t key = NewRandomKey();
   bool broken;
   {
     absl::MutexLock lock(&mu_);

@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -110,7 +109,6 @@ class REVERB_EXPORT Writer {
 
   const std::shared_ptr<const Connection> connection_;
   const WriterOptions options_;
-  absl::BitGen key_gen_;
   uint64_t episode_id_;
 
   int num_columns_ = -1;

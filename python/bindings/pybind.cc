@@ -210,6 +210,20 @@ py::list RefsToPython(
   return result;
 }
 
+// TrajectoryWriter::Append or AppendPartial of a list of optional arrays;
+// the refs of the present cells.
+py::list AppendStep(TrajectoryWriter& writer, const py::list& step,
+                    bool partial) {
+  auto tensors = OptionalTensorsFromPython(step);
+  absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>> refs;
+  {
+    py::gil_scoped_release release;
+    refs = partial ? writer.AppendPartial(std::move(tensors))
+                   : writer.Append(std::move(tensors));
+  }
+  return RefsToPython(ValueOrRaise(std::move(refs)));
+}
+
 }  // namespace
 }  // namespace deepmind::reverb
 
@@ -631,25 +645,11 @@ PYBIND11_MODULE(pybind, m) {
   py::class_<TrajectoryWriter>(m, "TrajectoryWriter")
       .def("Append",
            [](TrajectoryWriter& self, const py::list& step) {
-             auto tensors = OptionalTensorsFromPython(step);
-             absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
-                 refs;
-             {
-               py::gil_scoped_release release;
-               refs = self.Append(std::move(tensors));
-             }
-             return RefsToPython(ValueOrRaise(std::move(refs)));
+             return AppendStep(self, step, /*partial=*/false);
            })
       .def("AppendPartial",
            [](TrajectoryWriter& self, const py::list& step) {
-             auto tensors = OptionalTensorsFromPython(step);
-             absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
-                 refs;
-             {
-               py::gil_scoped_release release;
-               refs = self.AppendPartial(std::move(tensors));
-             }
-             return RefsToPython(ValueOrRaise(std::move(refs)));
+             return AppendStep(self, step, /*partial=*/true);
            })
       .def("AppendBatch",
            [](TrajectoryWriter& self, const py::list& columns) {
