@@ -1,18 +1,18 @@
 """What TrajectoryDataset and TimestepDataset share: argument checks, the
-element spec and the generator that feeds `tf.data` from a Sampler.
+element spec, and the pipeline around the ReverbSampleRows op.
 
-The datasets are built on `tf.data.Dataset.from_generator`, the public
-tf.data API, instead of a compiled op library: nothing is linked against
-TensorFlow, so one build of this package works with every TensorFlow 2.x
-that has `from_generator(output_signature=...)` (2.4 and later), and a
-TensorFlow that lacks it fails with a clear ImportError at use, never at
-`import reverb`. Sampling, decompression and prefetching still run in C++
-threads without the GIL; the generator only hands over finished samples.
-The cost is that the dataset cannot be serialized into a graph for another
-process (neither can dm-reverb's: its datasets depend on external state).
+The op (tf_ops/sample_op.cc) is built against TensorFlow's stable C kernel
+API, so one build of this package loads under any TensorFlow 2.x with that
+API; a TensorFlow that cannot load it fails with a clear ImportError when a
+dataset is first made, never at `import reverb`. Each call of the op hands
+over a batch of rows (samples, or one sample's timesteps) that C++ worker
+threads sampled and decompressed ahead; the datasets unbatch them in
+tf.data, or, for `dataset.batch(n)`, ask the op for exactly n samples.
 """
 
-from typing import Any, Iterator, Sequence
+import functools
+import os
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -35,9 +35,9 @@ def import_tensorflow():
     raise ImportError(
         'reverb datasets need TensorFlow (pip install tensorflow-cpu); the '
         'rest of reverb, including ReplayIterator, does not.') from e
-  if not hasattr(tf.data.Dataset, 'from_generator'):
+  if not hasattr(tf.data.Dataset, 'take_while'):
     raise ImportError(f'TensorFlow {tf.__version__} is too old for reverb '
-                      'datasets (2.4 or later is needed).')
+                      'datasets (tf.data.Dataset.take_while is missing).')
   return tf
 
 
@@ -133,120 +133,107 @@ def _check_signature(table: str, signature: Any, specs: Sequence[Any]):
         f'table {table!r}: {signature}; dataset specs: {list(specs)}')
 
 
-def _check_value(table: str, value: np.ndarray, spec: Any, batched: bool):
-  dtype, shape = structured_value.spec_data_type_and_shape(spec)
-  value_shape = value.shape[1:] if batched else value.shape
-  if (structured_value.data_type(value.dtype) != dtype or
-      not structured_value.shapes_compatible(shape, value_shape)):
-    raise ValueError(
-        f'Sampled {value.dtype}{list(value_shape)} from table {table!r} where '
-        f'the dataset expects {spec}.')
-
-
-def _open_sampler(server_address: str, table: str, specs: Sequence[Any],
-                  options: dict):
-  """A Sampler for one iterator, after checking the table signature."""
+def _check_table_signature(server_address: str, table: str,
+                           specs: Sequence[Any]):
+  """ValueError if the table's signature does not fit `specs`; nothing if
+  the table has none or the server does not answer in time (the sampled
+  data is still checked, in C++)."""
   client = pybind.Client(server_address)
   try:
     _, infos = client.ServerInfo(_SIGNATURE_TIMEOUT_MS)
   except errors.DeadlineExceededError:
-    infos = []  # Sample unvalidated, as dm-reverb.
+    return
   for serialized in infos:
     info = schema_pb2.TableInfo.FromString(serialized)
     if info.name == table and info.HasField('signature'):
       _check_signature(table, structured_value.decode(info.signature), specs)
-  timeout = options['rate_limiter_timeout_ms']
-  return client.NewSampler(
-      table,
-      max_samples=options['max_samples'],
+
+
+@functools.lru_cache(maxsize=None)
+def load_ops(tf):
+  """The op library, loaded into `tf` (once).
+
+  Raises:
+    ImportError: If the package was built without TensorFlow, or this
+      TensorFlow cannot load the library.
+  """
+  path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      'libreverb_tf_ops.so')
+  if not os.path.exists(path):
+    raise ImportError(
+        'reverb was built without TensorFlow, so it has no dataset ops; '
+        'reinstall it with TensorFlow installed (ReplayIterator needs no '
+        'TensorFlow).')
+  try:
+    return tf.load_op_library(path)
+  except (tf.errors.OpError, OSError) as e:
+    raise ImportError(f'TensorFlow {tf.__version__} cannot load {path}: '
+                      f'{e}') from e
+
+
+# Samples per op call for the unbatched dataset, and how long a call waits
+# for more once it has the first.
+_FLEXIBLE_BATCH = 64
+_FILL_TIMEOUT_MS = 5
+
+
+def sample_rows(tf, server_address: str, table: str, spec: Any,
+                emit_timesteps: bool, options: dict,
+                batch_size: Optional[int] = None,
+                fill_timeout_ms: int = _FILL_TIMEOUT_MS):
+  """A dataset of ReplaySamples with a leading dimension of rows: up to
+  `batch_size` samples per element (all of them unless the sequence ends,
+  when `fill_timeout_ms` is -1), or the timesteps of one sample. The default
+  `batch_size` stacks what is ready, up to 64 samples of fully known shapes
+  or else one.
+
+  Each iterator checks the table signature, then samples through its own
+  streams (tf.data instantiates the op's kernel per iterator).
+
+  Raises:
+    ValueError: If a shape of `spec` has an unknown rank.
+    ImportError: See `load_ops`.
+  """
+  ops = load_ops(tf)
+  specs = _tree.flatten(spec.data)
+  if any(s.shape.rank is None for s in specs):
+    raise ValueError(f'Shapes must have a known rank, got {spec.data}.')
+  if batch_size is None:
+    batch_size = (_FLEXIBLE_BATCH if all(s.shape.is_fully_defined()
+                                         for s in specs) else 1)
+  attrs = dict(
+      server_address=server_address,
+      table=table,
       max_in_flight_samples_per_worker=options[
           'max_in_flight_samples_per_worker'],
       num_workers=max(1, options['num_workers_per_iterator']),
       max_samples_per_stream=options['max_samples_per_stream'],
-      rate_limiter_timeout_ms=None if timeout < 0 else timeout)
+      rate_limiter_timeout_ms=options['rate_limiter_timeout_ms'],
+      max_samples=options['max_samples'],
+      dtypes=[s.dtype for s in specs],
+      ranks=[s.shape.rank for s in specs],
+      dims=[-1 if d is None else d for s in specs for d in s.shape.as_list()],
+      emit_timesteps=emit_timesteps,
+      batch_size=batch_size,
+      fill_timeout_ms=fill_timeout_ms)
 
+  def check_signature():
+    _check_table_signature(server_address, table, specs)
+    return np.bool_(True)
 
-def samples(server_address: str, table: str, data_spec: Any,
-            emit_timesteps: bool, options: dict) -> Iterator[Any]:
-  """Yields ReplaySamples (of numpy values) for one dataset iterator."""
-  specs = _tree.flatten(data_spec)
-  sampler = _open_sampler(server_address, table, specs, options)
-  try:
-    while True:
-      try:
-        info, columns, timesteps = sampler.GetNextTrajectory(None)
-      except (errors.DeadlineExceededError, StopIteration):
-        return  # Rate limiter timeout or max_samples: end of sequence.
-      if len(columns) != len(specs):
-        raise ValueError(
-            f'Table {table!r} returned {len(columns)} columns but the '
-            f'dataset expects {len(specs)}.')
-      if emit_timesteps:
-        if timesteps < 0:
-          raise ValueError(
-              "Can't split non timestep trajectory into timesteps.")
-        steps = [[column[t, ...] for column in columns]
-                 for t in range(timesteps)]
-      else:
-        steps = [columns]
-      for step in steps:
-        for value, spec in zip(step, specs):
-          _check_value(table, value, spec, batched=False)
-        yield replay_sample.ReplaySample(
-            replay_sample.SampleInfo(np.uint64(info[0]), *info[1:]),
-            _tree.unflatten_as(data_spec, step))
-  finally:
-    sampler.Close()
+  def sample(_):
+    *info, data = ops.reverb_sample_rows(**attrs)
+    for tensor in info:
+      tensor.set_shape([None])
+    for tensor, s in zip(data, specs):
+      tensor.set_shape([None] + s.shape.as_list())
+    return replay_sample.ReplaySample(replay_sample.SampleInfo(*info),
+                                      _tree.unflatten_as(spec.data, data))
 
+  def rows(_):
+    return tf.data.Dataset.from_tensors(0).repeat().map(sample).take_while(
+        lambda s: tf.shape(s.info.key)[0] > 0)
 
-# Samples handed to tf.data per generator call on the batched path, and how
-# long a call waits for them once it has the first.
-_MAX_BATCH = 64
-_FILL_TIMEOUT_MS = 5
-
-
-def sample_batches(server_address: str, table: str, data_spec: Any,
-                   options: dict) -> Iterator[Any]:
-  """As `samples` (whole items), but yields what the sampler has ready in
-  batches (leading dimension), for tf.data to unbatch in C++."""
-  specs = _tree.flatten(data_spec)
-  sampler = _open_sampler(server_address, table, specs, options)
-  try:
-    while True:
-      try:
-        info, columns = sampler.GetNextBatch(_MAX_BATCH, None,
-                                             _FILL_TIMEOUT_MS)
-      except (errors.DeadlineExceededError, StopIteration):
-        return
-      if len(columns) != len(specs):
-        raise ValueError(
-            f'Table {table!r} returned {len(columns)} columns but the '
-            f'dataset expects {len(specs)}.')
-      for value, spec in zip(columns, specs):
-        _check_value(table, value, spec, batched=True)
-      yield replay_sample.ReplaySample(replay_sample.SampleInfo(*info),
-                                       _tree.unflatten_as(data_spec, columns))
-  finally:
-    sampler.Close()
-
-
-def make_dataset(tf, server_address: str, table: str, spec: Any,
-                 emit_timesteps: bool, options: dict):
-  """A tf.data.Dataset sampling `table`; each iterator has its own
-  sampler.
-
-  Items of fully known shapes travel in batches (one Python call per batch,
-  unbatched by tf.data in C++); others one by one.
-  """
-  data_specs = _tree.flatten(spec.data)
-  if not emit_timesteps and all(
-      s.shape.is_fully_defined() for s in data_specs):
-    batched = tf.nest.map_structure(
-        lambda s: tf.TensorSpec([None] + s.shape.as_list(), s.dtype), spec)
-    return tf.data.Dataset.from_generator(
-        lambda: sample_batches(server_address, table, spec.data, options),
-        output_signature=batched).unbatch()
-  return tf.data.Dataset.from_generator(
-      lambda: samples(server_address, table, spec.data, emit_timesteps,
-                      options),
-      output_signature=spec)
+  return tf.data.Dataset.range(1).map(
+      lambda _: tf.numpy_function(check_signature, [], tf.bool,
+                                  stateful=True)).flat_map(rows)

@@ -1,8 +1,8 @@
 """TFClient: Reverb calls as TensorFlow ops (eager, tf.function, sessions).
 
-Built on `tf.numpy_function`, so it works with any TensorFlow 2.x and needs
-no compiled op library (see reverb/_datasets.py). Importing this module
-imports TensorFlow.
+Built on `tf.numpy_function` over our client, so it works with any
+TensorFlow 2.x and needs no op library. Importing this module imports
+TensorFlow.
 """
 
 from typing import Any, List

@@ -3,7 +3,8 @@
 Each element is a `ReplaySample(info, data)`: `info` holds the five scalars
 of `SampleInfo`, `data` every column of the item (with its time dimension).
 Importing this module imports TensorFlow; see `reverb/_datasets.py` for how
-the dataset is built (no compiled op library, any TensorFlow 2.x).
+the dataset is built (an op on TensorFlow's stable C API, any TensorFlow
+2.x).
 """
 
 from typing import Any, Optional
@@ -13,15 +14,20 @@ from reverb import _tree
 from reverb import client as client_lib
 from reverb import structured_value
 
+tf = _datasets.import_tensorflow()
 
-class TrajectoryDataset:
+
+class TrajectoryDataset(tf.data.Dataset):
   """A `tf.data.Dataset` sampling whole items of `table`.
 
-  Calling `TrajectoryDataset(...)` returns a `tf.data.Dataset` whose element
-  spec is `ReplaySample(info=SampleInfo(...), data=<dtypes/shapes nest>)`.
-  Each iterator of it opens its own streams. Iteration ends after
+  Elements are `ReplaySample(info=SampleInfo(...), data=<dtypes/shapes
+  nest>)`. Each iterator opens its own streams. Iteration ends after
   `max_samples` samples, or once the rate limiter holds a request longer
   than `rate_limiter_timeout_ms`.
+
+  `dataset.batch(n)` (items of fully known shapes, no parallel calls) asks
+  the sampler for n samples at a time instead of batching single samples:
+  the same elements, one copy less.
 
   Args:
     server_address: "host:port" of the server.
@@ -36,34 +42,62 @@ class TrajectoryDataset:
 
   Raises:
     ValueError: For out-of-range arguments or `dtypes`/`shapes` of
-      different structures. A table signature that does not match raises
-      `tf.errors.InvalidArgumentError` when iteration starts.
+      different structures. A table signature or sampled data that does not
+      match raises `tf.errors.InvalidArgumentError` during iteration.
+    ImportError: If the op library cannot be loaded.
   """
 
-  def __new__(cls,
-              server_address: str,
-              table: str,
-              dtypes: Any,
-              shapes: Any,
-              max_in_flight_samples_per_worker: int = 100,
-              num_workers_per_iterator: int = -1,
-              max_samples_per_stream: int = -1,
-              rate_limiter_timeout_ms: int = -1,
-              max_samples: int = -1):
-    tf = _datasets.import_tensorflow()
+  _EMIT_TIMESTEPS = False
+
+  def __init__(self,
+               server_address: str,
+               table: str,
+               dtypes: Any,
+               shapes: Any,
+               max_in_flight_samples_per_worker: int = 100,
+               num_workers_per_iterator: int = -1,
+               max_samples_per_stream: int = -1,
+               rate_limiter_timeout_ms: int = -1,
+               max_samples: int = -1):
     _datasets.check_arguments(max_in_flight_samples_per_worker,
                               num_workers_per_iterator, max_samples_per_stream,
                               rate_limiter_timeout_ms, max_samples)
-    spec = _datasets.element_spec(tf, dtypes, shapes)
-    return _datasets.make_dataset(
-        tf, server_address, table, spec, cls._EMIT_TIMESTEPS,
-        dict(max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
-             num_workers_per_iterator=num_workers_per_iterator,
-             max_samples_per_stream=max_samples_per_stream,
-             rate_limiter_timeout_ms=rate_limiter_timeout_ms,
-             max_samples=max_samples))
+    self._source = (server_address, table,
+                    _datasets.element_spec(tf, dtypes, shapes),
+                    self._EMIT_TIMESTEPS,
+                    dict(max_in_flight_samples_per_worker=(
+                        max_in_flight_samples_per_worker),
+                         num_workers_per_iterator=num_workers_per_iterator,
+                         max_samples_per_stream=max_samples_per_stream,
+                         rate_limiter_timeout_ms=rate_limiter_timeout_ms,
+                         max_samples=max_samples))
+    self._dataset = _datasets.sample_rows(tf, *self._source).unbatch()
+    super().__init__(self._dataset._variant_tensor)  # pylint: disable=protected-access
 
-  _EMIT_TIMESTEPS = False
+  @property
+  def element_spec(self):
+    return self._dataset.element_spec
+
+  def _inputs(self):
+    return []
+
+  def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None,
+            deterministic=None, name=None):
+    spec = self._source[2]
+    if (self._EMIT_TIMESTEPS or num_parallel_calls is not None or
+        not isinstance(batch_size, int) or batch_size < 1 or
+        not all(s.shape.is_fully_defined() for s in _tree.flatten(spec))):
+      return super().batch(batch_size, drop_remainder, num_parallel_calls,
+                           deterministic, name)
+    batches = _datasets.sample_rows(tf, *self._source, batch_size=batch_size,
+                                    fill_timeout_ms=-1)
+    if drop_remainder:
+      batches = batches.filter(
+          lambda s: tf.shape(s.info.key)[0] == batch_size).map(
+              lambda s: tf.nest.map_structure(
+                  lambda t: tf.ensure_shape(t, [batch_size] + t.shape[1:].as_list()),
+                  s))
+    return batches
 
   @classmethod
   def from_table_signature(cls,

@@ -119,6 +119,65 @@ def test_in_tf_function_and_several_iterators(server):
   assert int(total(dataset)) > 0
 
 
+def test_batch_asks_the_sampler_for_whole_batches(server):
+  dataset = reverb.TrajectoryDataset.from_table_signature(
+      address(server), 'fixed', max_in_flight_samples_per_worker=10,
+      max_samples=40)
+  batched = dataset.batch(16, drop_remainder=True)
+  assert batched.element_spec.info.key.shape == (16,)
+  assert batched.element_spec.data['obs'].shape == (16, 3, 2)
+  batches = list(batched)
+  assert len(batches) == 2  # The last 8 samples are dropped.
+  for batch in batches:
+    assert batch.info.key.shape == (16,)
+    for i in range(16):
+      check_fixed(reverb.ReplaySample(
+          batch.info, tf.nest.map_structure(lambda t: t[i], batch.data)))
+  # A transformation before batch() batches single samples as usual.
+  mapped = dataset.map(lambda s: s.data['step']).batch(16)
+  assert [b.shape for b in mapped] == [(16, 3), (16, 3), (8, 3)]
+
+
+def test_each_iterator_samples_through_its_own_streams(server):
+  dataset = reverb.TrajectoryDataset.from_table_signature(
+      address(server), 'fixed', 2, max_samples=5)
+  first, second = iter(dataset), iter(dataset)
+  counts = [0, 0]
+  for _ in range(5):
+    for i, iterator in enumerate((first, second)):
+      check_fixed(next(iterator))
+      counts[i] += 1
+  # max_samples counts per iterator: each ends after its own five.
+  for iterator in (first, second):
+    with pytest.raises(StopIteration):
+      next(iterator)
+  assert counts == [5, 5]
+
+
+def test_string_columns():
+  server = reverb.Server([reverb.Table(
+      'words', reverb.selectors.Fifo(), reverb.selectors.Fifo(), 10,
+      reverb.rate_limiters.MinSize(1), max_times_sampled=1,
+      signature={'word': tf.TensorSpec([2], tf.string),
+                 'n': tf.TensorSpec([], tf.int32)})])
+  try:
+    with server.localhost_client().trajectory_writer(2) as writer:
+      for i in range(3):
+        writer.append({'word': np.array([f'w{i}', 'x' * 40 * i], object),
+                       'n': np.int32(i)})
+        writer.create_item('words', 1.0, {
+            'word': writer.history['word'][-1],
+            'n': writer.history['n'][-1]})
+    dataset = reverb.TrajectoryDataset.from_table_signature(
+        address(server), 'words', 3, max_samples=3)
+    samples = list(dataset)
+    assert [s.data['word'].numpy().tolist() for s in samples] == [
+        [f'w{i}'.encode(), b'x' * 40 * i] for i in range(3)]
+    assert [int(s.data['n']) for s in samples] == [0, 1, 2]
+  finally:
+    server.stop()
+
+
 def test_graph_mode_session(server):
   with tf.Graph().as_default():
     dataset = reverb.TrajectoryDataset(

@@ -1,14 +1,16 @@
 """The TensorFlow integration under other import orders and another
 TensorFlow version.
 
-Our datasets use only public tf.data API (no op library), so one build must
-work with any TensorFlow 2.x: a subprocess runs them under TensorFlow 2.14
+Our op library uses only TensorFlow's stable C API (tf_ops/README.md), so
+the build made next to the CI's TensorFlow must load and sample under
+another TensorFlow 2.x: a subprocess runs a dataset under TensorFlow 2.14
 from the dm-reverb venv (`.ci/dmreverb_venv`), with our package put first
 on its path.
 """
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -78,3 +80,24 @@ def test_runs_under_another_tensorflow(tmp_path):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   assert version != tf.__version__
   assert version.startswith('2.')
+
+
+def test_a_build_without_the_op_library_says_so(tmp_path):
+  # A package built where TensorFlow was absent has no op library.
+  shutil.copytree(PACKAGE, tmp_path / 'reverb',
+                  ignore=shutil.ignore_patterns('libreverb_tf_ops.so'))
+  code = textwrap.dedent(f"""
+      import sys
+      sys.path.insert(0, {str(tmp_path)!r})
+      import reverb
+      import tensorflow as tf
+      try:
+        reverb.TrajectoryDataset('localhost:1', 't', tf.int64, [], 1)
+      except ImportError as e:
+        print('ImportError:', e)
+      """)
+  result = subprocess.run([sys.executable, '-I', '-c', code],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'ImportError: reverb was built without TensorFlow' in result.stdout

@@ -1,0 +1,275 @@
+// The ReverbSampleRows op: sampled rows of a table as TensorFlow tensors,
+// written against TensorFlow's C kernel API only.
+//
+// `tensorflow/c/kernels.h` and `ops.h` are the ABI TensorFlow keeps stable
+// across 2.x releases, so this library, built against one TensorFlow, loads
+// and runs under others (tests/python/tf/versions_test.py). It includes no
+// TensorFlow C++ header; the Reverb client is reached through the
+// standard-types-only SampleSource (see sample_source.h for why).
+//
+// Each kernel instance owns one SampleSource, opened by its first run.
+// tf.data instantiates the functions of every iterator afresh, so each
+// iterator of a dataset samples through its own streams, which close when
+// the iterator is destroyed. Outputs: the five SampleInfo fields, then the
+// data columns, each with a leading dimension of the rows fetched; zero rows
+// mean the end of the sequence (`max_samples` reached or the rate limiter
+// timed out): a tf.data map cannot end a dataset with OutOfRange, so the
+// Python side stops at the first empty result (take_while).
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tensorflow/c/kernels.h"
+#include "tensorflow/c/ops.h"
+#include "tensorflow/c/tf_status.h"
+#include "tensorflow/c/tf_tensor.h"
+#include "tf_ops/sample_source.h"
+
+namespace deepmind::reverb::tf_ops {
+namespace {
+
+constexpr char kOpName[] = "ReverbSampleRows";
+constexpr int kNumInfoOutputs = 5;
+
+// Owns a TF_Status.
+struct Status {
+  TF_Status* s = TF_NewStatus();
+  ~Status() { TF_DeleteStatus(s); }
+  bool ok() const { return TF_GetCode(s) == TF_OK; }
+};
+
+struct Kernel {
+  SourceOptions options;
+  std::mutex mu;
+  std::unique_ptr<SampleSource> source;
+};
+
+bool GetString(TF_OpKernelConstruction* ctx, const char* name,
+               std::string* out, TF_Status* status) {
+  int32_t list_size = 0;
+  int32_t total_size = 0;
+  TF_OpKernelConstruction_GetAttrSize(ctx, name, &list_size, &total_size,
+                                      status);
+  if (TF_GetCode(status) != TF_OK) return false;
+  out->resize(total_size);
+  TF_OpKernelConstruction_GetAttrString(ctx, name, out->data(), total_size,
+                                        status);
+  return TF_GetCode(status) == TF_OK;
+}
+
+bool GetInt64List(TF_OpKernelConstruction* ctx, const char* name,
+                  std::vector<int64_t>* out, TF_Status* status) {
+  int32_t list_size = 0;
+  int32_t total_size = 0;
+  TF_OpKernelConstruction_GetAttrSize(ctx, name, &list_size, &total_size,
+                                      status);
+  if (TF_GetCode(status) != TF_OK) return false;
+  out->resize(list_size);
+  TF_OpKernelConstruction_GetAttrInt64List(ctx, name, out->data(), list_size,
+                                           status);
+  return TF_GetCode(status) == TF_OK;
+}
+
+// The options from the node's attributes; false (with `status` set) if one
+// is missing or malformed.
+bool ReadOptions(TF_OpKernelConstruction* ctx, SourceOptions* options,
+                 TF_Status* status) {
+  if (!GetString(ctx, "server_address", &options->server_address, status) ||
+      !GetString(ctx, "table", &options->table, status)) {
+    return false;
+  }
+  const std::pair<const char*, int64_t*> ints[] = {
+      {"max_in_flight_samples_per_worker",
+       &options->max_in_flight_samples_per_worker},
+      {"num_workers", &options->num_workers},
+      {"max_samples_per_stream", &options->max_samples_per_stream},
+      {"rate_limiter_timeout_ms", &options->rate_limiter_timeout_ms},
+      {"max_samples", &options->max_samples},
+      {"batch_size", &options->batch_size},
+      {"fill_timeout_ms", &options->fill_timeout_ms},
+  };
+  for (const auto& [name, value] : ints) {
+    TF_OpKernelConstruction_GetAttrInt64(ctx, name, value, status);
+    if (TF_GetCode(status) != TF_OK) return false;
+  }
+  TF_Bool emit_timesteps = 0;
+  TF_OpKernelConstruction_GetAttrBool(ctx, "emit_timesteps", &emit_timesteps,
+                                      status);
+  if (TF_GetCode(status) != TF_OK) return false;
+  options->emit_timesteps = emit_timesteps != 0;
+
+  int32_t num_columns = 0;
+  int32_t unused = 0;
+  TF_OpKernelConstruction_GetAttrSize(ctx, "dtypes", &num_columns, &unused,
+                                      status);
+  if (TF_GetCode(status) != TF_OK) return false;
+  std::vector<TF_DataType> dtypes(num_columns);
+  TF_OpKernelConstruction_GetAttrTypeList(ctx, "dtypes", dtypes.data(),
+                                          num_columns, status);
+  std::vector<int64_t> ranks;
+  std::vector<int64_t> dims;
+  if (TF_GetCode(status) != TF_OK ||
+      !GetInt64List(ctx, "ranks", &ranks, status) ||
+      !GetInt64List(ctx, "dims", &dims, status)) {
+    return false;
+  }
+  // `dims` holds the dimensions of all columns, one after the other.
+  size_t next_dim = 0;
+  for (size_t c = 0; c < ranks.size(); ++c) {
+    if (ranks[c] < 0 || next_dim + ranks[c] > dims.size()) break;
+    options->shapes.emplace_back(dims.begin() + next_dim,
+                                 dims.begin() + next_dim + ranks[c]);
+    next_dim += ranks[c];
+  }
+  if (ranks.size() != dtypes.size() || options->shapes.size() != ranks.size() ||
+      next_dim != dims.size()) {
+    TF_SetStatus(status, TF_INVALID_ARGUMENT,
+                 "ReverbSampleRows: `ranks` and `dims` do not describe one "
+                 "shape per dtype.");
+    return false;
+  }
+  options->dtypes.assign(dtypes.begin(), dtypes.end());
+  return true;
+}
+
+void* CreateKernel(TF_OpKernelConstruction* ctx) {
+  auto kernel = std::make_unique<Kernel>();
+  Status status;
+  if (!ReadOptions(ctx, &kernel->options, status.s)) {
+    TF_OpKernelConstruction_Failure(ctx, status.s);
+    return nullptr;
+  }
+  return kernel.release();
+}
+
+void DeleteKernel(void* kernel) { delete static_cast<Kernel*>(kernel); }
+
+// Allocates output `index` of `dtype` and shape [rows] + row_shape.
+TF_Tensor* Allocate(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
+                    int64_t rows, const std::vector<int64_t>& row_shape,
+                    TF_Status* status) {
+  std::vector<int64_t> dims = {rows};
+  dims.insert(dims.end(), row_shape.begin(), row_shape.end());
+  int64_t elements = 1;
+  for (int64_t d : dims) elements *= d;
+  const size_t bytes =
+      dtype == TF_STRING ? elements * sizeof(TF_TString)
+                         : elements * TF_DataTypeSize(dtype);
+  return TF_AllocateOutput(ctx, index, dtype, dims.data(),
+                           static_cast<int>(dims.size()), bytes, status);
+}
+
+// Writes one info field of every row to output `index`.
+template <typename T, typename Get>
+bool WriteInfo(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
+               const SampleSource& source, Get get, TF_Status* status) {
+  const int64_t rows = source.num_rows();
+  TF_Tensor* tensor = Allocate(ctx, index, dtype, rows, {}, status);
+  if (TF_GetCode(status) != TF_OK) return false;
+  T* out = static_cast<T*>(TF_TensorData(tensor));
+  for (int64_t row = 0; row < rows; ++row) out[row] = get(source, row);
+  TF_DeleteTensor(tensor);
+  return true;
+}
+
+bool WriteOutputs(TF_OpKernelContext* ctx, const Kernel& kernel,
+                  const SampleSource& source, TF_Status* status) {
+  if (!WriteInfo<uint64_t>(ctx, 0, TF_UINT64, source,
+                           [](auto& s, int64_t r) { return s.key(r); },
+                           status) ||
+      !WriteInfo<double>(ctx, 1, TF_DOUBLE, source,
+                         [](auto& s, int64_t r) { return s.probability(r); },
+                         status) ||
+      !WriteInfo<int64_t>(ctx, 2, TF_INT64, source,
+                          [](auto& s, int64_t r) { return s.table_size(r); },
+                          status) ||
+      !WriteInfo<double>(ctx, 3, TF_DOUBLE, source,
+                         [](auto& s, int64_t r) { return s.priority(r); },
+                         status) ||
+      !WriteInfo<int32_t>(ctx, 4, TF_INT32, source,
+                          [](auto& s, int64_t r) { return s.times_sampled(r); },
+                          status)) {
+    return false;
+  }
+  const std::vector<int>& dtypes = kernel.options.dtypes;
+  for (size_t c = 0; c < dtypes.size(); ++c) {
+    const TF_DataType dtype = static_cast<TF_DataType>(dtypes[c]);
+    // With no rows there is no shape to report but the expected one.
+    std::vector<int64_t> expected = kernel.options.shapes[c];
+    for (int64_t& d : expected) d = d < 0 ? 0 : d;
+    const std::vector<int64_t>& row_shape =
+        source.num_rows() > 0 ? source.row_shape(c) : expected;
+    TF_Tensor* tensor = Allocate(ctx, kNumInfoOutputs + c, dtype,
+                                 source.num_rows(), row_shape, status);
+    if (TF_GetCode(status) != TF_OK) return false;
+    if (dtype == TF_STRING) {
+      auto* out = static_cast<TF_TString*>(TF_TensorData(tensor));
+      source.ForEachString(c, [&out](const std::string& s) {
+        TF_TString_Copy(out++, s.data(), s.size());
+      });
+    } else if (source.num_rows() > 0) {
+      source.CopyColumn(c, TF_TensorData(tensor));
+    }
+    TF_DeleteTensor(tensor);
+  }
+  return true;
+}
+
+void Compute(void* kernel_ptr, TF_OpKernelContext* ctx) {
+  Kernel& kernel = *static_cast<Kernel*>(kernel_ptr);
+  std::lock_guard<std::mutex> lock(kernel.mu);
+  Status status;
+  SourceStatus result;
+  if (kernel.source == nullptr) {
+    result = SampleSource::Open(kernel.options, &kernel.source);
+  }
+  if (result.ok()) result = kernel.source->Next();
+  if (!result.ok()) {
+    TF_SetStatus(status.s, static_cast<TF_Code>(result.code),
+                 result.message.c_str());
+  } else {
+    WriteOutputs(ctx, kernel, *kernel.source, status.s);
+  }
+  if (!status.ok()) TF_OpKernelContext_Failure(ctx, status.s);
+}
+
+void UnknownShapes(TF_ShapeInferenceContext* ctx, TF_Status* status) {
+  TF_ShapeInferenceContextSetUnknownShape(ctx, status);
+}
+
+void RegisterOp() {
+  TF_OpDefinitionBuilder* op = TF_NewOpDefinitionBuilder(kOpName);
+  for (const char* attr :
+       {"server_address: string", "table: string",
+        "max_in_flight_samples_per_worker: int", "num_workers: int",
+        "max_samples_per_stream: int", "rate_limiter_timeout_ms: int",
+        "max_samples: int", "dtypes: list(type) >= 1", "ranks: list(int)",
+        "dims: list(int)", "emit_timesteps: bool", "batch_size: int",
+        "fill_timeout_ms: int"}) {
+    TF_OpDefinitionBuilderAddAttr(op, attr);
+  }
+  for (const char* output :
+       {"key: uint64", "probability: double", "table_size: int64",
+        "priority: double", "times_sampled: int32", "data: dtypes"}) {
+    TF_OpDefinitionBuilderAddOutput(op, output);
+  }
+  TF_OpDefinitionBuilderSetIsStateful(op, true);
+  TF_OpDefinitionBuilderSetShapeInferenceFunction(op, &UnknownShapes);
+  Status status;
+  TF_RegisterOpDefinition(op, status.s);
+  if (!status.ok()) return;
+  TF_KernelBuilder* builder =
+      TF_NewKernelBuilder(kOpName, "CPU", &CreateKernel, &Compute,
+                          &DeleteKernel);
+  TF_RegisterKernelBuilder(kOpName, builder, status.s);
+}
+
+// tf.load_op_library runs this while it loads the library.
+const bool registered = (RegisterOp(), true);
+
+}  // namespace
+}  // namespace deepmind::reverb::tf_ops
