@@ -44,3 +44,13 @@ def test_tf_learner():
   assert output.startswith('10 steps')
   first, last = output.split('loss ')[1].split(' -> ')
   assert float(last) < float(first)
+
+
+@pytest.mark.skipif(importlib.util.find_spec('torch') is None,
+                    reason='PyTorch is not installed')
+def test_pytorch_learner():
+  # 30 steps: by then the loss has reliably fallen several-fold.
+  output = run('pytorch_learner.py', '--steps', '30')
+  assert output.startswith('30 batches')
+  first, last = output.split('loss ')[1].split(' -> ')
+  assert float(last) < float(first) / 2
