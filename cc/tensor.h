@@ -36,7 +36,7 @@ struct REVERB_EXPORT Tensor {
 // dtypes without a fixed-size host representation.
 REVERB_EXPORT absl::StatusOr<int> DataTypeSize(tensorflow::DataType dtype);
 
-// "float32[2,3]"-style description for error messages.
+// "DT_FLOAT[2,3]"-style description for error messages.
 REVERB_EXPORT std::string DescribeTensor(const Tensor& tensor);
 
 // Stacks tensors of one dtype and shape along a new leading dimension (a
