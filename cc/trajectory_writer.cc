@@ -249,7 +249,10 @@ absl::Status TrajectoryWriter::FlushLocked(int ignore_last_num_items,
     return closed_ || !status_.ok() ||
            static_cast<int>(queue_.size() + in_flight_.size()) <= keep;
   };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+  ++flushing_;
+  const bool flushed = mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+  --flushing_;
+  if (!flushed) {
     return absl::DeadlineExceededError(absl::StrCat(
         "Timeout exceeded with ", queue_.size(),
         " items waiting to be written and ", in_flight_.size(),
@@ -397,6 +400,16 @@ absl::Status TrajectoryWriter::RunStream() {
                (!queue_.empty() && ItemReadyLocked(queue_.front()));
       };
       mu_.Await(absl::Condition(&ready));
+      // Let a few more items join this request, unless someone waits for
+      // them: one wake-up of this thread (and one request, one response)
+      // per batch rather than per item.
+      auto batch_ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return closed_ || stream_broken_ || flushing_ > 0 ||
+               queue_.size() >= kBatchItems;
+      };
+      if (!batch_ready()) {
+        mu_.AwaitWithTimeout(absl::Condition(&batch_ready), kBatchDelay);
+      }
       cancel = closed_;
       if (closed_ || stream_broken_) break;
       BuildRequestLocked(&request, &chunks);

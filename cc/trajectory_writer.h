@@ -49,6 +49,10 @@ class REVERB_EXPORT TrajectoryWriter {
  public:
   // A request is written once it holds this many bytes.
   static constexpr int64_t kMaxRequestSizeBytes = 40 << 20;
+  // The stream thread waits up to kBatchDelay for kBatchItems items to
+  // send together, unless a Flush or EndEpisode is waiting.
+  static constexpr size_t kBatchItems = 32;
+  static constexpr absl::Duration kBatchDelay = absl::Milliseconds(1);
 
   // `options` (validated, INVALID_ARGUMENT) are cloned for every column.
   static absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Create(
@@ -161,6 +165,8 @@ class REVERB_EXPORT TrajectoryWriter {
   absl::flat_hash_set<uint64_t> streamed_keys_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Flush and EndEpisode calls waiting for items to be confirmed.
+  int flushing_ ABSL_GUARDED_BY(mu_) = 0;
   // Set by the reader when the stream has ended.
   bool stream_broken_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
