@@ -1,15 +1,21 @@
 """Every gRPC benchmark, ours and dm-reverb 0.14's side by side.
 
   .venv/bin/python -m bench [--quick] [--runs 3] [--out bench-results]
-      [--only ours]
+      [--only ours] [--scripts NAME ...] [--same-process]
 
-Runs client_bench, writer_bench, dataset_bench and checkpoint_bench (each a
-script of its own: see their docstrings) with our package (this
-interpreter) and, when `.venv-dmreverb` exists (`.ci/dmreverb_venv`), with
-dm-reverb, alternating the two (A B A B ...) `--runs` times. Every run
-validates what it received and fails rather than score wrong data. The JSON
-reports go to `--out`, and `summary.md` there holds one table per benchmark:
-median (min-max) items/s of the runs and the ratio of the medians.
+Runs client_bench, writer_bench, dataset_bench, checkpoint_bench,
+prioritized_bench, ratelimit_bench and import_bench (each a script of its
+own: see their docstrings) with our package (this interpreter) and, when
+`.venv-dmreverb` exists (`.ci/dmreverb_venv`), with dm-reverb, alternating
+the two (A B A B ...) `--runs` times. Every run validates what it received
+and fails rather than score wrong data. The JSON reports go to `--out`,
+`summary.md` there holds one table per benchmark: median (min-max) items/s
+(and latencies) of the runs and the ratio of the medians; and
+`throughput.png` the items/s medians as a bar chart (skipped with a note
+when matplotlib is missing). --same-process is passed on to the scripts:
+those that start a server then run it in the benchmark process instead of a
+child (checkpoint_bench, which restarts its server, and import_bench, which
+has none, ignore it).
 """
 
 import argparse
@@ -21,7 +27,8 @@ import sys
 from bench import compare
 
 BENCH = pathlib.Path(__file__).resolve().parent
-SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'checkpoint_bench']
+SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'checkpoint_bench',
+           'prioritized_bench', 'ratelimit_bench', 'import_bench']
 DMREVERB_PYTHON = BENCH.parent / '.venv-dmreverb' / 'bin' / 'python'
 
 
@@ -36,6 +43,8 @@ def main():
   parser.add_argument('--only', choices=['ours', 'dm-reverb'])
   parser.add_argument('--scripts', nargs='+', choices=SCRIPTS,
                       default=SCRIPTS)
+  parser.add_argument('--same-process', action='store_true',
+                      help='servers in the benchmark processes, not children')
   args = parser.parse_args()
   sides = {'ours': [sys.executable]}
   if DMREVERB_PYTHON.exists():
@@ -48,6 +57,7 @@ def main():
   out.mkdir(parents=True, exist_ok=True)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   summary = []
+  plotted = []
   for script in args.scripts:
     reports = {side: [] for side in sides}
     for run in range(1, args.runs + 1):
@@ -56,15 +66,24 @@ def main():
         command = python + [str(BENCH / f'{script}.py'), '--json', str(report)]
         if args.quick:
           command.append('--quick')
+        if args.same_process:
+          command.append('--same-process')
         print(f'== {script}, {side}, run {run}', flush=True)
         subprocess.run(command, env=env, check=True, timeout=3600)
         reports[side].append(report)
-    summary += [f'## {script}', ''] + compare.markdown_table(
-        reports.get('ours', []) or reports['dm-reverb'],
-        reports.get('dm-reverb', []) if 'ours' in reports else []) + ['']
+    ours = reports.get('ours', []) or reports['dm-reverb']
+    theirs = reports.get('dm-reverb', []) if 'ours' in reports else []
+    title = f'## {script}' + (' (--same-process)' if args.same_process else '')
+    summary += [title, ''] + compare.markdown_table(ours, theirs) + ['']
+    plotted.append((script, ours, theirs))
   text = '\n'.join(summary)
   (out / 'summary.md').write_text(text)
   print(text)
+  ours_name = 'ours' if 'ours' in sides else 'dm-reverb 0.14'
+  if compare.write_plot(plotted, out / 'throughput.png', ours_name):
+    print(f'plot: {out / "throughput.png"}')
+  else:
+    print('note: matplotlib is missing; no throughput.png')
 
 
 if __name__ == '__main__':

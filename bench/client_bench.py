@@ -9,8 +9,9 @@ Client.insert, Client.sample), so the same command measures both:
 
 The server runs in a child process (this script with --serve, same
 interpreter), so client and server do not share a GIL or an in-process fast
-path. Workloads, for a small payload (float32[8], float32 and int64 scalars)
-and an 84x84x4 uint8 frame:
+path; with --same-process it runs in this process instead. Workloads, for a
+small payload (float32[8], float32 and int64 scalars) and an 84x84x4 uint8
+frame:
   insert        `client.insert(item, {table: 1.0})` in a loop;
   sample bulk   one `client.sample(table, num_samples=N)` generator, consumed;
   sample single `client.sample(table, num_samples=1)` called over and over.
@@ -150,7 +151,7 @@ def run(args):
   seconds = 0.5 if args.quick else 2.0
   bulk_n = 500 if args.quick else 2000
   results = []
-  with harness.ServerProcess() as server:
+  with harness.server(args, make_tables) as server:
     client = reverb.Client(f'localhost:{server.port}')
     for name, (make_item, check, item_bytes) in PAYLOADS.items():
       # Warm-up: connection, writer and sampler set-up, first allocations.

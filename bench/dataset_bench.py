@@ -6,8 +6,9 @@ TensorFlow), so the same command measures both:
   .venv/bin/python bench/dataset_bench.py [--quick] [--json OUT]
   .venv-dmreverb/bin/python -I bench/dataset_bench.py [--quick] [--json OUT]
 
-The server runs in a child process (this script with --serve). Tables hold
-2,000 items of one step each, written once with a TrajectoryWriter:
+The server runs in a child process (this script with --serve; in this
+process with --same-process). Tables hold 2,000 items of one step each,
+written once with a TrajectoryWriter:
   small  {'action': int64, 'obs': float32[4]}, 24 bytes;
   frame  {'frame': uint8[84, 84, 4]}, 28 KB.
 Workloads (samples/s, batches of 32, timed from the first batch on):
@@ -108,7 +109,7 @@ def run(args):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   seconds = 0.5 if args.quick else 2.0
   results = []
-  with harness.ServerProcess() as server:
+  with harness.server(args, make_tables) as server:
     address = f'localhost:{server.port}'
     fill(reverb.Client(address))
     for name, (_, check, item_bytes) in PAYLOADS.items():

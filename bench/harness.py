@@ -8,15 +8,21 @@ processes. `main` gives every script the same command line:
 
   --quick       shorter workloads
   --json OUT    also write the report (machine, load, rows) as JSON
+  --same-process
+                run the server in the benchmark process (`server` below)
+                instead of a child; scripts that start no server
+                (import_bench) or one per phase (checkpoint_bench) ignore it
   --serve       (internal) be the server: print `PORT n`, serve until stdin
                 closes
   --worker N    (internal, with `worker`) be client process N
 
-`ServerProcess` starts the script itself with --serve, so the client under
-test and the server never share a GIL or an in-process fast path;
-`ChildProcess` does the same for any other internal mode. A sampled item that
-is not what was written raises `BrokenSample`, and the run fails instead of
-scoring.
+`server(args, make_tables)` is the server of a workload: by default a
+`ServerProcess`, which starts the script itself with --serve, so the client
+under test and the server never share a GIL or an in-process fast path; with
+--same-process an `InProcessServer` in the benchmark's own process.
+`ChildProcess` starts the script for any other internal mode. A sampled item
+that is not what was written raises `BrokenSample`, and the run fails instead
+of scoring.
 
 Importing this module sets TF_CPP_MIN_LOG_LEVEL (dm-reverb imports
 TensorFlow) and imports `reverb`.
@@ -24,6 +30,7 @@ TensorFlow) and imports `reverb`.
 
 import argparse
 import json
+import math
 import os
 import platform
 import select
@@ -115,6 +122,44 @@ class ServerProcess(ChildProcess):
     self.port = int(self.read('PORT '))
 
 
+class InProcessServer:
+  """A `reverb.Server` with `tables` in this process (--same-process);
+  `port` is where it listens. Stopped on exit."""
+
+  def __init__(self, tables):
+    self._server = reverb.Server(tables=tables, port=None)
+    self.port = self._server.port
+
+  def stop(self):
+    if self._server is not None:
+      self._server.stop()
+      self._server = None
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.stop()
+
+
+def server(args, make_tables):
+  """The server of a workload, as a context manager with `port`: in this
+  process with `make_tables()` if args.same_process, else a
+  `ServerProcess` (whose --serve calls the script's own make_tables)."""
+  if getattr(args, 'same_process', False):
+    return InProcessServer(make_tables())
+  return ServerProcess()
+
+
+def latency_ms(seconds):
+  """{'p50': ..., 'p99': ...} in milliseconds of a list of durations in
+  seconds (nearest rank), for a row's `latency_ms`."""
+  ordered = sorted(seconds)
+  def rank(q):
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)] * 1e3
+  return {'p50': round(rank(0.50), 4), 'p99': round(rank(0.99), 4)}
+
+
 def fifo_table(name, max_size):
   """A table without queue semantics: uniform sampling, oldest removed past
   `max_size` (bounding the server's memory), sampling once it has an item."""
@@ -142,40 +187,60 @@ def reverb_description():
   return f'reverb ({reverb.__file__})'
 
 
+def _row(payload, workload, items, elapsed, item_bytes, extra=None):
+  row = {'payload': payload, 'workload': workload, 'items': items,
+         'seconds': round(elapsed, 4) if elapsed is not None else None}
+  if items is None:  # A row of latencies only (`extra['latency_ms']`).
+    row.update(items_per_s=None, mb_per_s=None)
+  else:
+    row.update(items_per_s=round(items / elapsed, 1),
+               mb_per_s=round(items * item_bytes / elapsed / 1e6, 2))
+  row.update(extra or {})
+  return row
+
+
 def report(args, results, load_start, load_end):
   """Prints the results and writes them to args.json if given.
 
   Args:
     args: The parsed command line.
-    results: (payload, workload, items, seconds, bytes per item) tuples.
+    results: (payload, workload, items, seconds, bytes per item[, extra])
+      tuples. `extra`, a dict, is merged into the row: `latency_ms`
+      ({'p50': ms, 'p99': ms}, say; see `latency_ms`) is shown here and by
+      compare.py. A row whose items are None has latencies only (no
+      items/s).
     load_start: os.getloadavg() before the workloads.
     load_end: os.getloadavg() after them.
   """
-  rows = [{'payload': payload, 'workload': workload, 'items': items,
-           'seconds': round(elapsed, 4),
-           'items_per_s': round(items / elapsed, 1),
-           'mb_per_s': round(items * item_bytes / elapsed / 1e6, 2)}
-          for payload, workload, items, elapsed, item_bytes in results]
+  rows = [_row(*result) for result in results]
   report_ = {
       'reverb': reverb_description(),
       'python': platform.python_version(),
       'cpus': os.cpu_count(),
       'quick': args.quick,
+      'same_process': getattr(args, 'same_process', False),
       'loadavg_1min': [round(load_start[0], 2), round(load_end[0], 2)],
       'results': rows,
   }
   print(f'{report_["reverb"]}, Python {report_["python"]}, '
         f'{report_["cpus"]} CPUs, load average (1 min) '
-        f'{load_start[0]:.2f} -> {load_end[0]:.2f}')
+        f'{load_start[0]:.2f} -> {load_end[0]:.2f}'
+        + (', server in this process' if report_['same_process'] else ''))
   width = max([22] + [len(row['workload']) for row in rows])
   header = (f'{"payload":<8} {"workload":<{width}} {"items":>8} '
-            f'{"seconds":>8} {"items/s":>10} {"MB/s":>8}')
+            f'{"seconds":>8} {"items/s":>10} {"MB/s":>8}  latency (ms)')
   print(header)
   print('-' * len(header))
   for row in rows:
-    print(f'{row["payload"]:<8} {row["workload"]:<{width}} {row["items"]:>8} '
-          f'{row["seconds"]:>8.3f} {row["items_per_s"]:>10,.0f} '
-          f'{row["mb_per_s"]:>8.2f}')
+    if row['items_per_s'] is None:
+      numbers = f'{"-":>8} {"-":>8} {"-":>10} {"-":>8}'
+    else:
+      numbers = (f'{row["items"]:>8} {row["seconds"]:>8.3f} '
+                 f'{row["items_per_s"]:>10,.0f} {row["mb_per_s"]:>8.2f}')
+    latency = '  '.join(f'{name} {value:.3f}' for name, value in
+                        row.get('latency_ms', {}).items())
+    print(f'{row["payload"]:<8} {row["workload"]:<{width}} {numbers}  '
+          f'{latency}'.rstrip())
   if args.json:
     with open(args.json, 'w') as f:
       json.dump(report_, f, indent=2)
@@ -198,6 +263,8 @@ def main(doc, quick_help, run, make_tables, worker=None):
       formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--quick', action='store_true', help=quick_help)
   parser.add_argument('--json', metavar='OUT', help='also write results here')
+  parser.add_argument('--same-process', action='store_true',
+                      help='run the server in this process, not a child')
   parser.add_argument('--serve', action='store_true', help=argparse.SUPPRESS)
   if worker is not None:
     parser.add_argument('--worker', type=int, help=argparse.SUPPRESS)

@@ -10,7 +10,8 @@ check), so the same command measures both:
 
 The server runs in a child process and so does every writer (this script
 with --serve and --worker N, same interpreter); the parent only coordinates
-and checks. Payloads, one step each:
+and checks (--same-process: the server runs in the parent). Payloads, one
+step each:
   small  {'action': int64, 'discount': float32, 'obs': float32[4],
          'reward': float32}, 32 bytes;
   frame  {'frame': uint8[84, 84, 4]}, 28 KB;
@@ -268,7 +269,8 @@ def run_workload(workers, job, num_writers, seconds):
 def run(args):
   seconds = 0.5 if args.quick else 2.0
   results = []
-  with harness.ServerProcess() as server, contextlib.ExitStack() as stack:
+  with harness.server(args, make_tables) as server, \
+      contextlib.ExitStack() as stack:
     workers = [
         stack.enter_context(
             harness.ChildProcess(['--worker', str(n)], f'writer {n}'))
