@@ -83,6 +83,13 @@ absl::StatusOr<Sample> UnpackSample(SampleInfo info,
   return sample;
 }
 
+absl::StatusOr<Sample> UnpackSample(PackedSample packed) {
+  std::vector<const ChunkData*> pointers;
+  pointers.reserve(packed.chunks.size());
+  for (const auto& chunk : packed.chunks) pointers.push_back(&chunk);
+  return UnpackSample(std::move(packed.info), pointers);
+}
+
 absl::StatusOr<int64_t> NumTimesteps(const Sample& sample) {
   const auto& columns = sample.info.item().flat_trajectory().columns();
   int64_t steps = -1;

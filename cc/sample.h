@@ -23,6 +23,13 @@ struct REVERB_EXPORT Sample {
   std::vector<Tensor> columns;
 };
 
+// A sample as a stream delivers it: its info and the chunks it references,
+// still compressed.
+struct REVERB_EXPORT PackedSample {
+  SampleInfo info;
+  std::vector<ChunkData> chunks;
+};
+
 // Tensor `index` of a chunk, decompressed and delta-decoded.
 // INVALID_ARGUMENT if there is no such tensor or its data is corrupt.
 REVERB_EXPORT absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk,
@@ -32,6 +39,7 @@ REVERB_EXPORT absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk,
 // serve the slices (corrupt data, out-of-range rows, mismatched dtypes).
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(
     SampleInfo info, absl::Span<const ChunkData* const> chunks);
+REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(PackedSample packed);
 
 // The columns' row `step` (all columns must have the same number of rows and
 // none may be squeezed). INVALID_ARGUMENT otherwise.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cc/support/grpc_util.h"
+#include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
 
@@ -50,9 +51,15 @@ absl::Status SampleStream::Request(int64_t n, absl::Duration timeout) {
 }
 
 absl::StatusOr<Sample> SampleStream::Read() {
+  REVERB_ASSIGN_OR_RETURN(PackedSample packed, ReadPacked());
+  auto sample = UnpackSample(std::move(packed));
+  if (!sample.ok()) return Fail(sample.status());
+  return sample;
+}
+
+absl::StatusOr<PackedSample> SampleStream::ReadPacked() {
   if (!status_.ok()) return status_;
-  SampleInfo info;
-  std::vector<ChunkData> chunks;
+  PackedSample packed;
   while (true) {
     if (next_entry_ == response_.entries_size()) {
       response_.Clear();
@@ -61,16 +68,13 @@ absl::StatusOr<Sample> SampleStream::Read() {
       continue;
     }
     auto& entry = *response_.mutable_entries(next_entry_++);
-    if (entry.has_info()) info = std::move(*entry.mutable_info());
-    for (auto& chunk : *entry.mutable_data()) chunks.push_back(std::move(chunk));
+    if (entry.has_info()) packed.info = std::move(*entry.mutable_info());
+    for (auto& chunk : *entry.mutable_data()) {
+      packed.chunks.push_back(std::move(chunk));
+    }
     if (!entry.end_of_sequence()) continue;
-    std::vector<const ChunkData*> pointers;
-    pointers.reserve(chunks.size());
-    for (const auto& chunk : chunks) pointers.push_back(&chunk);
     --outstanding_;
-    auto sample = UnpackSample(std::move(info), pointers);
-    if (!sample.ok()) return Fail(sample.status());
-    return sample;
+    return packed;
   }
 }
 

@@ -41,6 +41,9 @@ class REVERB_EXPORT SampleStream {
   // (UNAVAILABLE if the server ended it without an error). A sample that
   // cannot be unpacked is returned as an error and cancels the stream.
   absl::StatusOr<Sample> Read();
+  // As Read(), but leaves the sample packed (for the caller to unpack,
+  // perhaps on another thread).
+  absl::StatusOr<PackedSample> ReadPacked();
 
   // Samples requested and not yet read.
   int64_t outstanding() const { return outstanding_; }

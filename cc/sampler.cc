@@ -65,15 +65,26 @@ void Sampler::Close() {
   }
 }
 
+bool Sampler::PopReadyLocked(absl::StatusOr<Sample>* sample) {
+  if (queue_.empty() || !queue_.front().ready) return false;
+  *sample = std::move(queue_.front().sample);
+  queue_.pop_front();
+  return true;
+}
+
 absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
+  // Samples that arrived come before errors, in their order.
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !queue_.empty() || closed_ || !error_.ok() || workers_running_ == 0;
+    if (closed_) return true;
+    if (!queue_.empty()) return queue_.front().ready;
+    return !error_.ok() || workers_running_ == 0;
   };
   mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-  if (!queue_.empty()) {
-    Sample sample = std::move(queue_.front());
-    queue_.pop_front();
+  absl::StatusOr<Sample> sample;
+  if (PopReadyLocked(&sample)) {
+    // A sample that cannot be unpacked fails the sampler for good.
+    if (!sample.ok() && error_.ok()) error_ = sample.status();
     return sample;
   }
   if (closed_) return absl::CancelledError("The sampler is closed.");
@@ -158,15 +169,37 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
     status = stream.Request(requested, options_.rate_limiter_timeout);
     int64_t received = 0;
     while (status.ok() && received < requested) {
-      auto sample = stream.Read();
-      if (!sample.ok()) {
-        status = sample.status();
+      auto packed = stream.ReadPacked();
+      if (!packed.ok()) {
+        status = packed.status();
         break;
       }
       ++received;
-      absl::MutexLock lock(&mu_);
-      --reserved_;
-      queue_.push_back(*std::move(sample));
+      size_t bytes = 0;
+      for (const ChunkData& chunk : packed->chunks) {
+        bytes += chunk.ByteSizeLong();
+      }
+      if (bytes < kMinPackedBytesToHandOff) {
+        absl::StatusOr<Sample> sample = UnpackSample(*std::move(packed));
+        absl::MutexLock lock(&mu_);
+        --reserved_;
+        queue_.push_back({std::move(sample), true});
+        continue;
+      }
+      Slot* slot;
+      {
+        absl::MutexLock lock(&mu_);
+        --reserved_;
+        slot = &queue_.emplace_back();
+      }
+      unpacker_.Schedule(
+          [this, slot,
+           packed = std::make_shared<PackedSample>(*std::move(packed))] {
+            absl::StatusOr<Sample> sample = UnpackSample(std::move(*packed));
+            absl::MutexLock lock(&mu_);
+            slot->sample = std::move(sample);
+            slot->ready = true;
+          });
     }
     if (received < requested) Unreserve(requested - received);
     stream_samples += received;

@@ -2,8 +2,10 @@
 //
 // Each worker keeps one SampleStream open and asks for up to
 // `max_in_flight_samples_per_worker` samples at a time, after reserving room
-// for them in the sampler's output queue (so memory stays bounded), and
-// unpacks (decompresses) every sample in its own thread. A stream is
+// for them in the sampler's output queue (so memory stays bounded). Samples
+// keep their place in the queue in the order they arrived while a small
+// pool of threads unpacks (decompresses) the larger ones in parallel, so one
+// stream is not limited by one core. A stream is
 // replaced by a new one after `max_samples_per_stream` samples, so that
 // round_robin channels spread streams over servers.
 //
@@ -27,6 +29,7 @@
 #include "cc/sample.h"
 #include "cc/sample_stream.h"
 #include "cc/support/export.h"
+#include "cc/support/task_executor.h"
 #include "cc/connection.h"
 
 namespace deepmind::reverb {
@@ -49,6 +52,11 @@ class REVERB_EXPORT Sampler {
   // Info values per sample: key, probability, table_size, priority,
   // times_sampled.
   static constexpr int kNumInfoTensors = 5;
+  // Threads that unpack samples, per sampler, and the packed size from
+  // which a sample is worth handing to them (smaller ones cost less to
+  // unpack in the worker than to hand over).
+  static constexpr int kUnpackThreads = 2;
+  static constexpr size_t kMinPackedBytesToHandOff = 1024;
 
   // INVALID_ARGUMENT for non-positive counts (other than -1 where allowed).
   static absl::StatusOr<std::unique_ptr<Sampler>> Create(
@@ -95,7 +103,20 @@ class REVERB_EXPORT Sampler {
   const int64_t capacity_;
 
   absl::Mutex mu_;
-  std::deque<Sample> queue_ ABSL_GUARDED_BY(mu_);
+  // A sample's place in the queue, filled in once it is unpacked.
+  struct Slot {
+    absl::StatusOr<Sample> sample;
+    bool ready = false;
+  };
+  // Takes the next sample once it is unpacked; false if the queue is empty
+  // or its front is still being unpacked.
+  bool PopReadyLocked(absl::StatusOr<Sample>* sample)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Slots stay where they are while other slots are added and removed at
+  // the ends (std::deque keeps references valid), so unpacking threads
+  // fill them in through pointers.
+  std::deque<Slot> queue_ ABSL_GUARDED_BY(mu_);
   int64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t requested_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
@@ -104,6 +125,9 @@ class REVERB_EXPORT Sampler {
   // The stream of each worker, for Close() to cancel.
   std::vector<SampleStream*> streams_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
+  // Declared last: destroyed first, after it has run every queued unpack
+  // (which uses mu_ and queue_).
+  TaskExecutor unpacker_{kUnpackThreads};
 };
 
 }  // namespace deepmind::reverb
