@@ -114,3 +114,28 @@ def test_iterators_at_once_and_the_gil_is_free(server):
     thread.join(TIMEOUT)
   assert counts == [400, 400, 400]
   assert ticks > 0
+
+
+def test_large_and_small_samples_keep_their_order():
+  # Samples of 1 KB or more are unpacked by a thread pool; the queue order
+  # must still be the server's (FIFO here), mixed with small ones.
+  server = reverb.Server([reverb.Table.queue('fifo', 1000)])
+  try:
+    rng = np.random.default_rng(0)
+    client = server.localhost_client()
+    with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+      for i in range(300):
+        writer.append({'data': rng.integers(0, 255, 8192, np.uint8),
+                       'i': np.int64(i)})
+        # Two in three items hold 8 KB of random (incompressible) bytes.
+        columns = ['data', 'i'] if i % 3 else ['i']
+        writer.create_item('fifo', 1.0,
+                           [writer.history[c][-1] for c in columns])
+    with reverb.ReplayIterator(address(server), 'fifo', batch_size=1,
+                               max_in_flight_samples_per_worker=64,
+                               max_samples=300,
+                               unpack_as_table_signature=False) as iterator:
+      order = [int(batch.data[-1][0]) for batch in iterator]
+    assert order == list(range(300))
+  finally:
+    server.stop()
