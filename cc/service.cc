@@ -247,10 +247,29 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
 
 // --- SampleStream --------------------------------------------------------------
 
+// A sample response whose entries borrow the chunk protos of the sampled
+// items instead of copying them; `chunks` keeps those alive, and the
+// destructor takes them back out before the proto is destroyed. (Several
+// streams may serialize one chunk at once: protobuf caches sizes in relaxed
+// atomics.)
+struct BorrowingSampleResponse {
+  SampleStreamResponse proto;
+  std::vector<std::shared_ptr<const Chunk>> chunks;
+
+  BorrowingSampleResponse() = default;
+  BorrowingSampleResponse(const BorrowingSampleResponse&) = delete;
+  BorrowingSampleResponse& operator=(const BorrowingSampleResponse&) = delete;
+  ~BorrowingSampleResponse() {
+    for (auto& entry : *proto.mutable_entries()) {
+      while (entry.data_size() > 0) entry.mutable_data()->ReleaseLast();
+    }
+  }
+};
+
 // Appends `sample` to `responses` as entries, starting a new response when the
 // last one has grown past the cap.
 void AppendSample(const SampledItem& sample,
-                  std::deque<SampleStreamResponse>* responses,
+                  std::deque<BorrowingSampleResponse>* responses,
                   int64_t* last_response_bytes) {
   auto new_entry = [&]() {
     if (responses->empty() ||
@@ -258,7 +277,7 @@ void AppendSample(const SampledItem& sample,
       responses->emplace_back();
       *last_response_bytes = 0;
     }
-    return responses->back().add_entries();
+    return responses->back().proto.add_entries();
   };
   SampleStreamResponse::SampleEntry* entry = new_entry();
   SampleInfo* info = entry->mutable_info();
@@ -273,7 +292,8 @@ void AppendSample(const SampledItem& sample,
     if (*last_response_bytes >= ReverbServiceImpl::kMaxSampleResponseBytes) {
       entry = new_entry();
     }
-    *entry->add_data() = chunk->data();
+    entry->mutable_data()->AddAllocated(const_cast<ChunkData*>(&chunk->data()));
+    responses->back().chunks.push_back(chunk);
     *last_response_bytes += static_cast<int64_t>(chunk->DataByteSizeLong());
   }
   entry->set_end_of_sequence(true);
@@ -388,7 +408,7 @@ class SampleReactor : public StreamReactor<SampleReactor, SampleStreamRequest,
 
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
     if (write_in_flight() || finishing() || responses_.empty()) return;
-    StartWriteOf(&responses_.front());
+    StartWriteOf(&responses_.front().proto);
   }
 
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
@@ -410,7 +430,7 @@ class SampleReactor : public StreamReactor<SampleReactor, SampleStreamRequest,
   bool table_request_in_flight_ ABSL_GUARDED_BY(guard_->mu) = false;
   bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
   // Responses to write; the front one is in flight while a write is.
-  std::deque<SampleStreamResponse> responses_ ABSL_GUARDED_BY(guard_->mu);
+  std::deque<BorrowingSampleResponse> responses_ ABSL_GUARDED_BY(guard_->mu);
 };
 
 // --- InitializeConnection ---------------------------------------------------------
