@@ -96,11 +96,16 @@ bool ReadOptions(TF_OpKernelConstruction* ctx, SourceOptions* options,
     TF_OpKernelConstruction_GetAttrInt64(ctx, name, value, status);
     if (TF_GetCode(status) != TF_OK) return false;
   }
-  TF_Bool emit_timesteps = 0;
-  TF_OpKernelConstruction_GetAttrBool(ctx, "emit_timesteps", &emit_timesteps,
-                                      status);
-  if (TF_GetCode(status) != TF_OK) return false;
-  options->emit_timesteps = emit_timesteps != 0;
+  const std::pair<const char*, bool*> bools[] = {
+      {"emit_timesteps", &options->emit_timesteps},
+      {"drop_remainder", &options->drop_remainder},
+  };
+  for (const auto& [name, value] : bools) {
+    TF_Bool flag = 0;
+    TF_OpKernelConstruction_GetAttrBool(ctx, name, &flag, status);
+    if (TF_GetCode(status) != TF_OK) return false;
+    *value = flag != 0;
+  }
 
   int32_t num_columns = 0;
   int32_t unused = 0;
@@ -249,7 +254,7 @@ void RegisterOp() {
         "max_samples_per_stream: int", "rate_limiter_timeout_ms: int",
         "max_samples: int", "dtypes: list(type) >= 1", "ranks: list(int)",
         "dims: list(int)", "emit_timesteps: bool", "batch_size: int",
-        "fill_timeout_ms: int"}) {
+        "fill_timeout_ms: int", "drop_remainder: bool"}) {
     TF_OpDefinitionBuilderAddAttr(op, attr);
   }
   for (const char* output :

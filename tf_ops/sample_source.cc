@@ -159,6 +159,10 @@ SourceStatus SampleSource::Next() {
       return ToSourceStatus(s.error);
     }
   }
+  if (s.options.drop_remainder && !s.options.emit_timesteps &&
+      static_cast<int64_t>(s.samples.size()) < s.options.batch_size) {
+    s.samples.clear();
+  }
   s.num_rows = s.options.emit_timesteps && !s.samples.empty()
                    ? s.samples[0].columns[0].shape[0]
                    : static_cast<int64_t>(s.samples.size());

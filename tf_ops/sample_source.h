@@ -39,6 +39,8 @@ struct SourceOptions {
   // batch to fill once it has a first sample (-1: until it is full).
   int64_t batch_size = 1;
   int64_t fill_timeout_ms = -1;
+  // Trajectory mode: a partial batch (the sequence ended) is dropped.
+  bool drop_remainder = false;
 };
 
 // An error: a canonical status code (absl, gRPC and TF_Code agree) and a
@@ -58,7 +60,7 @@ class SampleSource {
 
   // Fetches the next rows. Zero rows and OK mean the end of the sequence:
   // `max_samples` reached or the rate limiter timed out. A partial batch
-  // comes before the end.
+  // comes before the end, unless `drop_remainder`.
   SourceStatus Next();
 
   int64_t num_rows() const;

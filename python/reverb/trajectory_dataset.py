@@ -89,15 +89,9 @@ class TrajectoryDataset(tf.data.Dataset):
         not all(s.shape.is_fully_defined() for s in _tree.flatten(spec))):
       return super().batch(batch_size, drop_remainder, num_parallel_calls,
                            deterministic, name)
-    batches = _datasets.sample_rows(tf, *self._source, batch_size=batch_size,
-                                    fill_timeout_ms=-1)
-    if drop_remainder:
-      batches = batches.filter(
-          lambda s: tf.shape(s.info.key)[0] == batch_size).map(
-              lambda s: tf.nest.map_structure(
-                  lambda t: tf.ensure_shape(t, [batch_size] + t.shape[1:].as_list()),
-                  s))
-    return batches
+    return _datasets.sample_rows(tf, *self._source, batch_size=batch_size,
+                                 fill_timeout_ms=-1,
+                                 drop_remainder=drop_remainder)
 
   @classmethod
   def from_table_signature(cls,
