@@ -110,29 +110,9 @@ def bench_insert(client, table, make_item, first_seq, seconds, max_items):
   return count, time.perf_counter() - start
 
 
-def bench_sample_bulk(client, table, num_samples, seconds, check):
-  """Consumes `sample(table, num_samples)` generators until `seconds` pass
-  (at least one). Only the sampling is timed; each batch is checked after.
-  Returns the number of items and the time spent sampling them."""
-  count = 0
-  elapsed = 0.0
-  deadline = time.perf_counter() + seconds
-  while count == 0 or time.perf_counter() < deadline:
-    start = time.perf_counter()
-    samples = list(client.sample(table, num_samples=num_samples,
-                                 emit_timesteps=False))
-    elapsed += time.perf_counter() - start
-    harness.check(len(samples) == num_samples,
-                  f'sample() yielded {len(samples)} of {num_samples} samples')
-    for sample in samples:
-      check(sample)
-    count += len(samples)
-  return count, elapsed
-
-
 def bench_sample_single(client, table, seconds, check):
   """Calls `sample(table, num_samples=1)` until `seconds` pass; like
-  `bench_sample_bulk` otherwise."""
+  `harness.sample_bulk` otherwise."""
   count = 0
   elapsed = 0.0
   deadline = time.perf_counter() + seconds
@@ -164,8 +144,8 @@ def run(args):
       results.append((name, 'insert', count, elapsed, item_bytes))
 
       check_inserted = lambda sample, n=inserted, c=check: c(sample, n)
-      count, elapsed = bench_sample_bulk(client, name, bulk_n, seconds,
-                                         check_inserted)
+      count, elapsed, _ = harness.sample_bulk(client, name, bulk_n, seconds,
+                                              check_inserted)
       results.append((name, f'sample bulk (N={bulk_n})', count, elapsed,
                       item_bytes))
       count, elapsed = bench_sample_single(client, name, seconds,

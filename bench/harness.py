@@ -160,6 +160,27 @@ def latency_ms(seconds):
   return {'p50': round(rank(0.50), 4), 'p99': round(rank(0.99), 4)}
 
 
+def sample_bulk(client, table, num_samples, seconds, check_sample):
+  """Consumes `client.sample(table, num_samples)` generators until `seconds`
+  pass (at least one). Only the sampling is timed; each sample is checked
+  after, by `check_sample(sample)`. Returns the number of items, the seconds
+  spent sampling them, and what `check_sample` returned for each."""
+  count = 0
+  elapsed = 0.0
+  checked = []
+  deadline = time.perf_counter() + seconds
+  while count == 0 or time.perf_counter() < deadline:
+    start = time.perf_counter()
+    samples = list(client.sample(table, num_samples=num_samples,
+                                 emit_timesteps=False))
+    elapsed += time.perf_counter() - start
+    check(len(samples) == num_samples,
+          f'sample() yielded {len(samples)} of {num_samples} samples')
+    checked.extend(check_sample(sample) for sample in samples)
+    count += len(samples)
+  return count, elapsed, checked
+
+
 def fifo_table(name, max_size):
   """A table without queue semantics: uniform sampling, oldest removed past
   `max_size` (bounding the server's memory), sampling once it has an item."""

@@ -152,26 +152,6 @@ class Checker:
     return key
 
 
-def bench_sample_bulk(client, seconds, check):
-  """`sample(table, _BULK)` generators, consumed, until `seconds` pass (at
-  least one). Returns the items, the seconds spent sampling them and their
-  distinct keys."""
-  count = 0
-  elapsed = 0.0
-  keys = set()
-  deadline = time.perf_counter() + seconds
-  while count == 0 or time.perf_counter() < deadline:
-    start = time.perf_counter()
-    samples = list(client.sample(_TABLE, num_samples=_BULK,
-                                 emit_timesteps=False))
-    elapsed += time.perf_counter() - start
-    harness.check(len(samples) == _BULK,
-                  f'sample() yielded {len(samples)} of {_BULK} samples')
-    keys.update(check(sample) for sample in samples)
-    count += len(samples)
-  return count, elapsed, keys
-
-
 def bench_mutate(client, keys, seconds, check):
   """mutate_priorities of _MUTATE_BATCH keys a call, until `seconds` pass
   (at least one call); every key's new priority is 50 or more, so it tells
@@ -235,7 +215,9 @@ def run(args):
 
     check = Checker(num_items)
     list(client.sample(_TABLE, num_samples=10, emit_timesteps=False))
-    count, elapsed, keys = bench_sample_bulk(client, seconds, check)
+    count, elapsed, keys = harness.sample_bulk(client, _TABLE, _BULK, seconds,
+                                               check)
+    keys = set(keys)
     results.append(('small', f'sample bulk (N={_BULK})', count, elapsed,
                     _ITEM_BYTES))
     while len(keys) < 2 * _MUTATE_BATCH:  # Untimed: keys to mutate.
