@@ -42,6 +42,7 @@ Writer::Writer(std::shared_ptr<const Connection> connection,
 Writer::~Writer() {
   if (stream_ != nullptr && !closed_) {
     context_->TryCancel();
+    StopSender();
     reader_.join();
     stream_->Finish().IgnoreError();
   }
@@ -164,9 +165,11 @@ absl::Status Writer::Close(absl::Duration timeout) {
   closed_ = true;
   if (stream_ == nullptr) return status;
   if (status.ok()) {
+    StopSender();
     stream_->WritesDone();
   } else {
     context_->TryCancel();
+    StopSender();
   }
   reader_.join();
   absl::Status finish = FromGrpcStatus(stream_->Finish());
@@ -243,11 +246,11 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
   {
     absl::MutexLock lock(&mu_);
     auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return reader_done_ ||
+      return reader_done_ || write_failed_ ||
              static_cast<int>(in_flight_.size()) < options_.max_in_flight_items;
     };
     mu_.Await(absl::Condition(&has_room));
-    broken = reader_done_;
+    broken = reader_done_ || write_failed_;
     if (!broken) in_flight_.insert(key);
   }
   if (broken) return StreamError();
@@ -261,6 +264,7 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
   const int64_t first = pending.first_step;
   const int64_t last = pending.first_step + pending.num_steps - 1;
   std::vector<FlatTrajectory::ChunkSlice> slices;
+  int64_t bytes = 0;
   for (ChunkInfo& chunk : chunks_) {
     if (chunk.last_step < first || chunk.first_step > last) continue;
     FlatTrajectory::ChunkSlice slice;
@@ -270,6 +274,7 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     slice.set_length(static_cast<int32_t>(std::min(last, chunk.last_step) - start + 1));
     slices.push_back(slice);
     if (!chunk.sent) {
+      bytes += static_cast<int64_t>(chunk.data.ByteSizeLong());
       *request.add_chunks() = std::move(chunk.data);
       chunk.data.Clear();
       chunk.sent = true;
@@ -286,10 +291,58 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
   for (const ChunkInfo& chunk : chunks_) {
     if (chunk.sent) request.add_keep_chunk_keys(chunk.key);
   }
-  if (!stream_->Write(request, grpc::WriteOptions().set_no_compression())) {
-    return StreamError();
-  }
+  absl::MutexLock lock(&mu_);
+  outbox_.push_back({std::move(request), bytes});
   return absl::OkStatus();
+}
+
+void Writer::SendRequests() {
+  while (true) {
+    InsertStreamRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_sending_ || !outbox_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (outbox_.empty()) return;
+      request = std::move(outbox_.front().request);
+      int64_t bytes = outbox_.front().bytes;
+      outbox_.pop_front();
+      // Later requests join: their chunks and items after ours, and their
+      // keep_chunk_keys (a server applies them after the items) replace
+      // ours.
+      while (!outbox_.empty() &&
+             bytes + outbox_.front().bytes <= kMaxMergedRequestBytes) {
+        InsertStreamRequest& next = outbox_.front().request;
+        for (ChunkData& chunk : *next.mutable_chunks()) {
+          request.mutable_chunks()->Add(std::move(chunk));
+        }
+        for (PrioritizedItem& item : *next.mutable_items()) {
+          request.mutable_items()->Add(std::move(item));
+        }
+        *request.mutable_keep_chunk_keys() =
+            std::move(*next.mutable_keep_chunk_keys());
+        bytes += outbox_.front().bytes;
+        outbox_.pop_front();
+      }
+    }
+    if (!stream_->Write(request, grpc::WriteOptions().set_no_compression())) {
+      // The call has ended; the reader learns why.
+      absl::MutexLock lock(&mu_);
+      write_failed_ = true;
+      outbox_.clear();
+      return;
+    }
+  }
+}
+
+void Writer::StopSender() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_sending_ = true;
+  }
+  if (sender_.joinable()) sender_.join();
 }
 
 absl::Status Writer::StartStream() {
@@ -300,8 +353,11 @@ absl::Status Writer::StartStream() {
   {
     absl::MutexLock lock(&mu_);
     reader_done_ = false;
+    stop_sending_ = false;
+    write_failed_ = false;
   }
   reader_ = std::thread([this] { ReadConfirmations(); });
+  sender_ = std::thread([this] { SendRequests(); });
   return absl::OkStatus();
 }
 
@@ -322,6 +378,7 @@ absl::Status Writer::StreamError() {
     mu_.Await(absl::Condition(&reader_done_));
   }
   reader_.join();
+  StopSender();
   absl::Status status = FromGrpcStatus(stream_->Finish());
   stream_.reset();
   status_ = status.ok() ? absl::UnavailableError(

@@ -9,10 +9,12 @@
 // later items may reference (those of the last `max_timesteps` steps) and
 // asks the server to keep them too.
 //
-// At most `max_in_flight_items` items are unconfirmed at any time; sending
-// one more waits. A broken stream becomes the writer's permanent error.
-// Not thread-safe: one caller thread at a time (a second thread reads
-// confirmations).
+// Requests are written by a sender thread, so the caller never waits for
+// the network; requests that queue up while it writes go out as one. At
+// most `max_in_flight_items` items are unsent or unconfirmed at any time;
+// creating one more waits. A broken stream becomes the writer's permanent
+// error. Not thread-safe: one caller thread at a time (two more threads
+// write requests and read confirmations).
 #ifndef REVERB_CC_WRITER_H_
 #define REVERB_CC_WRITER_H_
 
@@ -106,6 +108,10 @@ class REVERB_EXPORT Writer {
   // The stream's final status once its reader has stopped.
   absl::Status StreamError();
   void ReadConfirmations();
+  // The sender thread: writes the outbox until StopSender().
+  void SendRequests();
+  // Lets the sender write what is queued, then joins it.
+  void StopSender();
 
   const std::shared_ptr<const Connection> connection_;
   const WriterOptions options_;
@@ -125,10 +131,21 @@ class REVERB_EXPORT Writer {
       grpc::ClientReaderWriterInterface<InsertStreamRequest, InsertStreamResponse>>
       stream_;
   std::thread reader_;
+  std::thread sender_;
+
+  // Requests queued for the sender are merged up to this size.
+  static constexpr int64_t kMaxMergedRequestBytes = 4 << 20;
+  struct Outgoing {
+    InsertStreamRequest request;
+    int64_t bytes;  // Of its chunks.
+  };
 
   absl::Mutex mu_;
   absl::flat_hash_set<uint64_t> in_flight_ ABSL_GUARDED_BY(mu_);
   bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);
+  bool stop_sending_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace deepmind::reverb
