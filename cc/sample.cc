@@ -1,8 +1,9 @@
 #include "cc/sample.h"
 
+#include <deque>
 #include <utility>
+#include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "cc/support/status_macros.h"
 #include "cc/tensor_compression.h"
@@ -10,30 +11,65 @@
 namespace deepmind::reverb {
 namespace {
 
-// Decompresses each (chunk, tensor index) once per sample.
+// Decompresses each (chunk, tensor index) a sample uses once, and hands the
+// tensor over without a copy to the last slice that uses it. A sample has
+// few chunks: linear searches beat hash maps here.
 class ChunkTensors {
  public:
-  explicit ChunkTensors(absl::Span<const ChunkData* const> chunks) {
-    for (const ChunkData* chunk : chunks) chunks_[chunk->chunk_key()] = chunk;
+  ChunkTensors(absl::Span<const ChunkData* const> chunks,
+               const FlatTrajectory& trajectory)
+      : chunks_(chunks.begin(), chunks.end()) {
+    for (const auto& column : trajectory.columns()) {
+      for (const auto& slice : column.chunk_slices()) {
+        ++Find(slice.chunk_key(), slice.index()).uses;
+      }
+    }
   }
 
-  absl::StatusOr<const Tensor*> Get(uint64_t key, int index) {
-    auto cached = decoded_.find({key, index});
-    if (cached != decoded_.end()) return &cached->second;
-    auto it = chunks_.find(key);
-    if (it == chunks_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Sample references chunk ", key, " it did not carry."));
+  // The tensor of `slice`, its rows [offset, offset + length).
+  absl::StatusOr<Tensor> Take(const FlatTrajectory::ChunkSlice& slice) {
+    Entry& entry = Find(slice.chunk_key(), slice.index());
+    if (!entry.decoded) {
+      const ChunkData* chunk = nullptr;
+      for (const ChunkData* c : chunks_) {
+        if (c->chunk_key() == entry.key) chunk = c;
+      }
+      if (chunk == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Sample references chunk ", entry.key, " it did not carry."));
+      }
+      REVERB_ASSIGN_OR_RETURN(entry.tensor,
+                              UnpackChunkTensor(*chunk, entry.index));
+      entry.decoded = true;
     }
-    REVERB_ASSIGN_OR_RETURN(Tensor tensor,
-                            UnpackChunkTensor(*it->second, index));
-    return &decoded_.emplace(std::make_pair(key, index), std::move(tensor))
-                .first->second;
+    const bool last_use = --entry.uses == 0;
+    const Tensor& tensor = entry.tensor;
+    if (slice.offset() == 0 && slice.length() == tensor.NumRows() &&
+        !tensor.shape.empty()) {
+      if (last_use) return std::move(entry.tensor);
+      return tensor;
+    }
+    return SliceRows(tensor, slice.offset(), slice.length());
   }
 
  private:
-  absl::flat_hash_map<uint64_t, const ChunkData*> chunks_;
-  absl::flat_hash_map<std::pair<uint64_t, int>, Tensor> decoded_;
+  struct Entry {
+    uint64_t key;
+    int index;
+    int uses = 0;
+    bool decoded = false;
+    Tensor tensor;
+  };
+
+  Entry& Find(uint64_t key, int index) {
+    for (Entry& entry : entries_) {
+      if (entry.key == key && entry.index == index) return entry;
+    }
+    return entries_.emplace_back(Entry{key, index});
+  }
+
+  const std::vector<const ChunkData*> chunks_;
+  std::deque<Entry> entries_;  // Stable references while it grows.
 };
 
 }  // namespace
@@ -51,22 +87,14 @@ absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index) {
 
 absl::StatusOr<Sample> UnpackSample(SampleInfo info,
                                     absl::Span<const ChunkData* const> chunks) {
-  ChunkTensors tensors(chunks);
-  Sample sample;
   const FlatTrajectory& trajectory = info.item().flat_trajectory();
+  ChunkTensors tensors(chunks, trajectory);
+  Sample sample;
   for (const auto& column : trajectory.columns()) {
     std::vector<Tensor> pieces;
     for (const auto& slice : column.chunk_slices()) {
-      REVERB_ASSIGN_OR_RETURN(const Tensor* tensor,
-                              tensors.Get(slice.chunk_key(), slice.index()));
-      if (slice.offset() == 0 && slice.length() == tensor->NumRows() &&
-          !tensor->shape.empty()) {
-        pieces.push_back(*tensor);
-      } else {
-        REVERB_ASSIGN_OR_RETURN(
-            Tensor piece, SliceRows(*tensor, slice.offset(), slice.length()));
-        pieces.push_back(std::move(piece));
-      }
+      REVERB_ASSIGN_OR_RETURN(Tensor piece, tensors.Take(slice));
+      pieces.push_back(std::move(piece));
     }
     REVERB_ASSIGN_OR_RETURN(Tensor joined, ConcatRows(std::move(pieces)));
     if (column.squeeze()) {
