@@ -181,6 +181,18 @@ def sample_bulk(client, table, num_samples, seconds, check_sample):
   return count, elapsed, checked
 
 
+def worker_jobs():
+  """In a --worker process: yields (client, job) for every JSON job line
+  the parent writes to stdin, until stdin closes. The client is made once,
+  for the port of the first job."""
+  client = None
+  for line in iter(sys.stdin.readline, ''):
+    job = json.loads(line)
+    if client is None:
+      client = reverb.Client(f'localhost:{job["port"]}')
+    yield client, job
+
+
 def fifo_table(name, max_size):
   """A table without queue semantics: uniform sampling, oldest removed past
   `max_size` (bounding the server's memory), sampling once it has an item."""

@@ -158,14 +158,7 @@ def worker(number):
   starts on GO, and on STOP reports DONE {json} at once. The job's thread is
   left behind: if the rate limiter blocks it, nothing will unblock it."""
   del number  # The job says what to do.
-  client = None
-  while True:
-    line = sys.stdin.readline()
-    if not line:
-      break
-    job = json.loads(line)
-    if client is None:
-      client = reverb.Client(f'localhost:{job["port"]}')
+  for client, job in harness.worker_jobs():
     work = Job(client, job)
     print('READY', flush=True)
     sys.stdin.readline()  # GO

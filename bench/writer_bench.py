@@ -198,14 +198,7 @@ def worker(number):
   """--worker N: for each job line on stdin, makes its StepWriter and warms
   it up, says READY (or SKIP if the package lacks append_batch), waits for
   GO, writes and reports DONE {json}."""
-  client = None
-  while True:
-    line = sys.stdin.readline()
-    if not line:
-      return
-    job = json.loads(line)
-    if client is None:
-      client = reverb.Client(f'localhost:{job["port"]}')
+  for client, job in harness.worker_jobs():
     step_writer = StepWriter(client, job['table'], job['payload'],
                              job['mode'], number)
     if job['mode'] == 'append_batch' and not hasattr(step_writer.writer,
