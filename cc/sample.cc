@@ -1,9 +1,9 @@
 #include "cc/sample.h"
 
-#include <deque>
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "cc/support/status_macros.h"
 #include "cc/tensor_compression.h"
@@ -13,12 +13,14 @@ namespace {
 
 // Decompresses each (chunk, tensor index) a sample uses once, and hands the
 // tensor over without a copy to the last slice that uses it. A sample has
-// few chunks: linear searches beat hash maps here.
+// few chunks: linear searches in small inline vectors beat hash maps here.
 class ChunkTensors {
  public:
   ChunkTensors(absl::Span<const ChunkData* const> chunks,
                const FlatTrajectory& trajectory)
-      : chunks_(chunks.begin(), chunks.end()) {
+      : chunks_(chunks) {
+    // Every entry is made here: Take() finds them and adds none, so
+    // references into entries_ stay valid.
     for (const auto& column : trajectory.columns()) {
       for (const auto& slice : column.chunk_slices()) {
         ++Find(slice.chunk_key(), slice.index()).uses;
@@ -68,8 +70,8 @@ class ChunkTensors {
     return entries_.emplace_back(Entry{key, index});
   }
 
-  const std::vector<const ChunkData*> chunks_;
-  std::deque<Entry> entries_;  // Stable references while it grows.
+  const absl::Span<const ChunkData* const> chunks_;
+  absl::InlinedVector<Entry, 4> entries_;
 };
 
 }  // namespace

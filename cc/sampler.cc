@@ -175,11 +175,11 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
         break;
       }
       ++received;
-      size_t bytes = 0;
+      int64_t bytes = 0;
       for (const ChunkData& chunk : packed->chunks) {
-        bytes += chunk.ByteSizeLong();
+        bytes += chunk.data_uncompressed_size();
       }
-      if (bytes < kMinPackedBytesToHandOff) {
+      if (bytes < kMinBytesToHandOff) {
         absl::StatusOr<Sample> sample = UnpackSample(*std::move(packed));
         absl::MutexLock lock(&mu_);
         --reserved_;

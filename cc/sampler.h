@@ -52,11 +52,12 @@ class REVERB_EXPORT Sampler {
   // Info values per sample: key, probability, table_size, priority,
   // times_sampled.
   static constexpr int kNumInfoTensors = 5;
-  // Threads that unpack samples, per sampler, and the packed size from
-  // which a sample is worth handing to them (smaller ones cost less to
-  // unpack in the worker than to hand over).
+  // Threads that unpack samples, per sampler, and the size from which a
+  // sample is worth handing to them: the uncompressed bytes of its chunks,
+  // which is what unpacking decompresses (smaller ones cost less to unpack
+  // in the worker than to hand over).
   static constexpr int kUnpackThreads = 2;
-  static constexpr size_t kMinPackedBytesToHandOff = 1024;
+  static constexpr int64_t kMinBytesToHandOff = 1024;
 
   // INVALID_ARGUMENT for non-positive counts (other than -1 where allowed).
   static absl::StatusOr<std::unique_ptr<Sampler>> Create(

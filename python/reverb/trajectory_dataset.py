@@ -7,6 +7,7 @@ the dataset is built (an op on TensorFlow's stable C API, any TensorFlow
 2.x).
 """
 
+import functools
 from typing import Any, Optional
 
 from reverb import _datasets
@@ -62,16 +63,17 @@ class TrajectoryDataset(tf.data.Dataset):
     _datasets.check_arguments(max_in_flight_samples_per_worker,
                               num_workers_per_iterator, max_samples_per_stream,
                               rate_limiter_timeout_ms, max_samples)
-    self._source = (server_address, table,
-                    _datasets.element_spec(tf, dtypes, shapes),
-                    self._EMIT_TIMESTEPS,
-                    dict(max_in_flight_samples_per_worker=(
-                        max_in_flight_samples_per_worker),
-                         num_workers_per_iterator=num_workers_per_iterator,
-                         max_samples_per_stream=max_samples_per_stream,
-                         rate_limiter_timeout_ms=rate_limiter_timeout_ms,
-                         max_samples=max_samples))
-    self._dataset = _datasets.sample_rows(tf, *self._source).unbatch()
+    self._spec = _datasets.element_spec(tf, dtypes, shapes)
+    # sample_rows(batch_size=..., ...) for this table and these options.
+    self._sample_rows = functools.partial(
+        _datasets.sample_rows, tf, server_address, table, self._spec,
+        self._EMIT_TIMESTEPS,
+        dict(max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
+             num_workers_per_iterator=num_workers_per_iterator,
+             max_samples_per_stream=max_samples_per_stream,
+             rate_limiter_timeout_ms=rate_limiter_timeout_ms,
+             max_samples=max_samples))
+    self._dataset = self._sample_rows().unbatch()
     super().__init__(self._dataset._variant_tensor)  # pylint: disable=protected-access
 
   @property
@@ -83,15 +85,14 @@ class TrajectoryDataset(tf.data.Dataset):
 
   def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None,
             deterministic=None, name=None):
-    spec = self._source[2]
     if (self._EMIT_TIMESTEPS or num_parallel_calls is not None or
         not isinstance(batch_size, int) or batch_size < 1 or
-        not all(s.shape.is_fully_defined() for s in _tree.flatten(spec))):
+        not all(s.shape.is_fully_defined()
+                for s in _tree.flatten(self._spec))):
       return super().batch(batch_size, drop_remainder, num_parallel_calls,
                            deterministic, name)
-    return _datasets.sample_rows(tf, *self._source, batch_size=batch_size,
-                                 fill_timeout_ms=-1,
-                                 drop_remainder=drop_remainder)
+    return self._sample_rows(batch_size=batch_size, fill_timeout_ms=-1,
+                             drop_remainder=drop_remainder)
 
   @classmethod
   def from_table_signature(cls,
