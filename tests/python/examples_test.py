@@ -18,6 +18,12 @@ def run(name, *args):
   return result.stdout
 
 
+def first_and_last_loss(output):
+  """The numbers of a learner's "loss FIRST -> LAST" line."""
+  first, last = output.split('loss ')[1].split(' -> ')
+  return float(first), float(last)
+
+
 def test_actor_learner_runs_and_validates_its_samples():
   assert ' 0 bad samples' in run('actor_learner.py', '--seconds', '3')
 
@@ -42,8 +48,8 @@ def test_numpy_learner():
 def test_tf_learner():
   output = run('tf_learner.py', '--steps', '10')
   assert output.startswith('10 steps')
-  first, last = output.split('loss ')[1].split(' -> ')
-  assert float(last) < float(first)
+  first, last = first_and_last_loss(output)
+  assert last < first
 
 
 @pytest.mark.skipif(importlib.util.find_spec('torch') is None,
@@ -52,5 +58,5 @@ def test_pytorch_learner():
   # 30 steps: by then the loss has reliably fallen several-fold.
   output = run('pytorch_learner.py', '--steps', '30')
   assert output.startswith('30 batches')
-  first, last = output.split('loss ')[1].split(' -> ')
-  assert float(last) < float(first) / 2
+  first, last = first_and_last_loss(output)
+  assert last < first / 2
