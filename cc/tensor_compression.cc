@@ -7,34 +7,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/support/snappy_decode.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/varint.h"
 #include "snappy.h"
 
 namespace deepmind::reverb {
 namespace {
 
 using tensorflow::TensorProto;
-
-void PutVarint32(uint32_t value, std::string* out) {
-  while (value >= 0x80) {
-    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out->push_back(static_cast<char>(value));
-}
-
-bool GetVarint32(const char** p, const char* end, uint32_t* value) {
-  uint32_t result = 0;
-  for (int shift = 0; shift <= 28 && *p < end; shift += 7) {
-    const uint32_t byte = static_cast<unsigned char>(*(*p)++);
-    result |= (byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) {
-      *value = result;
-      return true;
-    }
-  }
-  return false;
-}
 
 absl::Status DecodeStringList(const std::string& content, int64_t n,
                               std::vector<std::string>* out) {
@@ -177,8 +158,7 @@ absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto) {
   // claim is corrupt and must not allocate.
   constexpr size_t kMaxExpansion = 22;
   size_t length = 0;
-  if (!snappy::GetUncompressedLength(compressed.data(), compressed.size(),
-                                     &length) ||
+  if (!SnappyUncompressedLength(compressed, &length) ||
       length != static_cast<size_t>(n) * element_size ||
       length > compressed.size() * kMaxExpansion + 64) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -186,8 +166,7 @@ absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto) {
         DescribeTensor(tensor), " tensor."));
   }
   tensor.bytes.resize(length);
-  if (!snappy::RawUncompress(compressed.data(), compressed.size(),
-                             tensor.bytes.data())) {
+  if (!SnappyUncompress(compressed, tensor.bytes.data(), length)) {
     return absl::InvalidArgumentError("Corrupt compressed tensor content.");
   }
   return tensor;

@@ -1,0 +1,37 @@
+// Little-endian base-128 varints (7 bits a byte, high bit set on all but
+// the last), as protocol buffers, TensorFlow's string lists and Snappy's
+// length header write them.
+#ifndef REVERB_CC_SUPPORT_VARINT_H_
+#define REVERB_CC_SUPPORT_VARINT_H_
+
+#include <cstdint>
+#include <string>
+
+namespace deepmind::reverb {
+
+inline void PutVarint32(uint32_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+// Reads a varint32 of at most five bytes from [*p, end) and advances *p
+// past it; false if the input ends first or the varint is longer.
+inline bool GetVarint32(const char** p, const char* end, uint32_t* value) {
+  uint32_t result = 0;
+  for (int shift = 0; shift <= 28 && *p < end; shift += 7) {
+    const uint32_t byte = static_cast<unsigned char>(*(*p)++);
+    result |= (byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *value = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SUPPORT_VARINT_H_
