@@ -109,8 +109,8 @@ void Table::InsertOrAssignAsync(TableItem item, InsertCallback done) {
       incoming_inserts_.push_back({std::move(item), std::move(done)});
       queue_cv_.Signal();
       return;
-    } else {
-      wake_ = true;  // Samples may proceed now.
+    } else if (samples_waiting_) {
+      wake_ = true;  // Waiting samples may proceed now.
       queue_cv_.Signal();
     }
   }
@@ -643,6 +643,7 @@ void Table::WorkerLoop() {
       if (closed_) break;
       TakeIncomingLocked();
       wake_ = false;
+      samples_waiting_ = !samples_.empty();
     }
 
     const bool progress = ServeRequests(&outbox);

@@ -261,6 +261,11 @@ class REVERB_EXPORT Table {
   std::deque<InsertRequest> incoming_inserts_ ABSL_GUARDED_BY(queue_mu_);
   std::deque<SampleRequest> incoming_samples_ ABSL_GUARDED_BY(queue_mu_);
   bool wake_ ABSL_GUARDED_BY(queue_mu_) = false;
+  // Whether the worker holds sample requests this round (set when it takes
+  // the incoming ones; only new requests, which wake it anyway, add more).
+  // Inserts made on the caller's thread wake the worker only then: with no
+  // sampler waiting, an insert costs no thread switch.
+  bool samples_waiting_ ABSL_GUARDED_BY(queue_mu_) = false;
   bool closed_ ABSL_GUARDED_BY(queue_mu_) = false;
 
   // Owned by the worker thread; worker_inserts_ is its size, for callers

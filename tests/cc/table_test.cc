@@ -180,6 +180,22 @@ TEST(TableTest, SampleWaitsForMinSize) {
   EXPECT_TRUE(result->rate_limited);
 }
 
+// An insert that the table makes on the caller's thread wakes the worker
+// only when it holds sample requests; one that arrives while it takes them
+// in must not be missed. The gaps vary where the request meets the insert;
+// a missed wake-up would leave the sample waiting for kTimeout.
+TEST(TableTest, InsertOnCallersThreadWakesAWaitingSampler) {
+  for (int round = 0; round < 300; ++round) {
+    auto table = MakeUniformTable();
+    absl::StatusOr<SampledItem> result;
+    std::thread sampler([&] { result = table->Sample(kTimeout); });
+    absl::SleepFor(absl::Microseconds(round % 30 * 10));
+    ASSERT_TRUE(table->InsertOrAssign(MakeItem(1)).ok());
+    sampler.join();
+    ASSERT_TRUE(result.ok()) << "round " << round << ": " << result.status();
+  }
+}
+
 TEST(TableTest, WorkerTimeCountsWaitingForInserts) {
   auto table = MakeUniformTable();
   std::thread sampler([&] { ASSERT_TRUE(table->Sample(kTimeout).ok()); });
