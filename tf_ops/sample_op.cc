@@ -11,10 +11,11 @@
 // tf.data instantiates the functions of every iterator afresh, so each
 // iterator of a dataset samples through its own streams, which close when
 // the iterator is destroyed. Outputs: the five SampleInfo fields, then the
-// data columns, each with a leading dimension of the rows fetched; zero rows
-// mean the end of the sequence (`max_samples` reached or the rate limiter
-// timed out): a tf.data map cannot end a dataset with OutOfRange, so the
-// Python side stops at the first empty result (take_while).
+// data columns, each with a leading dimension of the rows fetched. The end
+// of the sequence (`max_samples` reached or the rate limiter timed out) is
+// an OutOfRange error, which ends the dataset: the Python side maps with
+// `preserve_cardinality=False`, where tf.data takes OutOfRange from the
+// function as the end of its input.
 
 #include <cstdint>
 #include <cstring>
@@ -233,6 +234,9 @@ void Compute(void* kernel_ptr, TF_OpKernelContext* ctx) {
     result = SampleSource::Open(kernel.options, &kernel.source);
   }
   if (result.ok()) result = kernel.source->Next();
+  if (result.ok() && kernel.source->num_rows() == 0) {
+    result = {static_cast<int>(TF_OUT_OF_RANGE), "End of sequence."};
+  }
   if (!result.ok()) {
     TF_SetStatus(status.s, static_cast<TF_Code>(result.code),
                  result.message.c_str());
