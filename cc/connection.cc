@@ -25,7 +25,20 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
 Connection::Connection(const std::string& server_address)
     : server_address_(server_address),
       channel_(MakeChannel(server_address)),
-      stub_(ReverbService::NewStub(channel_)) {}
+      stub_(ReverbService::NewStub(channel_)),
+      insert_stream_("/deepmind.reverb.ReverbService/InsertStream",
+                     grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}
+
+std::unique_ptr<
+    grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
+Connection::OpenInsertStream(grpc::ClientContext* context) const {
+  return std::unique_ptr<
+      grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>(
+      grpc::internal::ClientReaderWriterFactory<
+          grpc::ByteBuffer, InsertStreamResponse>::Create(channel_.get(),
+                                                          insert_stream_,
+                                                          context));
+}
 
 absl::Status Connection::WaitForConnection(absl::Duration timeout) const {
   if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) {

@@ -14,6 +14,9 @@
 #include "absl/time/time.h"
 #include "cc/support/export.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/impl/rpc_method.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/sync_stream.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
 
 namespace deepmind::reverb {
@@ -28,6 +31,13 @@ class REVERB_EXPORT Connection {
   const std::string& server_address() const { return server_address_; }
   ReverbService::StubInterface* stub() const { return stub_.get(); }
 
+  // An InsertStream whose requests the caller serializes, as the writers do
+  // with EncodeInsertRequest (insert_request.h), so that chunk tensors are
+  // sent without a copy.
+  std::unique_ptr<
+      grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
+  OpenInsertStream(grpc::ClientContext* context) const;
+
   // Waits until the channel is connected, starting a connection (or cutting
   // a reconnect backoff short) if needed. Streams are opened without
   // wait-for-ready, so writers and samplers call this first: a server that
@@ -39,6 +49,7 @@ class REVERB_EXPORT Connection {
   const std::string server_address_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ReverbService::StubInterface> stub_;
+  const grpc::internal::RpcMethod insert_stream_;
 };
 
 }  // namespace deepmind::reverb

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/insert_request.h"
 #include "cc/support/grpc_util.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
@@ -373,7 +374,7 @@ void TrajectoryWriter::RunStreams() {
 absl::Status TrajectoryWriter::RunStream() {
   grpc::ClientContext context;
   context.set_wait_for_ready(false);
-  auto stream = connection_->stub()->InsertStream(&context);
+  auto stream = connection_->OpenInsertStream(&context);
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::CancelledError("The writer is closed.");
@@ -415,8 +416,8 @@ absl::Status TrajectoryWriter::RunStream() {
       BuildRequestLocked(&request, &chunks);
     }
     const bool written =
-        stream->Write(request, grpc::WriteOptions().set_no_compression());
-    ReleaseChunks(&request);
+        stream->Write(EncodeInsertRequest(request, chunks),
+                      grpc::WriteOptions().set_no_compression());
     // A failed write means the call has ended: Finish() tells why.
     if (!written) break;
   }
@@ -427,10 +428,6 @@ absl::Status TrajectoryWriter::RunStream() {
   context_ = nullptr;
   return status.ok() ? absl::UnavailableError("The insert stream ended.")
                      : status;
-}
-
-void TrajectoryWriter::ReleaseChunks(InsertStreamRequest* request) {
-  while (request->chunks_size() > 0) request->mutable_chunks()->ReleaseLast();
 }
 
 bool TrajectoryWriter::BuildRequestLocked(
@@ -447,10 +444,7 @@ bool TrajectoryWriter::BuildRequestLocked(
     for (const auto& column : item.columns) {
       for (const auto& ref : column) {
         if (streamed_keys_.insert(ref->chunk_key()).second) {
-          // Borrowed, not copied: serialized by Write, then released.
           std::shared_ptr<const ChunkData> chunk = ref->GetChunk();
-          request->mutable_chunks()->AddAllocated(
-              const_cast<ChunkData*>(chunk.get()));
           bytes += static_cast<int64_t>(chunk->ByteSizeLong());
           chunks->push_back(std::move(chunk));
         }

@@ -140,13 +140,12 @@ class REVERB_EXPORT TrajectoryWriter {
   void RunStreams();
   // Serves one stream until it fails or the writer closes.
   absl::Status RunStream();
-  // Builds the next request; false if there is nothing ready to send. The
-  // request borrows its chunks (held in `chunks`); release them with
-  // ReleaseChunks before it is destroyed.
+  // Builds the next request: its items and keep_chunk_keys in `request`,
+  // the chunks to send first in `chunks` (see EncodeInsertRequest); false if
+  // there is nothing ready to send.
   bool BuildRequestLocked(InsertStreamRequest* request,
                           std::vector<std::shared_ptr<const ChunkData>>* chunks)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static void ReleaseChunks(InsertStreamRequest* request);
 
   const std::shared_ptr<const Connection> connection_;
   const std::shared_ptr<ChunkerOptions> options_;

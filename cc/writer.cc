@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/insert_request.h"
 #include "cc/support/grpc_util.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
@@ -264,6 +265,7 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
   const int64_t first = pending.first_step;
   const int64_t last = pending.first_step + pending.num_steps - 1;
   std::vector<FlatTrajectory::ChunkSlice> slices;
+  std::vector<std::shared_ptr<const ChunkData>> new_chunks;
   int64_t bytes = 0;
   for (ChunkInfo& chunk : chunks_) {
     if (chunk.last_step < first || chunk.first_step > last) continue;
@@ -275,7 +277,7 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     slices.push_back(slice);
     if (!chunk.sent) {
       bytes += static_cast<int64_t>(chunk.data.ByteSizeLong());
-      *request.add_chunks() = std::move(chunk.data);
+      new_chunks.push_back(std::make_shared<ChunkData>(std::move(chunk.data)));
       chunk.data.Clear();
       chunk.sent = true;
     }
@@ -292,13 +294,14 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     if (chunk.sent) request.add_keep_chunk_keys(chunk.key);
   }
   absl::MutexLock lock(&mu_);
-  outbox_.push_back({std::move(request), bytes});
+  outbox_.push_back({std::move(request), std::move(new_chunks), bytes});
   return absl::OkStatus();
 }
 
 void Writer::SendRequests() {
   while (true) {
     InsertStreamRequest request;
+    std::vector<std::shared_ptr<const ChunkData>> chunks;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -307,6 +310,7 @@ void Writer::SendRequests() {
       mu_.Await(absl::Condition(&ready));
       if (outbox_.empty()) return;
       request = std::move(outbox_.front().request);
+      chunks = std::move(outbox_.front().chunks);
       int64_t bytes = outbox_.front().bytes;
       outbox_.pop_front();
       // Later requests join: their chunks and items after ours, and their
@@ -315,8 +319,8 @@ void Writer::SendRequests() {
       while (!outbox_.empty() &&
              bytes + outbox_.front().bytes <= kMaxMergedRequestBytes) {
         InsertStreamRequest& next = outbox_.front().request;
-        for (ChunkData& chunk : *next.mutable_chunks()) {
-          request.mutable_chunks()->Add(std::move(chunk));
+        for (auto& chunk : outbox_.front().chunks) {
+          chunks.push_back(std::move(chunk));
         }
         for (PrioritizedItem& item : *next.mutable_items()) {
           request.mutable_items()->Add(std::move(item));
@@ -327,7 +331,8 @@ void Writer::SendRequests() {
         outbox_.pop_front();
       }
     }
-    if (!stream_->Write(request, grpc::WriteOptions().set_no_compression())) {
+    if (!stream_->Write(EncodeInsertRequest(request, chunks),
+                        grpc::WriteOptions().set_no_compression())) {
       // The call has ended; the reader learns why.
       absl::MutexLock lock(&mu_);
       write_failed_ = true;
@@ -349,7 +354,7 @@ absl::Status Writer::StartStream() {
   REVERB_RETURN_IF_ERROR(connection_->WaitForConnection(kConnectTimeout));
   context_ = std::make_unique<grpc::ClientContext>();
   context_->set_wait_for_ready(false);
-  stream_ = connection_->stub()->InsertStream(context_.get());
+  stream_ = connection_->OpenInsertStream(context_.get());
   {
     absl::MutexLock lock(&mu_);
     reader_done_ = false;

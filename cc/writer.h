@@ -128,7 +128,7 @@ class REVERB_EXPORT Writer {
 
   std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<
-      grpc::ClientReaderWriterInterface<InsertStreamRequest, InsertStreamResponse>>
+      grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
       stream_;
   std::thread reader_;
   std::thread sender_;
@@ -136,7 +136,8 @@ class REVERB_EXPORT Writer {
   // Requests queued for the sender are merged up to this size.
   static constexpr int64_t kMaxMergedRequestBytes = 4 << 20;
   struct Outgoing {
-    InsertStreamRequest request;
+    InsertStreamRequest request;  // Items and keep_chunk_keys.
+    std::vector<std::shared_ptr<const ChunkData>> chunks;  // Sent first.
     int64_t bytes;  // Of its chunks.
   };
 

@@ -285,6 +285,23 @@ def run_client_scenario(reverb, address, sample_kw=None, server_info_kw=None):
   sizes['queue'] = 0
   check_server_info(client.server_info(**server_info_kw), sizes)
 
+  # Steps whose compressed tensors are large (ours sends such tensors from
+  # the chunk, in slices of their own), through both writers.
+  big = np.random.default_rng(0).integers(0, 256, 100_000, np.uint8)
+  with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+    writer.append({'big': big, 'small': np.int64(5)})
+    writer.create_item('queue', 1.0, {'big': writer.history['big'][-1],
+                                      'small': writer.history['small'][-1]})
+  client.insert([big, np.int64(6)], priorities={'queue': 1.0})
+  samples = list(client.sample('queue', num_samples=2, emit_timesteps=False,
+                               **sample_kw))
+  _check(len(samples) == 2, f'large steps: {len(samples)} samples')
+  check_columns('large writer step', [big, np.int64(5)], samples[0].data,
+                batched=False)
+  check_columns('large insert', [big, np.int64(6)], samples[1].data,
+                batched=True)
+  check_server_info(client.server_info(**server_info_kw), sizes)
+
   keys = check_uniform_samples(client, 3 * n, False, **sample_kw)
   keys |= check_uniform_samples(client, 2 * n, True, **sample_kw)
 

@@ -1,0 +1,149 @@
+#include "cc/insert_request.h"
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "google/protobuf/util/message_differencer.h"
+#include "grpcpp/support/slice.h"
+#include "gtest/gtest.h"
+
+namespace deepmind::reverb {
+namespace {
+
+std::string RandomBytes(size_t size, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::string bytes(size, '\0');
+  for (char& c : bytes) c = static_cast<char>(random());
+  return bytes;
+}
+
+tensorflow::TensorProto Tensor(size_t bytes, uint32_t seed) {
+  tensorflow::TensorProto tensor;
+  tensor.set_dtype(tensorflow::DT_UINT8);
+  tensor.mutable_tensor_shape()->add_dim()->set_size(1);
+  tensor.mutable_tensor_shape()->add_dim()->set_size(
+      static_cast<int64_t>(bytes));
+  tensor.set_tensor_content(RandomBytes(bytes, seed));
+  return tensor;
+}
+
+std::shared_ptr<const ChunkData> Chunk(
+    uint64_t key, std::vector<tensorflow::TensorProto> tensors) {
+  auto chunk = std::make_shared<ChunkData>();
+  chunk->set_chunk_key(key);
+  chunk->mutable_sequence_range()->set_episode_id(7);
+  chunk->mutable_sequence_range()->set_start(3);
+  chunk->mutable_sequence_range()->set_end(3);
+  chunk->set_delta_encoded(key % 2 == 0);
+  chunk->set_data_tensors_len(static_cast<int32_t>(tensors.size()));
+  int64_t uncompressed = 0;
+  for (auto& tensor : tensors) {
+    uncompressed += static_cast<int64_t>(tensor.tensor_content().size());
+    *chunk->mutable_data()->add_tensors() = std::move(tensor);
+  }
+  chunk->set_data_uncompressed_size(uncompressed);
+  return chunk;
+}
+
+InsertStreamRequest ItemsAndKeys() {
+  InsertStreamRequest request;
+  PrioritizedItem* item = request.add_items();
+  item->set_key(99);
+  item->set_table("table");
+  item->set_priority(1.5);
+  auto* slice = item->mutable_flat_trajectory()->add_columns()
+                    ->add_chunk_slices();
+  slice->set_chunk_key(1);
+  slice->set_length(1);
+  request.add_keep_chunk_keys(1);
+  request.add_keep_chunk_keys(4);
+  return request;
+}
+
+std::vector<grpc::Slice> SlicesOf(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  return slices;
+}
+
+InsertStreamRequest Parse(const grpc::ByteBuffer& buffer) {
+  std::string bytes;
+  for (const grpc::Slice& slice : SlicesOf(buffer)) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  InsertStreamRequest request;
+  EXPECT_TRUE(request.ParseFromString(bytes));
+  return request;
+}
+
+// A slice of `buffer` that is `content` itself (not a copy of it).
+bool Borrows(const grpc::ByteBuffer& buffer, const std::string& content) {
+  for (const grpc::Slice& slice : SlicesOf(buffer)) {
+    if (reinterpret_cast<const char*>(slice.begin()) == content.data() &&
+        slice.size() == content.size()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(InsertRequestTest, ParsesAsTheRequestWithItsChunks) {
+  tensorflow::TensorProto with_other_field = Tensor(kMinBorrowedBytes, 5);
+  with_other_field.add_half_val(1);  // Unknown to the encoder.
+  auto with_deprecated = std::make_shared<ChunkData>(
+      *Chunk(6, {Tensor(kMinBorrowedBytes, 6)}));
+  *with_deprecated->add_deprecated_data() = Tensor(10, 7);
+  const std::vector<std::shared_ptr<const ChunkData>> chunks = {
+      Chunk(1, {Tensor(100 << 10, 1)}),                    // borrowed
+      Chunk(2, {Tensor(100, 2)}),                          // small
+      Chunk(3, {Tensor(20, 3), Tensor(kMinBorrowedBytes, 4),
+                Tensor(kMinBorrowedBytes - 1, 8)}),        // mixed
+      Chunk(4, {with_other_field}),                        // whole
+      with_deprecated,                                     // whole
+      Chunk(5, {}),                                        // no tensors
+  };
+  const InsertStreamRequest request = ItemsAndKeys();
+  const grpc::ByteBuffer buffer = EncodeInsertRequest(request, chunks);
+
+  InsertStreamRequest expected = request;
+  expected.clear_chunks();
+  for (const auto& chunk : chunks) *expected.add_chunks() = *chunk;
+  // Chunks come first on the wire, as protobuf writes them.
+  InsertStreamRequest parsed = Parse(buffer);
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(parsed, expected))
+      << parsed.ShortDebugString().substr(0, 2000);
+
+  EXPECT_TRUE(Borrows(buffer, chunks[0]->data().tensors(0).tensor_content()));
+  EXPECT_TRUE(Borrows(buffer, chunks[2]->data().tensors(1).tensor_content()));
+  EXPECT_FALSE(Borrows(buffer, chunks[2]->data().tensors(2).tensor_content()));
+  EXPECT_FALSE(Borrows(buffer, chunks[3]->data().tensors(0).tensor_content()));
+  EXPECT_FALSE(Borrows(buffer, chunks[4]->data().tensors(0).tensor_content()));
+}
+
+TEST(InsertRequestTest, BufferKeepsBorrowedChunksAlive) {
+  std::weak_ptr<const ChunkData> weak;
+  std::unique_ptr<grpc::ByteBuffer> buffer;
+  {
+    auto chunk = Chunk(1, {Tensor(64 << 10, 1)});
+    weak = chunk;
+    buffer = std::make_unique<grpc::ByteBuffer>(
+        EncodeInsertRequest(InsertStreamRequest(), {chunk}));
+  }
+  ASSERT_FALSE(weak.expired());
+  EXPECT_EQ(Parse(*buffer).chunks(0).data().tensors(0).tensor_content(),
+            weak.lock()->data().tensors(0).tensor_content());
+  buffer.reset();
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(InsertRequestTest, RequestWithoutChunks) {
+  const InsertStreamRequest request = ItemsAndKeys();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+      Parse(EncodeInsertRequest(request, {})), request));
+}
+
+}  // namespace
+}  // namespace deepmind::reverb
