@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cc/support/grpc_util.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/thread_name.h"
 
 namespace deepmind::reverb {
 
@@ -47,6 +48,7 @@ Sampler::Sampler(std::shared_ptr<const Connection> connection,
   workers_running_ = options.num_workers;
   for (int i = 0; i < options.num_workers; ++i) {
     workers_.emplace_back([this, i] { RunWorker(i); });
+    SetThreadName(workers_.back(), "reverb-sampler");
   }
 }
 

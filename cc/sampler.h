@@ -128,7 +128,7 @@ class REVERB_EXPORT Sampler {
   std::vector<std::thread> workers_;
   // Declared last: destroyed first, after it has run every queued unpack
   // (which uses mu_ and queue_).
-  TaskExecutor unpacker_{kUnpackThreads};
+  TaskExecutor unpacker_{kUnpackThreads, "reverb-unpack"};
 };
 
 }  // namespace deepmind::reverb

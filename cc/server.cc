@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/thread_name.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 
@@ -64,6 +65,7 @@ void Server::SaveEvery(std::shared_ptr<Checkpointer> checkpointer,
       }
     }
   });
+  SetThreadName(checkpoint_thread_, "reverb-ckpt");
 }
 
 Server::Server(std::unique_ptr<ReverbServiceImpl> service,

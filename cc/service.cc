@@ -489,8 +489,8 @@ ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
                                      std::shared_ptr<Checkpointer> checkpointer)
     : tables_(std::move(tables)),
       checkpointer_(std::move(checkpointer)),
-      executor_(kNumExecutorThreads),
-      checkpoint_executor_(1) {
+      executor_(kNumExecutorThreads, "reverb-respond"),
+      checkpoint_executor_(1, "reverb-ckpt") {
   for (const auto& table : tables_) tables_by_name_[table->name()] = table;
   absl::BitGen gen;
   tables_state_id_.set_high(absl::Uniform<uint64_t>(gen));

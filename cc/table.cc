@@ -11,6 +11,7 @@
 #include "cc/errors.h"
 #include "cc/selectors/from_options.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/thread_name.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -69,6 +70,7 @@ Table::Table(std::string name, std::unique_ptr<ItemSelector> sampler,
       remover_(std::move(remover)),
       rate_limiter_(std::move(rate_limiter)) {
   worker_ = std::thread([this] { WorkerLoop(); });
+  SetThreadName(worker_, "reverb-table");
 }
 
 Table::~Table() { Close(); }

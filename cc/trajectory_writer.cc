@@ -9,6 +9,7 @@
 #include "cc/support/grpc_util.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/thread_name.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace deepmind::reverb {
@@ -35,6 +36,7 @@ TrajectoryWriter::TrajectoryWriter(std::shared_ptr<const Connection> connection,
       options_(std::move(options)),
       episode_id_(NewRandomKey()) {
   stream_thread_ = std::thread([this] { RunStreams(); });
+  SetThreadName(stream_thread_, "reverb-writer");
 }
 
 TrajectoryWriter::~TrajectoryWriter() { Close(); }
@@ -390,6 +392,7 @@ absl::Status TrajectoryWriter::RunStream() {
     absl::MutexLock lock(&mu_);
     stream_broken_ = true;
   });
+  SetThreadName(reader, "reverb-confirm");
   bool cancel = false;
   while (true) {
     InsertStreamRequest request;

@@ -9,6 +9,7 @@
 #include "cc/support/grpc_util.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/thread_name.h"
 #include "cc/tensor_compression.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -363,6 +364,8 @@ absl::Status Writer::StartStream() {
   }
   reader_ = std::thread([this] { ReadConfirmations(); });
   sender_ = std::thread([this] { SendRequests(); });
+  SetThreadName(reader_, "reverb-confirm");
+  SetThreadName(sender_, "reverb-writer");
   return absl::OkStatus();
 }
 

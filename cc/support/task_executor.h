@@ -1,4 +1,5 @@
 // TaskExecutor: a fixed pool of threads running closures in FIFO order.
+// Its threads carry the given name.
 //
 // The service uses it to take work off table worker threads: a table
 // callback only schedules a closure, the serialization of samples happens
@@ -8,18 +9,21 @@
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "cc/support/thread_name.h"
 
 namespace deepmind::reverb {
 
 class TaskExecutor {
  public:
-  explicit TaskExecutor(int num_threads) {
+  TaskExecutor(int num_threads, const std::string& thread_name) {
     for (int i = 0; i < num_threads; ++i) {
       threads_.emplace_back([this] { Run(); });
+      SetThreadName(threads_.back(), thread_name);
     }
   }
 

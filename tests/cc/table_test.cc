@@ -1,8 +1,12 @@
 #include "cc/table.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -194,6 +198,27 @@ TEST(TableTest, InsertOnCallersThreadWakesAWaitingSampler) {
     sampler.join();
     ASSERT_TRUE(result.ok()) << "round " << round << ": " << result.status();
   }
+}
+
+// Thread names of this process, from /proc (Linux).
+std::vector<std::string> ThreadNames() {
+  std::vector<std::string> names;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+TEST(TableTest, WorkerThreadIsNamed) {
+  auto table = MakeUniformTable();
+  ASSERT_TRUE(table->InsertOrAssign(MakeItem(1)).ok());  // Worker running.
+  std::vector<std::string> names = ThreadNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "reverb-table"),
+            names.end());
 }
 
 TEST(TableTest, WorkerTimeCountsWaitingForInserts) {
