@@ -156,6 +156,20 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
     }
     if (request_.items_size() == 0) return absl::OkStatus();
 
+    // Confirmations of the inserts made right away (on this thread) go out
+    // together once every item of the request is in, not one response each.
+    {
+      absl::MutexLock lock(&guard_->mu);
+      holding_confirmations_ = true;
+    }
+    absl::Status status = InsertItems();
+    absl::MutexLock lock(&guard_->mu);
+    holding_confirmations_ = false;
+    MaybeWriteLocked();
+    return status;
+  }
+
+  absl::Status InsertItems() {
     for (PrioritizedItem& item : *request_.mutable_items()) {
       auto table = service_->FindTable(item.table());
       if (!table.ok()) return table.status();
@@ -217,7 +231,10 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
   }
 
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
-    if (write_in_flight() || finishing() || confirmed_keys_.empty()) return;
+    if (holding_confirmations_ || write_in_flight() || finishing() ||
+        confirmed_keys_.empty()) {
+      return;
+    }
     response_.Clear();
     response_.mutable_keys()->Add(confirmed_keys_.begin(),
                                   confirmed_keys_.end());
@@ -243,6 +260,7 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
   int64_t max_pending_inserts_ ABSL_GUARDED_BY(guard_->mu) = 1;
   bool read_paused_ ABSL_GUARDED_BY(guard_->mu) = false;
   bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
+  bool holding_confirmations_ ABSL_GUARDED_BY(guard_->mu) = false;
 };
 
 // --- SampleStream --------------------------------------------------------------
