@@ -365,6 +365,17 @@ def test_insert_stream_confirms_exactly_the_inserted_keys(proto, client):
   assert sizes(client) == {'uniform': 2, 'prioritized': 1, 'queue': 0}
 
 
+def test_items_inserted_at_once_are_confirmed_in_one_response(proto):
+  # The table takes all of them at once (no rate limiting): their
+  # confirmations go out together after the request's last item.
+  items = [proto.item(key, 'uniform', [(201, 0, 1, 0)])
+           for key in range(1, 21)]
+  request = proto.request(chunks=[proto.chunk(201, np.ones((1, 3)))],
+                          items=items)
+  responses = list(proto.stub.InsertStream(iter([request]), timeout=_TIMEOUT))
+  assert [sorted(r.keys) for r in responses] == [list(range(1, 21))]
+
+
 def test_item_reads_a_chunk_kept_from_an_earlier_request(proto, client):
   values = np.arange(8, dtype=np.float32).reshape(4, 2)
   requests = [
