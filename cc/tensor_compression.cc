@@ -105,14 +105,13 @@ void SnappyCompress(const std::string& input, std::string* output) {
 
 }  // namespace
 
-absl::StatusOr<TensorProto> CompressTensorAsProto(const Tensor& tensor) {
-  TensorProto proto;
-  proto.set_dtype(tensor.dtype);
+absl::Status CompressTensorAsProto(const Tensor& tensor, TensorProto* proto) {
+  proto->set_dtype(tensor.dtype);
   for (int64_t dim : tensor.shape) {
-    proto.mutable_tensor_shape()->add_dim()->set_size(dim);
+    proto->mutable_tensor_shape()->add_dim()->set_size(dim);
   }
   if (tensor.IsString()) {
-    std::string* content = proto.mutable_tensor_content();
+    std::string* content = proto->mutable_tensor_content();
     size_t total = 0;
     for (const std::string& s : tensor.strings) {
       PutVarint32(static_cast<uint32_t>(s.size()), content);
@@ -120,7 +119,7 @@ absl::StatusOr<TensorProto> CompressTensorAsProto(const Tensor& tensor) {
     }
     content->reserve(content->size() + total);
     for (const std::string& s : tensor.strings) content->append(s);
-    return proto;
+    return absl::OkStatus();
   }
   REVERB_ASSIGN_OR_RETURN(const int element_size, DataTypeSize(tensor.dtype));
   if (tensor.bytes.size() !=
@@ -129,8 +128,8 @@ absl::StatusOr<TensorProto> CompressTensorAsProto(const Tensor& tensor) {
         "Tensor ", DescribeTensor(tensor), " holds ", tensor.bytes.size(),
         " bytes."));
   }
-  SnappyCompress(tensor.bytes, proto.mutable_tensor_content());
-  return proto;
+  SnappyCompress(tensor.bytes, proto->mutable_tensor_content());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto) {

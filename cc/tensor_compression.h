@@ -19,8 +19,10 @@
 
 namespace deepmind::reverb {
 
-REVERB_EXPORT absl::StatusOr<tensorflow::TensorProto> CompressTensorAsProto(
-    const Tensor& tensor);
+// Fills `proto` (which may live on an arena: it is written in place, never
+// copied in from a temporary).
+REVERB_EXPORT absl::Status CompressTensorAsProto(const Tensor& tensor,
+                                                 tensorflow::TensorProto* proto);
 
 // INVALID_ARGUMENT if the proto is malformed (bad shape, corrupt snappy data,
 // a size that does not match the shape).

@@ -206,8 +206,8 @@ absl::Status Writer::FinalizeChunk() {
     if (options_.delta_encoded) DeltaEncode(&*stacked, /*encode=*/true);
     uncompressed += static_cast<int64_t>(stacked->bytes.size());
     for (const auto& s : stacked->strings) uncompressed += s.size();
-    REVERB_ASSIGN_OR_RETURN(*data.mutable_data()->add_tensors(),
-                            CompressTensorAsProto(*stacked));
+    REVERB_RETURN_IF_ERROR(
+        CompressTensorAsProto(*stacked, data.mutable_data()->add_tensors()));
   }
   data.set_data_uncompressed_size(uncompressed);
   chunks_.push_back(std::move(chunk));

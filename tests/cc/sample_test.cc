@@ -22,7 +22,8 @@ ChunkData MakeChunk(uint64_t key, int32_t first, int32_t rows,
   ChunkData chunk;
   chunk.set_chunk_key(key);
   chunk.set_delta_encoded(delta);
-  *chunk.mutable_data()->add_tensors() = *CompressTensorAsProto(t);
+  EXPECT_TRUE(
+      CompressTensorAsProto(t, chunk.mutable_data()->add_tensors()).ok());
   chunk.set_data_tensors_len(1);
   return chunk;
 }

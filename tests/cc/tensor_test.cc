@@ -89,12 +89,12 @@ TEST(TensorTest, StringRows) {
 TEST(TensorCompressionTest, NumericRoundTripIsCompressed) {
   std::vector<int64_t> values(1000, 7);
   Tensor t = MakeTensor<int64_t>(tensorflow::DT_INT64, {10, 100}, values);
-  auto proto = CompressTensorAsProto(t);
-  ASSERT_TRUE(proto.ok());
-  EXPECT_EQ(proto->dtype(), tensorflow::DT_INT64);
-  EXPECT_EQ(proto->tensor_shape().dim_size(), 2);
-  EXPECT_LT(proto->tensor_content().size(), t.bytes.size() / 10);
-  auto back = DecompressTensorFromProto(*proto);
+  tensorflow::TensorProto proto;
+  ASSERT_TRUE(CompressTensorAsProto(t, &proto).ok());
+  EXPECT_EQ(proto.dtype(), tensorflow::DT_INT64);
+  EXPECT_EQ(proto.tensor_shape().dim_size(), 2);
+  EXPECT_LT(proto.tensor_content().size(), t.bytes.size() / 10);
+  auto back = DecompressTensorFromProto(proto);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->shape, t.shape);
   EXPECT_EQ(back->bytes, t.bytes);
@@ -102,16 +102,16 @@ TEST(TensorCompressionTest, NumericRoundTripIsCompressed) {
 
 TEST(TensorCompressionTest, StringsUseTensorFlowStringListEncoding) {
   Tensor t = MakeStrings({2}, {"ab", std::string(200, 'x')});
-  auto proto = CompressTensorAsProto(t);
-  ASSERT_TRUE(proto.ok());
+  tensorflow::TensorProto proto;
+  ASSERT_TRUE(CompressTensorAsProto(t, &proto).ok());
   // Varint lengths (2, then 200 as two bytes), then the bytes.
-  const std::string& content = proto->tensor_content();
+  const std::string& content = proto.tensor_content();
   ASSERT_EQ(content.size(), 1 + 2 + 2 + 200);
   EXPECT_EQ(content[0], 2);
   EXPECT_EQ(static_cast<unsigned char>(content[1]), 200 & 0x7f | 0x80);
   EXPECT_EQ(content[2], 1);
   EXPECT_EQ(content.substr(3, 2), "ab");
-  auto back = DecompressTensorFromProto(*proto);
+  auto back = DecompressTensorFromProto(proto);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->strings, t.strings);
 }
@@ -129,7 +129,8 @@ TEST(TensorCompressionTest, StringValIsAccepted) {
 
 TEST(TensorCompressionTest, CorruptOrAbsurdProtosAreRejected) {
   Tensor t = MakeTensor<float>(tensorflow::DT_FLOAT, {4}, {1, 2, 3, 4});
-  auto proto = *CompressTensorAsProto(t);
+  tensorflow::TensorProto proto;
+  ASSERT_TRUE(CompressTensorAsProto(t, &proto).ok());
 
   auto wrong_shape = proto;
   wrong_shape.mutable_tensor_shape()->mutable_dim(0)->set_size(5);
