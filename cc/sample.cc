@@ -114,10 +114,7 @@ absl::StatusOr<Sample> UnpackSample(SampleInfo info,
 }
 
 absl::StatusOr<Sample> UnpackSample(PackedSample packed) {
-  std::vector<const ChunkData*> pointers;
-  pointers.reserve(packed.chunks.size());
-  for (const auto& chunk : packed.chunks) pointers.push_back(&chunk);
-  return UnpackSample(std::move(packed.info), pointers);
+  return UnpackSample(std::move(packed.info), packed.chunks);
 }
 
 absl::StatusOr<int64_t> NumTimesteps(const Sample& sample) {

@@ -8,6 +8,7 @@
 #ifndef REVERB_CC_SAMPLE_H_
 #define REVERB_CC_SAMPLE_H_
 
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -24,10 +25,12 @@ struct REVERB_EXPORT Sample {
 };
 
 // A sample as a stream delivers it: its info and the chunks it references,
-// still compressed.
+// still compressed, where the stream parsed them; `owners` keep those
+// responses alive (usually one; more when a sample spans responses).
 struct REVERB_EXPORT PackedSample {
   SampleInfo info;
-  std::vector<ChunkData> chunks;
+  std::vector<const ChunkData*> chunks;
+  std::vector<std::shared_ptr<const void>> owners;
 };
 
 // Tensor `index` of a chunk, decompressed and delta-decoded.

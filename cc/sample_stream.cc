@@ -5,8 +5,28 @@
 
 #include "cc/support/grpc_util.h"
 #include "cc/support/status_macros.h"
+#include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
+namespace {
+
+// A sample response and the arena it is parsed on. Blocks start at 4 KiB
+// (a response of small samples fits in a few) and grow to 64 KiB.
+struct ArenaResponse {
+  static google::protobuf::ArenaOptions Options() {
+    google::protobuf::ArenaOptions options;
+    options.start_block_size = 4 << 10;
+    options.max_block_size = 64 << 10;
+    return options;
+  }
+
+  google::protobuf::Arena arena{Options()};
+  SampleStreamResponse* const response =
+      google::protobuf::Arena::CreateMessage<SampleStreamResponse>(&arena);
+};
+
+}  // namespace
+
 
 SampleStream::SampleStream(std::shared_ptr<const Connection> connection,
                            std::string table)
@@ -61,16 +81,19 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked() {
   if (!status_.ok()) return status_;
   PackedSample packed;
   while (true) {
-    if (next_entry_ == response_.entries_size()) {
-      response_.Clear();
+    if (response_ == nullptr || next_entry_ == response_->entries_size()) {
+      auto holder = std::make_shared<ArenaResponse>();
+      response_owner_ = holder;
+      response_ = holder->response;
       next_entry_ = 0;
-      if (!stream_->Read(&response_)) return Fail(absl::OkStatus());
+      if (!stream_->Read(response_)) return Fail(absl::OkStatus());
       continue;
     }
-    auto& entry = *response_.mutable_entries(next_entry_++);
-    if (entry.has_info()) packed.info = std::move(*entry.mutable_info());
-    for (auto& chunk : *entry.mutable_data()) {
-      packed.chunks.push_back(std::move(chunk));
+    const auto& entry = response_->entries(next_entry_++);
+    if (entry.has_info()) packed.info = entry.info();  // To the heap.
+    for (const ChunkData& chunk : entry.data()) packed.chunks.push_back(&chunk);
+    if (packed.owners.empty() || packed.owners.back() != response_owner_) {
+      packed.owners.push_back(response_owner_);
     }
     if (!entry.end_of_sequence()) continue;
     --outstanding_;

@@ -65,8 +65,12 @@ class REVERB_EXPORT SampleStream {
   std::unique_ptr<
       grpc::ClientReaderWriterInterface<SampleStreamRequest, SampleStreamResponse>>
       stream_;
-  SampleStreamResponse response_;
-  int next_entry_ = 0;  // Next unread entry of response_.
+  // The response being read, parsed on an arena of its own (one block
+  // allocation instead of one per message and string); samples point into
+  // it and share its ownership, so each response gets a fresh one.
+  std::shared_ptr<const void> response_owner_;
+  SampleStreamResponse* response_ = nullptr;
+  int next_entry_ = 0;  // Next unread entry of *response_.
   int64_t outstanding_ = 0;
   absl::Status status_;
   bool finished_ = false;  // Finish() has been called.

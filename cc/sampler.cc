@@ -178,8 +178,8 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
       }
       ++received;
       int64_t bytes = 0;
-      for (const ChunkData& chunk : packed->chunks) {
-        bytes += chunk.data_uncompressed_size();
+      for (const ChunkData* chunk : packed->chunks) {
+        bytes += chunk->data_uncompressed_size();
       }
       if (bytes < kMinBytesToHandOff) {
         absl::StatusOr<Sample> sample = UnpackSample(*std::move(packed));
