@@ -19,7 +19,10 @@ Workloads (samples/s, batches of 32, timed from the first batch on):
       not run);
   loop alone         the same loop over `Dataset.from_tensors(batch).repeat()
       .prefetch(4)`, one batch of the table repeated: what TensorFlow and
-      the loop cost without Reverb, the most a TrajectoryDataset can reach.
+      the loop cost without Reverb, the most a TrajectoryDataset can reach;
+  ..., tf.function   both again, with the batches taken inside a
+      tf.function (10 per call, checked there), as learners that pass the
+      iterator to their training step do.
 Every batch is checked (shapes, dtypes, and contents that encode the item's
 number), outside the timed part, so a broken build fails instead of scoring.
 """
@@ -108,6 +111,43 @@ def timed_batches(batches, seconds, check):
   return count, elapsed
 
 
+_GRAPH_BATCHES = 10  # Batches per tf.function call.
+
+
+def graph_checks(tf):
+  """payload: TF function of a batch's data, True if it is consistent."""
+  return {
+      'small': lambda d: tf.reduce_all(
+          tf.equal(d['obs'][:, 0], tf.cast(d['action'], tf.float32))),
+      'frame': lambda d: tf.reduce_all(tf.equal(
+          tf.cast(d['frame'][:, 0, 0, 0], tf.int64), d['number'] % 256)),
+  }
+
+
+def timed_graph_batches(dataset, seconds, check_batch):
+  """As timed_batches, with _GRAPH_BATCHES batches taken (and checked) per
+  call of a tf.function."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  iterator = iter(dataset)
+
+  @tf.function
+  def take(iterator):
+    ok = tf.constant(True)
+    for _ in tf.range(_GRAPH_BATCHES):
+      ok = tf.logical_and(ok, check_batch(next(iterator).data))
+    return ok
+
+  harness.check(bool(take(iterator)), 'batch does not match its contents')
+  count, elapsed = 0, 0.0
+  while elapsed < seconds:
+    start = time.perf_counter()
+    ok = take(iterator)
+    elapsed += time.perf_counter() - start
+    harness.check(bool(ok), 'batch does not match its contents')
+    count += _BATCH * _GRAPH_BATCHES
+  return count, elapsed
+
+
 def as_numpy(dataset):
   """The data of every batch of `dataset`, as numpy arrays."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -131,6 +171,13 @@ def run(args):
       alone = tf.data.Dataset.from_tensors(first).repeat().prefetch(4)
       count, elapsed = timed_batches(as_numpy(alone), seconds, check)
       results.append((name, 'loop alone', count, elapsed, item_bytes))
+      graph_check = graph_checks(tf)[name]
+      count, elapsed = timed_graph_batches(dataset, seconds, graph_check)
+      results.append((name, 'TrajectoryDataset, tf.function', count, elapsed,
+                      item_bytes))
+      count, elapsed = timed_graph_batches(alone, seconds, graph_check)
+      results.append((name, 'loop alone, tf.function', count, elapsed,
+                      item_bytes))
       if hasattr(reverb, 'ReplayIterator'):
         with reverb.ReplayIterator(address, name, batch_size=_BATCH) as it:
           count, elapsed = timed_batches((b.data for b in it), seconds, check)
