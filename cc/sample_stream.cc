@@ -27,7 +27,6 @@ struct ArenaResponse {
 
 }  // namespace
 
-
 SampleStream::SampleStream(std::shared_ptr<const Connection> connection,
                            std::string table)
     : connection_(std::move(connection)), table_(std::move(table)) {
