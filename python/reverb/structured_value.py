@@ -73,6 +73,8 @@ def data_type(dtype: Any) -> int:
   as_enum = getattr(dtype, 'as_datatype_enum', None)
   if as_enum is not None:
     return as_enum
+  if isinstance(dtype, np.dtype) and dtype in _NUMPY_TO_DT:
+    return _NUMPY_TO_DT[dtype]  # Already normal: the common case, kept short.
   dtype = specs.TensorSpec((), dtype).dtype
   try:
     return _NUMPY_TO_DT[dtype]

@@ -183,17 +183,26 @@ class _ColumnHistory:
     return TrajectoryColumn([self._reference(index)], squeeze=True, path=path)
 
 
-def _check_item(table: str, signature: Any, trajectory: Any,
+class _TableSignature:
+  """A table's signature with its leaves' (spec, tensorflow.DataType,
+  shape), worked out once per writer and table."""
+
+  def __init__(self, signature: Any):
+    self.signature = signature
+    self.specs = [(spec,) + structured_value.spec_data_type_and_shape(spec)
+                  for spec in _tree.flatten(signature)]
+
+
+def _check_item(table: str, signature: _TableSignature, trajectory: Any,
                 columns: Sequence[TrajectoryColumn]):
   """ValueError unless the columns match the table's signature."""
-  specs = _tree.flatten(signature)
+  specs = signature.specs
   if len(specs) != len(columns):
     raise ValueError(
         f'Unable to create item in table \'{table}\': the trajectory has '
         f'{len(columns)} columns but the table signature has {len(specs)}: '
-        f'{signature}.')
-  for column, spec in zip(columns, specs):
-    spec_dtype, spec_shape = structured_value.spec_data_type_and_shape(spec)
+        f'{signature.signature}.')
+  for column, (spec, spec_dtype, spec_shape) in zip(columns, specs):
     shape = column.shape
     if (structured_value.data_type(column.dtype) != spec_dtype or
         not structured_value.shapes_compatible(spec_shape, shape)):
@@ -218,6 +227,7 @@ class TrajectoryWriter:
     # Client-side item validation: table name -> signature (or None), or
     # raises ValueError for unknown tables. None disables validation.
     self._get_signature = get_signature
+    self._signatures: Dict[str, Optional[_TableSignature]] = {}
     self._template = None  # Union of the appended structures, None leaves.
     self._history = None  # The template with _ColumnHistory leaves.
     self._columns: List[_ColumnHistory] = []
@@ -357,9 +367,12 @@ class TrajectoryWriter:
           f'All leaves of `trajectory` must be `TrajectoryColumn` but got '
           f'{trajectory}')
     if self._get_signature is not None:
-      signature = self._get_signature(table)
-      if signature is not None:
-        _check_item(table, signature, trajectory, columns)
+      if table not in self._signatures:
+        signature = self._get_signature(table)
+        self._signatures[table] = (None if signature is None else
+                                   _TableSignature(signature))
+      if self._signatures[table] is not None:
+        _check_item(table, self._signatures[table], trajectory, columns)
     try:
       self._writer.CreateItem(table, priority, [list(c) for c in columns],
                               [c.is_squeezed for c in columns])
