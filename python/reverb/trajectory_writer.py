@@ -374,8 +374,9 @@ class TrajectoryWriter:
       if self._signatures[table] is not None:
         _check_item(table, self._signatures[table], trajectory, columns)
     try:
-      self._writer.CreateItem(table, priority, [list(c) for c in columns],
-                              [c.is_squeezed for c in columns])
+      self._writer.CreateItem(table, priority,
+                              [c._data_references for c in columns],  # pylint: disable=protected-access
+                              [c._squeeze for c in columns])  # pylint: disable=protected-access
     except ValueError as e:
       raise ValueError(self._name_columns(str(e), columns)) from e
 
