@@ -181,6 +181,14 @@ def sample_bulk(client, table, num_samples, seconds, check_sample):
   return count, elapsed, checked
 
 
+def start_workers(stack, count, name):
+  """`count` children of this script with --worker 0..count-1 (named
+  `name` N in errors), stopped when `stack` (a contextlib.ExitStack)
+  closes."""
+  return [stack.enter_context(ChildProcess(['--worker', str(n)], f'{name} {n}'))
+          for n in range(count)]
+
+
 def worker_jobs():
   """In a --worker process: yields (client, job) for every JSON job line
   the parent writes to stdin, until stdin closes. The client is made once,

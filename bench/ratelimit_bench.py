@@ -242,11 +242,7 @@ def run(args):
   results = []
   with harness.server(args, make_tables) as server, \
       contextlib.ExitStack() as stack:
-    workers = [
-        stack.enter_context(
-            harness.ChildProcess(['--worker', str(n)], f'worker {n}'))
-        for n in range(2 * _MAX_WORKERS)
-    ]
+    workers = harness.start_workers(stack, 2 * _MAX_WORKERS, 'worker')
     client = reverb.Client(f'localhost:{server.port}')
     for pairs, label in WORKLOADS:
       writers = workers[:pairs]

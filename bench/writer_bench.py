@@ -264,11 +264,7 @@ def run(args):
   results = []
   with harness.server(args, make_tables) as server, \
       contextlib.ExitStack() as stack:
-    workers = [
-        stack.enter_context(
-            harness.ChildProcess(['--worker', str(n)], f'writer {n}'))
-        for n in range(_NUM_WORKERS)
-    ]
+    workers = harness.start_workers(stack, _NUM_WORKERS, 'writer')
     client = reverb.Client(f'localhost:{server.port}')
     for payload, mode, num_writers, label in WORKLOADS:
       table = table_name(payload, mode, num_writers)

@@ -373,10 +373,12 @@ class TrajectoryWriter:
                                    _TableSignature(signature))
       if self._signatures[table] is not None:
         _check_item(table, self._signatures[table], trajectory, columns)
+    # pylint: disable=protected-access
+    references = [c._data_references for c in columns]
+    squeeze = [c._squeeze for c in columns]
+    # pylint: enable=protected-access
     try:
-      self._writer.CreateItem(table, priority,
-                              [c._data_references for c in columns],  # pylint: disable=protected-access
-                              [c._squeeze for c in columns])  # pylint: disable=protected-access
+      self._writer.CreateItem(table, priority, references, squeeze)
     except ValueError as e:
       raise ValueError(self._name_columns(str(e), columns)) from e
 
