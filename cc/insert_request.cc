@@ -1,5 +1,6 @@
 #include "cc/insert_request.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,32 +94,42 @@ SplitTensor Split(const tensorflow::TensorProto& tensor) {
   return split;
 }
 
+// The chunk as protobuf serializes it, copied into `out`.
+void EncodeWhole(const ChunkData& chunk, std::string* out) {
+  PutFieldHeader(kRequestChunks, chunk.ByteSizeLong(), out);
+  chunk.AppendToString(out);
+}
+
 void EncodeChunk(const std::shared_ptr<const ChunkData>& chunk,
                  Slices* slices) {
+  std::string* out = slices->pending();  // Stays valid across Borrow.
+  const auto& protos = chunk->data().tensors();
+  if (std::none_of(protos.begin(), protos.end(), [](const auto& tensor) {
+        return tensor.tensor_content().size() >= kMinBorrowedBytes;
+      })) {
+    return EncodeWhole(*chunk, out);  // Small chunks, the common case.
+  }
   std::vector<SplitTensor> tensors;
   size_t data_size = 0;
   bool borrowed = false;
-  for (const tensorflow::TensorProto& tensor : chunk->data().tensors()) {
+  for (const tensorflow::TensorProto& tensor : protos) {
     tensors.push_back(Split(tensor));
     data_size += FieldSize(tensors.back().size);
     borrowed |= tensors.back().borrowed;
   }
+  if (!borrowed) return EncodeWhole(*chunk, out);
   ChunkData head;
-  if (borrowed) {
-    head.set_chunk_key(chunk->chunk_key());
-    *head.mutable_sequence_range() = chunk->sequence_range();
-    head.set_delta_encoded(chunk->delta_encoded());
-    head.set_data_tensors_len(chunk->data_tensors_len());
-    head.set_data_uncompressed_size(chunk->data_uncompressed_size());
-  }
+  head.set_chunk_key(chunk->chunk_key());
+  *head.mutable_sequence_range() = chunk->sequence_range();
+  head.set_delta_encoded(chunk->delta_encoded());
+  head.set_data_tensors_len(chunk->data_tensors_len());
+  head.set_data_uncompressed_size(chunk->data_uncompressed_size());
   const size_t size = chunk->ByteSizeLong();
-  std::string* out = slices->pending();  // Stays valid across Borrow.
-  PutFieldHeader(kRequestChunks, size, out);
-  if (!borrowed || head.ByteSizeLong() + FieldSize(data_size) != size) {
-    // Nothing borrowed, or fields this encoder does not know: whole.
-    chunk->AppendToString(out);
-    return;
+  // Fields this encoder does not know: serialize the chunk whole.
+  if (head.ByteSizeLong() + FieldSize(data_size) != size) {
+    return EncodeWhole(*chunk, out);
   }
+  PutFieldHeader(kRequestChunks, size, out);
   head.AppendToString(out);
   PutFieldHeader(kChunkData, data_size, out);
   for (const SplitTensor& split : tensors) {
