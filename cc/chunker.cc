@@ -4,7 +4,8 @@
 #include <cmath>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/algorithm/container.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cc/sample.h"
@@ -54,12 +55,14 @@ void AutoTunedChunkerOptions::OnChunkFinalized(int64_t bytes, int rows) {
 void AutoTunedChunkerOptions::OnItemFinalized(
     absl::Span<const std::shared_ptr<CellRef>> refs) {
   // Bytes the item makes the writer send: its chunks, each counted once.
-  absl::flat_hash_set<uint64_t> seen;
+  // An item's column spans few chunks: a linear search beats a hash set.
+  absl::InlinedVector<uint64_t, 8> seen;
   int64_t bytes = 0;
   for (const auto& ref : refs) {
-    auto chunk = ref->GetChunk();
-    if (chunk != nullptr && seen.insert(chunk->chunk_key()).second) {
-      bytes += static_cast<int64_t>(chunk->ByteSizeLong());
+    if (absl::c_linear_search(seen, ref->chunk_key())) continue;
+    seen.push_back(ref->chunk_key());
+    if (auto chunk = ref->GetChunk()) {
+      bytes += chunk->GetCachedSize();  // Sized when it was finalized.
     }
   }
   if (refs.empty()) return;
@@ -108,7 +111,8 @@ void AutoTunedChunkerOptions::MaybeTune() {
 
 CellRef::CellRef(std::weak_ptr<Chunker> chunker, uint64_t chunk_key,
                  int offset, uint64_t episode_id, int32_t episode_step,
-                 tensorflow::DataType dtype, std::vector<int64_t> shape)
+                 tensorflow::DataType dtype,
+                 std::shared_ptr<const std::vector<int64_t>> shape)
     : chunker_(std::move(chunker)),
       chunk_key_(chunk_key),
       offset_(offset),
@@ -192,26 +196,29 @@ std::shared_ptr<ChunkerOptions> Chunker::options() const {
   return options_;
 }
 
-absl::Status Chunker::CanAppend(const Tensor& tensor, uint64_t episode_id,
+absl::Status Chunker::CanAppend(tensorflow::DataType dtype,
+                                absl::Span<const int64_t> shape,
+                                uint64_t episode_id,
                                 int32_t episode_step) const {
   absl::MutexLock lock(&mu_);
-  return CanAppendLocked(tensor, episode_id, episode_step);
+  return CanAppendLocked(dtype, shape, episode_id, episode_step);
 }
 
-absl::Status Chunker::CanAppendLocked(const Tensor& tensor,
+absl::Status Chunker::CanAppendLocked(tensorflow::DataType dtype,
+                                      absl::Span<const int64_t> shape,
                                       uint64_t episode_id,
                                       int32_t episode_step) const {
-  if (dtype_.has_value() && tensor.dtype != *dtype_) {
+  if (dtype_.has_value() && dtype != *dtype_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Tensor of wrong dtype provided for column ", column_, ". Got ",
-        tensorflow::DataType_Name(tensor.dtype), " but expected ",
+        tensorflow::DataType_Name(dtype), " but expected ",
         tensorflow::DataType_Name(*dtype_), "."));
   }
-  if (dtype_.has_value() && tensor.shape != shape_) {
+  if (dtype_.has_value() && shape != absl::MakeConstSpan(*shape_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Tensor of incompatible shape provided for column ", column_,
-        ". Got [", absl::StrJoin(tensor.shape, ","),
-        "] which is incompatible with [", absl::StrJoin(shape_, ","), "]."));
+        ". Got [", absl::StrJoin(shape, ","), "] which is incompatible with [",
+        absl::StrJoin(*shape_, ","), "]."));
   }
   if (!buffer_refs_.empty() &&
       buffer_refs_.back()->episode_id() == episode_id &&
@@ -223,34 +230,99 @@ absl::Status Chunker::CanAppendLocked(const Tensor& tensor,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(Tensor tensor,
-                                                        uint64_t episode_id,
-                                                        int32_t episode_step) {
-  absl::MutexLock lock(&mu_);
-  REVERB_RETURN_IF_ERROR(CanAppendLocked(tensor, episode_id, episode_step));
+absl::Status Chunker::StartCellLocked(tensorflow::DataType dtype,
+                                      absl::Span<const int64_t> shape,
+                                      uint64_t episode_id) {
   if (!dtype_.has_value()) {
-    dtype_ = tensor.dtype;
-    shape_ = tensor.shape;
+    dtype_ = dtype;
+    shape_ = std::make_shared<const std::vector<int64_t>>(shape.begin(),
+                                                          shape.end());
   }
   // A chunk holds steps of one episode.
   if (!buffer_refs_.empty() &&
       buffer_refs_.back()->episode_id() != episode_id) {
     REVERB_RETURN_IF_ERROR(FinalizeLocked());
   }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<CellRef> Chunker::NewRefLocked(uint64_t episode_id,
+                                               int32_t episode_step) {
   auto ref = std::make_shared<CellRef>(
-      weak_from_this(), next_chunk_key_, static_cast<int>(buffer_.size()),
-      episode_id, episode_step, tensor.dtype, tensor.shape);
-  buffer_.push_back(std::move(tensor));
+      weak_from_this(), next_chunk_key_,
+      static_cast<int>(buffer_refs_.size()), episode_id, episode_step,
+      *dtype_, shape_);
   buffer_refs_.push_back(ref);
   active_refs_.push_back(ref);
   while (static_cast<int>(active_refs_.size()) >
          options_->GetNumKeepAliveRefs()) {
     active_refs_.pop_front();
   }
+  return ref;
+}
+
+absl::StatusOr<std::shared_ptr<CellRef>> Chunker::BufferLocked(
+    Tensor tensor, uint64_t episode_id, int32_t episode_step) {
+  std::shared_ptr<CellRef> ref = NewRefLocked(episode_id, episode_step);
+  buffer_.push_back(std::move(tensor));
   if (static_cast<int>(buffer_.size()) >= options_->GetMaxChunkLength()) {
     REVERB_RETURN_IF_ERROR(FinalizeLocked());
   }
   return ref;
+}
+
+absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(Tensor tensor,
+                                                        uint64_t episode_id,
+                                                        int32_t episode_step) {
+  absl::MutexLock lock(&mu_);
+  REVERB_RETURN_IF_ERROR(
+      CanAppendLocked(tensor.dtype, tensor.shape, episode_id, episode_step));
+  REVERB_RETURN_IF_ERROR(
+      StartCellLocked(tensor.dtype, tensor.shape, episode_id));
+  return BufferLocked(std::move(tensor), episode_id, episode_step);
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> Chunker::AppendRows(
+    const Tensor& rows, uint64_t episode_id, int32_t first_step) {
+  if (rows.shape.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Rows for column ", column_, " need a leading dimension, got ",
+        DescribeTensor(rows), "."));
+  }
+  const int64_t num_rows = rows.shape[0];
+  const auto row_shape = absl::MakeConstSpan(rows.shape).subspan(1);
+  absl::MutexLock lock(&mu_);
+  std::vector<std::shared_ptr<CellRef>> refs;
+  if (num_rows == 0) return refs;
+  REVERB_RETURN_IF_ERROR(
+      CanAppendLocked(rows.dtype, row_shape, episode_id, first_step));
+  REVERB_RETURN_IF_ERROR(StartCellLocked(rows.dtype, row_shape, episode_id));
+  // Delta encoding rewrites the rows, so it takes the buffered path.
+  const bool direct = !rows.IsString() && !options_->GetDeltaEncode();
+  refs.reserve(num_rows);
+  for (int64_t t = 0; t < num_rows;) {
+    const int32_t step = first_step + static_cast<int32_t>(t);
+    const int length = options_->GetMaxChunkLength();
+    if (direct && buffer_refs_.empty() && num_rows - t >= length) {
+      for (int i = 0; i < length; ++i) {
+        refs.push_back(NewRefLocked(episode_id, step + i));
+      }
+      const int64_t offset = t;
+      REVERB_RETURN_IF_ERROR(FinalizeRefsLocked(
+          static_cast<int64_t>(rows.bytes.size()) / num_rows * length,
+          /*delta_encoded=*/false, [&](tensorflow::TensorProto* proto) {
+            return CompressRowsAsProto(rows, offset, length, proto);
+          }));
+      t += length;
+      continue;
+    }
+    REVERB_ASSIGN_OR_RETURN(Tensor row, GetRow(rows, t));
+    REVERB_ASSIGN_OR_RETURN(std::shared_ptr<CellRef> ref,
+                            BufferLocked(std::move(row), episode_id, step));
+    refs.push_back(std::move(ref));
+    ++t;
+  }
+  return refs;
 }
 
 absl::Status Chunker::Flush() {
@@ -260,18 +332,26 @@ absl::Status Chunker::Flush() {
 
 absl::Status Chunker::FinalizeLocked() {
   if (buffer_.empty()) return absl::OkStatus();
-  const int rows = static_cast<int>(buffer_.size());
   REVERB_ASSIGN_OR_RETURN(Tensor stacked, StackTensors(std::move(buffer_)));
+  buffer_.clear();
   const int64_t uncompressed = static_cast<int64_t>(stacked.bytes.size());
   const bool delta = options_->GetDeltaEncode();
   if (delta) DeltaEncode(&stacked, /*encode=*/true);
+  return FinalizeRefsLocked(uncompressed, delta,
+                            [&stacked](tensorflow::TensorProto* proto) {
+                              return CompressTensorAsProto(stacked, proto);
+                            });
+}
+
+absl::Status Chunker::FinalizeRefsLocked(
+    int64_t uncompressed_bytes, bool delta_encoded,
+    absl::FunctionRef<absl::Status(tensorflow::TensorProto*)> compress) {
   std::shared_ptr<ChunkData> chunk = NewArenaChunk();
   chunk->set_chunk_key(next_chunk_key_);
-  REVERB_RETURN_IF_ERROR(
-      CompressTensorAsProto(stacked, chunk->mutable_data()->add_tensors()));
+  REVERB_RETURN_IF_ERROR(compress(chunk->mutable_data()->add_tensors()));
   chunk->set_data_tensors_len(1);
-  chunk->set_data_uncompressed_size(uncompressed);
-  chunk->set_delta_encoded(delta);
+  chunk->set_data_uncompressed_size(uncompressed_bytes);
+  chunk->set_delta_encoded(delta_encoded);
   SequenceRange* range = chunk->mutable_sequence_range();
   range->set_episode_id(buffer_refs_.front()->episode_id());
   range->set_start(buffer_refs_.front()->episode_step());
@@ -279,9 +359,10 @@ absl::Status Chunker::FinalizeLocked() {
   range->set_sparse(range->end() - range->start() + 1 !=
                     static_cast<int32_t>(buffer_refs_.size()));
   for (const auto& ref : buffer_refs_) ref->SetChunk(chunk);
+  // Sizes the chunk once: later readers take GetCachedSize() (it is
+  // immutable from here on).
   options_->OnChunkFinalized(static_cast<int64_t>(chunk->ByteSizeLong()),
-                             rows);
-  buffer_.clear();
+                             static_cast<int>(buffer_refs_.size()));
   buffer_refs_.clear();
   next_chunk_key_ = NewRandomKey();
   return absl::OkStatus();

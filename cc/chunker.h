@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -116,16 +117,18 @@ class Chunker;
 // episode `episode_id`. Thread-safe.
 class REVERB_EXPORT CellRef {
  public:
+  // `shape` is shared by the cells of a column.
   CellRef(std::weak_ptr<Chunker> chunker, uint64_t chunk_key, int offset,
           uint64_t episode_id, int32_t episode_step,
-          tensorflow::DataType dtype, std::vector<int64_t> shape);
+          tensorflow::DataType dtype,
+          std::shared_ptr<const std::vector<int64_t>> shape);
 
   uint64_t chunk_key() const { return chunk_key_; }
   int offset() const { return offset_; }
   uint64_t episode_id() const { return episode_id_; }
   int32_t episode_step() const { return episode_step_; }
   tensorflow::DataType dtype() const { return dtype_; }
-  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<int64_t>& shape() const { return *shape_; }
 
   // True once the chunk is finalized.
   bool IsReady() const;
@@ -148,7 +151,7 @@ class REVERB_EXPORT CellRef {
   const uint64_t episode_id_;
   const int32_t episode_step_;
   const tensorflow::DataType dtype_;
-  const std::vector<int64_t> shape_;
+  const std::shared_ptr<const std::vector<int64_t>> shape_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ChunkData> chunk_ ABSL_GUARDED_BY(mu_);
 };
@@ -167,8 +170,16 @@ class REVERB_EXPORT Chunker : public std::enable_shared_from_this<Chunker> {
                                                   uint64_t episode_id,
                                                   int32_t episode_step);
 
-  // The error Append would return, without appending.
-  absl::Status CanAppend(const Tensor& tensor, uint64_t episode_id,
+  // As Append of each row of `rows` (rank >= 1), row t as step
+  // `first_step + t`, in one call. Rows that fill a whole chunk are
+  // compressed straight from `rows`, without being buffered.
+  absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> AppendRows(
+      const Tensor& rows, uint64_t episode_id, int32_t first_step);
+
+  // The error Append of a cell of `dtype` and `shape` would return,
+  // without appending.
+  absl::Status CanAppend(tensorflow::DataType dtype,
+                         absl::Span<const int64_t> shape, uint64_t episode_id,
                          int32_t episode_step) const;
 
   // Finalizes the buffered rows as a (short) chunk.
@@ -189,16 +200,41 @@ class REVERB_EXPORT Chunker : public std::enable_shared_from_this<Chunker> {
   std::shared_ptr<ChunkerOptions> options() const;
 
  private:
+  // Checks a cell of `dtype` and `shape` as step `episode_step`.
+  absl::Status CanAppendLocked(tensorflow::DataType dtype,
+                               absl::Span<const int64_t> shape,
+                               uint64_t episode_id, int32_t episode_step) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After CanAppendLocked: fixes the column's dtype and shape on its first
+  // cell, and finalizes the buffer if it holds another episode.
+  absl::Status StartCellLocked(tensorflow::DataType dtype,
+                               absl::Span<const int64_t> shape,
+                               uint64_t episode_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The ref of the next buffered row, kept alive.
+  std::shared_ptr<CellRef> NewRefLocked(uint64_t episode_id,
+                                        int32_t episode_step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends a checked cell to the buffer, finalizing it once full.
+  absl::StatusOr<std::shared_ptr<CellRef>> BufferLocked(Tensor tensor,
+                                                        uint64_t episode_id,
+                                                        int32_t episode_step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes the buffered rows a chunk.
   absl::Status FinalizeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CanAppendLocked(const Tensor& tensor, uint64_t episode_id,
-                               int32_t episode_step) const
+  // Makes a chunk of the rows of `buffer_refs_`, whose data `compress`
+  // writes (`uncompressed_bytes` of it), and attaches it to the refs.
+  absl::Status FinalizeRefsLocked(
+      int64_t uncompressed_bytes, bool delta_encoded,
+      absl::FunctionRef<absl::Status(tensorflow::TensorProto*)> compress)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int column_;
   mutable absl::Mutex mu_;
   std::shared_ptr<ChunkerOptions> options_ ABSL_GUARDED_BY(mu_);
   std::optional<tensorflow::DataType> dtype_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> shape_ ABSL_GUARDED_BY(mu_);
+  // Shared by the column's refs.
+  std::shared_ptr<const std::vector<int64_t>> shape_ ABSL_GUARDED_BY(mu_);
   std::vector<Tensor> buffer_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<CellRef>> buffer_refs_ ABSL_GUARDED_BY(mu_);
   uint64_t next_chunk_key_ ABSL_GUARDED_BY(mu_);

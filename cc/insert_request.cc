@@ -96,8 +96,12 @@ SplitTensor Split(const tensorflow::TensorProto& tensor) {
 
 // The chunk as protobuf serializes it, copied into `out`.
 void EncodeWhole(const ChunkData& chunk, std::string* out) {
-  PutFieldHeader(kRequestChunks, chunk.ByteSizeLong(), out);
-  chunk.AppendToString(out);
+  const size_t size = chunk.ByteSizeLong();
+  PutFieldHeader(kRequestChunks, size, out);
+  const size_t at = out->size();
+  out->resize(at + size);
+  chunk.SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(out->data() + at));
 }
 
 void EncodeChunk(const std::shared_ptr<const ChunkData>& chunk,

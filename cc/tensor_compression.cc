@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "cc/support/snappy_decode.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/varint.h"
@@ -85,7 +87,7 @@ void DeltaEncodeAs(Tensor* tensor, bool encode) {
 // 1.2 MB memset (and fresh pages) per call. Compressing into a reused
 // per-thread buffer and copying out only the compressed bytes avoids both;
 // tensors too large to keep such a buffer for take the plain path.
-void SnappyCompress(const std::string& input, std::string* output) {
+void SnappyCompress(absl::string_view input, std::string* output) {
   constexpr size_t kMaxScratchBytes = 8 << 20;
   const size_t max_length = snappy::MaxCompressedLength(input.size());
   if (max_length > kMaxScratchBytes) {
@@ -103,14 +105,36 @@ void SnappyCompress(const std::string& input, std::string* output) {
   output->assign(scratch.get(), length);
 }
 
+// Dtype, shape and the compressed `bytes` of a numeric tensor.
+void CompressNumeric(tensorflow::DataType dtype, absl::Span<const int64_t> shape,
+                     absl::string_view bytes, TensorProto* proto) {
+  proto->set_dtype(dtype);
+  auto* proto_shape = proto->mutable_tensor_shape();
+  for (int64_t dim : shape) proto_shape->add_dim()->set_size(dim);
+  SnappyCompress(bytes, proto->mutable_tensor_content());
+}
+
+// INVALID_ARGUMENT unless the numeric tensor holds as many bytes as its
+// shape says.
+absl::Status CheckNumericBytes(const Tensor& tensor) {
+  REVERB_ASSIGN_OR_RETURN(const int element_size, DataTypeSize(tensor.dtype));
+  if (tensor.bytes.size() !=
+      static_cast<size_t>(tensor.NumElements() * element_size)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Tensor ", DescribeTensor(tensor), " holds ", tensor.bytes.size(),
+        " bytes."));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CompressTensorAsProto(const Tensor& tensor, TensorProto* proto) {
-  proto->set_dtype(tensor.dtype);
-  for (int64_t dim : tensor.shape) {
-    proto->mutable_tensor_shape()->add_dim()->set_size(dim);
-  }
   if (tensor.IsString()) {
+    proto->set_dtype(tensor.dtype);
+    for (int64_t dim : tensor.shape) {
+      proto->mutable_tensor_shape()->add_dim()->set_size(dim);
+    }
     std::string* content = proto->mutable_tensor_content();
     size_t total = 0;
     for (const std::string& s : tensor.strings) {
@@ -121,14 +145,32 @@ absl::Status CompressTensorAsProto(const Tensor& tensor, TensorProto* proto) {
     for (const std::string& s : tensor.strings) content->append(s);
     return absl::OkStatus();
   }
-  REVERB_ASSIGN_OR_RETURN(const int element_size, DataTypeSize(tensor.dtype));
-  if (tensor.bytes.size() !=
-      static_cast<size_t>(tensor.NumElements() * element_size)) {
+  REVERB_RETURN_IF_ERROR(CheckNumericBytes(tensor));
+  CompressNumeric(tensor.dtype, tensor.shape, tensor.bytes, proto);
+  return absl::OkStatus();
+}
+
+absl::Status CompressRowsAsProto(const Tensor& tensor, int64_t offset,
+                                 int64_t length, TensorProto* proto) {
+  if (tensor.IsString() || tensor.shape.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Tensor ", DescribeTensor(tensor), " holds ", tensor.bytes.size(),
-        " bytes."));
+        "CompressRowsAsProto needs a numeric tensor of rank >= 1, got ",
+        DescribeTensor(tensor), "."));
   }
-  SnappyCompress(tensor.bytes, proto->mutable_tensor_content());
+  REVERB_RETURN_IF_ERROR(CheckNumericBytes(tensor));
+  const int64_t rows = tensor.shape[0];
+  if (offset < 0 || length < 0 || offset + length > rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Rows [", offset, ", ", offset + length,
+                     ") are out of range for ", DescribeTensor(tensor), "."));
+  }
+  const int64_t row_bytes =
+      rows == 0 ? 0 : static_cast<int64_t>(tensor.bytes.size()) / rows;
+  CompressNumeric(tensor.dtype, tensor.shape,
+                  absl::string_view(tensor.bytes)
+                      .substr(offset * row_bytes, length * row_bytes),
+                  proto);
+  proto->mutable_tensor_shape()->mutable_dim(0)->set_size(length);
   return absl::OkStatus();
 }
 

@@ -24,6 +24,13 @@ namespace deepmind::reverb {
 REVERB_EXPORT absl::Status CompressTensorAsProto(const Tensor& tensor,
                                                  tensorflow::TensorProto* proto);
 
+// As CompressTensorAsProto of SliceRows(tensor, offset, length), but the
+// rows are compressed where they are. INVALID_ARGUMENT for string tensors,
+// scalars and rows out of range.
+REVERB_EXPORT absl::Status CompressRowsAsProto(const Tensor& tensor,
+                                               int64_t offset, int64_t length,
+                                               tensorflow::TensorProto* proto);
+
 // INVALID_ARGUMENT if the proto is malformed (bad shape, corrupt snappy data,
 // a size that does not match the shape).
 REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(

@@ -10,7 +10,7 @@
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
-#include "google/protobuf/util/time_util.h"
+#include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -82,7 +82,7 @@ TrajectoryWriter::AppendImpl(std::vector<std::optional<Tensor>> step,
   for (int i = 0; i < static_cast<int>(step.size()); ++i) {
     if (step[i].has_value()) {
       REVERB_RETURN_IF_ERROR(GetChunkerLocked(i)->CanAppend(
-          *step[i], episode_id_, episode_step_));
+          step[i]->dtype, step[i]->shape, episode_id_, episode_step_));
     }
   }
   std::vector<std::optional<std::weak_ptr<CellRef>>> refs(step.size());
@@ -112,17 +112,6 @@ TrajectoryWriter::AppendBatch(std::vector<std::optional<Tensor>> columns) {
     }
     num_steps = column.shape[0];
   }
-  // Rows are copied out before taking the lock.
-  std::vector<std::optional<std::vector<Tensor>>> rows(columns.size());
-  for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
-    if (!columns[i].has_value()) continue;
-    rows[i].emplace();
-    rows[i]->reserve(num_steps);
-    for (int64_t t = 0; t < num_steps; ++t) {
-      REVERB_ASSIGN_OR_RETURN(Tensor row, GetRow(*columns[i], t));
-      rows[i]->push_back(std::move(row));
-    }
-  }
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::CancelledError("The writer is closed.");
   REVERB_RETURN_IF_ERROR(status_);
@@ -130,25 +119,22 @@ TrajectoryWriter::AppendBatch(std::vector<std::optional<Tensor>> columns) {
     return absl::FailedPreconditionError(
         "A batch cannot be appended while a partial step is open.");
   }
-  for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
-    if (rows[i].has_value() && num_steps > 0) {
+  // Check every column first, so that a bad one appends nothing.
+  for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+    if (columns[i].has_value() && num_steps > 0) {
       REVERB_RETURN_IF_ERROR(GetChunkerLocked(i)->CanAppend(
-          rows[i]->front(), episode_id_, episode_step_));
+          columns[i]->dtype, absl::MakeConstSpan(columns[i]->shape).subspan(1),
+          episode_id_, episode_step_));
     }
   }
   std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>> refs(
-      rows.size());
-  for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
-    if (!rows[i].has_value()) continue;
-    refs[i].emplace();
-    refs[i]->reserve(num_steps);
-    for (int64_t t = 0; t < num_steps; ++t) {
-      REVERB_ASSIGN_OR_RETURN(
-          std::shared_ptr<CellRef> ref,
-          chunkers_[i]->Append(std::move((*rows[i])[t]), episode_id_,
-                               episode_step_ + static_cast<int32_t>(t)));
-      refs[i]->push_back(ref);
-    }
+      columns.size());
+  for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+    if (!columns[i].has_value()) continue;
+    REVERB_ASSIGN_OR_RETURN(
+        std::vector<std::shared_ptr<CellRef>> column_refs,
+        chunkers_[i]->AppendRows(*columns[i], episode_id_, episode_step_));
+    refs[i].emplace(column_refs.begin(), column_refs.end());
   }
   episode_step_ += static_cast<int32_t>(std::max<int64_t>(0, num_steps));
   return refs;
@@ -164,11 +150,10 @@ absl::Status TrajectoryWriter::CreateItem(
     return absl::InvalidArgumentError("An item needs at least one column.");
   }
   Item item;
-  item.item.set_key(NewRandomKey());
-  item.item.set_table(table);
-  item.item.set_priority(priority);
-  *item.item.mutable_inserted_at() =
-      google::protobuf::util::TimeUtil::GetCurrentTime();
+  item.key = NewRandomKey();
+  item.table = table;
+  item.priority = priority;
+  item.inserted_at = absl::Now();
   for (int c = 0; c < static_cast<int>(trajectory.size()); ++c) {
     const TrajectoryColumn& column = trajectory[c];
     if (column.refs.empty()) {
@@ -180,34 +165,16 @@ absl::Status TrajectoryWriter::CreateItem(
           "Error in column ", c, ": a squeezed column must have exactly one "
           "cell, got ", column.refs.size(), "."));
     }
-    auto* proto = item.item.mutable_flat_trajectory()->add_columns();
-    proto->set_squeeze(column.squeeze);
-    std::vector<std::shared_ptr<CellRef>> cells;
     for (const auto& weak : column.refs) {
       std::shared_ptr<CellRef> ref = weak.lock();
       if (ref == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Error in column ", c, ": Column contains expired CellRef."));
       }
-      // Consecutive cells of one chunk share a slice.
-      const int n = proto->chunk_slices_size();
-      if (n > 0) {
-        auto* last = proto->mutable_chunk_slices(n - 1);
-        if (last->chunk_key() == ref->chunk_key() &&
-            last->offset() + last->length() == ref->offset()) {
-          last->set_length(last->length() + 1);
-          cells.push_back(std::move(ref));
-          continue;
-        }
-      }
-      auto* slice = proto->add_chunk_slices();
-      slice->set_chunk_key(ref->chunk_key());
-      slice->set_offset(ref->offset());
-      slice->set_length(1);
-      slice->set_index(0);
-      cells.push_back(std::move(ref));
+      item.cells.push_back(std::move(ref));
     }
-    item.columns.push_back(std::move(cells));
+    item.columns.push_back(
+        {static_cast<int>(item.cells.size()), column.squeeze});
   }
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::CancelledError("The writer is closed.");
@@ -217,11 +184,43 @@ absl::Status TrajectoryWriter::CreateItem(
   return absl::OkStatus();
 }
 
-bool TrajectoryWriter::ItemReadyLocked(const Item& item) const {
-  for (const auto& column : item.columns) {
-    for (const auto& ref : column) {
-      if (!ref->IsReady()) return false;
+absl::Span<const std::shared_ptr<CellRef>> TrajectoryWriter::Item::column_cells(
+    int c) const {
+  const int begin = c == 0 ? 0 : columns[c - 1].end;
+  return absl::MakeConstSpan(cells).subspan(begin, columns[c].end - begin);
+}
+
+void TrajectoryWriter::Item::ToProto(PrioritizedItem* proto) const {
+  proto->set_key(key);
+  proto->set_table(table);
+  proto->set_priority(priority);
+  const int64_t nanos = absl::ToUnixNanos(inserted_at);
+  auto* timestamp = proto->mutable_inserted_at();
+  timestamp->set_seconds(nanos / 1000000000);
+  timestamp->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  auto* trajectory = proto->mutable_flat_trajectory();
+  for (int c = 0; c < static_cast<int>(columns.size()); ++c) {
+    auto* column = trajectory->add_columns();
+    column->set_squeeze(columns[c].squeeze);
+    FlatTrajectory::ChunkSlice* last = nullptr;
+    for (const auto& ref : column_cells(c)) {
+      if (last != nullptr && last->chunk_key() == ref->chunk_key() &&
+          last->offset() + last->length() == ref->offset()) {
+        last->set_length(last->length() + 1);
+        continue;
+      }
+      last = column->add_chunk_slices();
+      last->set_chunk_key(ref->chunk_key());
+      last->set_offset(ref->offset());
+      last->set_length(1);
+      last->set_index(0);
     }
+  }
+}
+
+bool TrajectoryWriter::ItemReadyLocked(const Item& item) const {
+  for (const auto& ref : item.cells) {
+    if (!ref->IsReady()) return false;
   }
   return true;
 }
@@ -239,12 +238,10 @@ absl::Status TrajectoryWriter::FlushLocked(int ignore_last_num_items,
   const int keep = std::max(0, ignore_last_num_items);
   const int to_finalize = static_cast<int>(queue_.size()) - keep;
   for (int i = 0; i < to_finalize; ++i) {
-    for (const auto& column : queue_[i].columns) {
-      for (const auto& ref : column) {
-        if (ref->IsReady()) continue;
-        if (auto chunker = ref->GetChunker()) {
-          REVERB_RETURN_IF_ERROR(chunker->Flush());
-        }
+    for (const auto& ref : queue_[i].cells) {
+      if (ref->IsReady()) continue;
+      if (auto chunker = ref->GetChunker()) {
+        REVERB_RETURN_IF_ERROR(chunker->Flush());
       }
     }
   }
@@ -395,7 +392,11 @@ absl::Status TrajectoryWriter::RunStream() {
   SetThreadName(reader, "reverb-confirm");
   bool cancel = false;
   while (true) {
-    InsertStreamRequest request;
+    // The request's items are many small messages: an arena makes them
+    // one allocation.
+    google::protobuf::Arena arena;
+    auto* request =
+        google::protobuf::Arena::CreateMessage<InsertStreamRequest>(&arena);
     std::vector<std::shared_ptr<const ChunkData>> chunks;
     {
       absl::MutexLock lock(&mu_);
@@ -416,10 +417,10 @@ absl::Status TrajectoryWriter::RunStream() {
       }
       cancel = closed_;
       if (closed_ || stream_broken_) break;
-      BuildRequestLocked(&request, &chunks);
+      BuildRequestLocked(request, &chunks);
     }
     const bool written =
-        stream->Write(EncodeInsertRequest(request, chunks),
+        stream->Write(EncodeInsertRequest(*request, chunks),
                       grpc::WriteOptions().set_no_compression());
     // A failed write means the call has ended: Finish() tells why.
     if (!written) break;
@@ -444,21 +445,23 @@ bool TrajectoryWriter::BuildRequestLocked(
        ++n) {
     Item item = std::move(queue_.front());
     queue_.pop_front();
-    for (const auto& column : item.columns) {
-      for (const auto& ref : column) {
-        if (streamed_keys_.insert(ref->chunk_key()).second) {
-          std::shared_ptr<const ChunkData> chunk = ref->GetChunk();
-          bytes += static_cast<int64_t>(chunk->ByteSizeLong());
-          chunks->push_back(std::move(chunk));
-        }
-      }
-      // Item statistics for auto-tuned chunk lengths.
-      if (auto chunker = column.front()->GetChunker()) {
-        chunker->options()->OnItemFinalized(column);
+    for (const auto& ref : item.cells) {
+      if (streamed_keys_.insert(ref->chunk_key()).second) {
+        std::shared_ptr<const ChunkData> chunk = ref->GetChunk();
+        // Sized when it was finalized.
+        bytes += chunk->GetCachedSize();
+        chunks->push_back(std::move(chunk));
       }
     }
-    *request->add_items() = item.item;
-    const uint64_t key = item.item.key();
+    // Item statistics for auto-tuned chunk lengths.
+    for (int c = 0; c < static_cast<int>(item.columns.size()); ++c) {
+      const auto cells = item.column_cells(c);
+      if (auto chunker = cells.front()->GetChunker()) {
+        chunker->options()->OnItemFinalized(cells);
+      }
+    }
+    item.ToProto(request->add_items());
+    const uint64_t key = item.key;
     in_flight_.emplace(key, std::move(item));
   }
   // Keep what later items may use: cells the chunkers keep alive and the
@@ -470,11 +473,9 @@ bool TrajectoryWriter::BuildRequestLocked(
     }
   }
   for (const auto& item : queue_) {
-    for (const auto& column : item.columns) {
-      for (const auto& ref : column) {
-        if (streamed_keys_.contains(ref->chunk_key())) {
-          keep.insert(ref->chunk_key());
-        }
+    for (const auto& ref : item.cells) {
+      if (streamed_keys_.contains(ref->chunk_key())) {
+        keep.insert(ref->chunk_key());
       }
     }
   }

@@ -29,9 +29,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "cc/chunker.h"
 #include "cc/connection.h"
 #include "cc/support/export.h"
@@ -117,12 +119,28 @@ class REVERB_EXPORT TrajectoryWriter {
   int num_streamed_chunks() const;
 
  private:
+  // A queued or unconfirmed item; its proto is written into the request
+  // that sends it (again after a reconnect).
   struct Item {
+    // Column c is cells [columns[c - 1].end, columns[c].end).
+    struct Column {
+      int end;
+      bool squeeze;
+    };
     // Order of creation, kept when unconfirmed items are sent again.
     int64_t seq;
-    PrioritizedItem item;
-    // Every cell of the item, by column (keeps the chunks alive).
-    std::vector<std::vector<std::shared_ptr<CellRef>>> columns;
+    uint64_t key;
+    std::string table;
+    double priority;
+    absl::Time inserted_at;
+    // Every cell of the item, column after column (keeps the chunks alive).
+    std::vector<std::shared_ptr<CellRef>> cells;
+    absl::InlinedVector<Column, 4> columns;
+
+    // The cells of column `c`.
+    absl::Span<const std::shared_ptr<CellRef>> column_cells(int c) const;
+    // The PrioritizedItem: consecutive cells of one chunk share a slice.
+    void ToProto(PrioritizedItem* proto) const;
   };
 
   TrajectoryWriter(std::shared_ptr<const Connection> connection,

@@ -677,19 +677,23 @@ PYBIND11_MODULE(pybind, m) {
            })
       .def(
           "CreateItem",
+          // Reads the refs straight from the Python tuples (one item per
+          // step is common: this is on the per-step path).
           [](TrajectoryWriter& self, const std::string& table, double priority,
-             const std::vector<std::vector<WeakCellRef>>& trajectory,
-             const std::vector<bool>& squeeze) {
-            if (squeeze.size() != trajectory.size()) {
+             const py::sequence& trajectory, const py::sequence& squeeze) {
+            const size_t num_columns = trajectory.size();
+            if (squeeze.size() != num_columns) {
               throw py::value_error(
                   "CreateItem needs one squeeze flag per column.");
             }
-            std::vector<TrajectoryColumn> columns(trajectory.size());
-            for (size_t c = 0; c < trajectory.size(); ++c) {
-              for (const auto& cell : trajectory[c]) {
-                columns[c].refs.push_back(cell.ref);
+            std::vector<TrajectoryColumn> columns(num_columns);
+            for (size_t c = 0; c < num_columns; ++c) {
+              const py::sequence cells = trajectory[c];
+              columns[c].refs.reserve(cells.size());
+              for (py::handle cell : cells) {
+                columns[c].refs.push_back(cell.cast<const WeakCellRef&>().ref);
               }
-              columns[c].squeeze = squeeze[c];
+              columns[c].squeeze = squeeze[c].cast<bool>();
             }
             RunWithoutGil(
                 [&] { return self.CreateItem(table, priority, columns); });

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cc/tensor_compression.h"
 #include "gtest/gtest.h"
 
@@ -99,6 +100,84 @@ TEST(ChunkerTest, KeepsTheLastRefsAlive) {
   chunker->Reset();
   EXPECT_TRUE(second.expired() && third.expired());
   EXPECT_TRUE(chunker->GetKeepKeys().empty());
+}
+
+// Rows 0..n-1 of a [n, 2] float tensor, row t being Float(first + t).
+Tensor FloatRows(int first, int n) {
+  Tensor rows;
+  rows.dtype = tensorflow::DT_FLOAT;
+  rows.shape = {n, 2};
+  for (int t = 0; t < n; ++t) rows.bytes += Float(first + t).bytes;
+  return rows;
+}
+
+// Chunks as a reader sees them: (key-independent) serialized chunk per ref.
+std::vector<std::string> ChunksOf(
+    const std::vector<std::shared_ptr<CellRef>>& refs) {
+  std::vector<std::string> chunks;
+  for (const auto& ref : refs) {
+    if (!ref->IsReady()) {
+      chunks.push_back("buffered");
+      continue;
+    }
+    ChunkData chunk = *ref->GetChunk();
+    chunk.clear_chunk_key();
+    chunks.push_back(absl::StrCat(ref->offset(), ":", chunk.SerializeAsString()));
+  }
+  return chunks;
+}
+
+TEST(ChunkerTest, AppendRowsMakesTheChunksOfAppends) {
+  for (bool delta : {false, true}) {
+    // Buffered steps first, so that rows complete a chunk, fill whole
+    // ones, and leave some buffered.
+    auto options = std::make_shared<ConstantChunkerOptions>(3, 10, delta);
+    auto appended = std::make_shared<Chunker>(0, options);
+    auto batched = std::make_shared<Chunker>(0, options);
+    std::vector<std::shared_ptr<CellRef>> a, b;
+    for (int t = 0; t < 2; ++t) {
+      a.push_back(*appended->Append(Float(t), 4, t));
+      b.push_back(*batched->Append(Float(t), 4, t));
+    }
+    for (int t = 2; t < 10; ++t) a.push_back(*appended->Append(Float(t), 4, t));
+    auto rows = batched->AppendRows(FloatRows(2, 8), 4, 2);
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_EQ(rows->size(), 8);
+    b.insert(b.end(), rows->begin(), rows->end());
+    for (int t = 0; t < 10; ++t) {
+      EXPECT_EQ(b[t]->episode_step(), t);
+      EXPECT_EQ(b[t]->offset(), t % 3);
+      EXPECT_EQ(b[t]->GetData()->bytes, Float(t).bytes) << t;
+    }
+    EXPECT_EQ(ChunksOf(a), ChunksOf(b)) << "delta " << delta;
+    EXPECT_EQ(b[9]->GetChunk(), nullptr);
+    EXPECT_EQ(appended->GetKeepKeys().size(), batched->GetKeepKeys().size());
+  }
+}
+
+TEST(ChunkerTest, AppendRowsChecksLikeAppend) {
+  auto chunker = MakeChunker(2, 4);
+  ASSERT_TRUE(chunker->Append(Float(1), 1, 0).ok());
+  Tensor other = FloatRows(0, 2);
+  other.dtype = tensorflow::DT_INT32;
+  EXPECT_EQ(chunker->AppendRows(other, 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(chunker->AppendRows(Float(1), 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Rows of the wrong shape.
+  EXPECT_EQ(chunker->AppendRows(FloatRows(0, 2), 1, 0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A scalar has no rows.
+  Tensor scalar;
+  scalar.dtype = tensorflow::DT_FLOAT;
+  scalar.bytes = std::string(4, '\0');
+  EXPECT_EQ(chunker->AppendRows(scalar, 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(chunker->AppendRows(FloatRows(0, 0), 1, 1)->empty());
+  // A new episode finalizes the buffered step first.
+  auto refs = *chunker->AppendRows(FloatRows(5, 2), 2, 0);
+  EXPECT_NE(refs[0]->chunk_key(), 0);
+  EXPECT_EQ(refs[0]->GetChunk()->sequence_range().episode_id(), 2);
+  EXPECT_EQ(refs[1]->GetData()->bytes, Float(6).bytes);
 }
 
 TEST(ChunkerTest, ConfigOnlyBetweenChunks) {

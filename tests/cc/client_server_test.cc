@@ -1,5 +1,6 @@
 // End-to-end tests of the service through a real server on loopback: the
-// legacy Writer, the Sampler and the unary calls of Client.
+// legacy Writer, the TrajectoryWriter's items, the Sampler and the unary
+// calls of Client.
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -101,6 +102,58 @@ TEST_F(ClientServerTest, WriterItemsSpanChunksAndSampleBack) {
               absl::StatusCode::kOutOfRange);
     ASSERT_TRUE(client_->Reset("fifo", absl::Seconds(30)).ok());
   }
+}
+
+TEST_F(ClientServerTest, TrajectoryWriterItemsShareASlicePerChunkRun) {
+  StartServer({MakeTable("fifo", *MinSizeRateLimiter(1))});
+  auto writer = *client_->NewTrajectoryWriter(
+      std::make_shared<ConstantChunkerOptions>(2, 5));
+  std::vector<std::weak_ptr<CellRef>> cells;
+  for (int32_t t = 0; t < 5; ++t) {
+    auto refs = writer->Append({Int32({t}, {})});
+    ASSERT_TRUE(refs.ok()) << refs.status();
+    cells.push_back(*(*refs)[0]);
+  }
+  const absl::Time before = absl::Now();
+  // Column 0: cells 0, 1 (chunk one), 2 (chunk two), 4; column 1: cell 3
+  // squeezed; column 2: cells 1 and 0 (out of order: two slices).
+  ASSERT_TRUE(writer
+                  ->CreateItem("fifo", 2.5,
+                               {{{cells[0], cells[1], cells[2], cells[4]}},
+                                {{cells[3]}, /*squeeze=*/true},
+                                {{cells[1], cells[0]}}})
+                  .ok());
+  ASSERT_TRUE(writer->Flush(0, absl::Seconds(30)).ok());
+  writer->Close();
+
+  auto sample = NewSampler("fifo", 1)->GetNextSample(absl::Seconds(30));
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  const PrioritizedItem& item = sample->info.item();
+  EXPECT_EQ(item.priority(), 2.5);
+  const absl::Time inserted =
+      absl::FromUnixSeconds(item.inserted_at().seconds()) +
+      absl::Nanoseconds(item.inserted_at().nanos());
+  EXPECT_GE(inserted, before - absl::Seconds(1));
+  EXPECT_LE(inserted, absl::Now());
+  const auto& columns = item.flat_trajectory().columns();
+  ASSERT_EQ(columns.size(), 3);
+  auto slices = [](const FlatTrajectory::Column& column) {
+    std::vector<std::pair<int, int>> out;  // (offset, length)
+    for (const auto& slice : column.chunk_slices()) {
+      out.emplace_back(slice.offset(), slice.length());
+    }
+    return out;
+  };
+  EXPECT_EQ(slices(columns[0]),
+            (std::vector<std::pair<int, int>>{{0, 2}, {0, 1}, {0, 1}}));
+  EXPECT_FALSE(columns[0].squeeze());
+  EXPECT_EQ(slices(columns[1]), (std::vector<std::pair<int, int>>{{1, 1}}));
+  EXPECT_TRUE(columns[1].squeeze());
+  EXPECT_EQ(slices(columns[2]),
+            (std::vector<std::pair<int, int>>{{1, 1}, {0, 1}}));
+  EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{0, 1, 2, 4}));
+  EXPECT_EQ(Values(sample->columns[1]), (std::vector<int32_t>{3}));
+  EXPECT_EQ(Values(sample->columns[2]), (std::vector<int32_t>{1, 0}));
 }
 
 TEST_F(ClientServerTest, FlushTimesOutWhileRateLimitedThenSucceeds) {

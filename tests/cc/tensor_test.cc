@@ -100,6 +100,33 @@ TEST(TensorCompressionTest, NumericRoundTripIsCompressed) {
   EXPECT_EQ(back->bytes, t.bytes);
 }
 
+TEST(TensorCompressionTest, RowsCompressLikeTheirSlice) {
+  std::vector<int32_t> values(24);
+  for (int i = 0; i < 24; ++i) values[i] = i * 3;
+  Tensor t = MakeTensor<int32_t>(tensorflow::DT_INT32, {6, 2, 2}, values);
+  for (int64_t offset : {0, 2, 5}) {
+    for (int64_t length : {0, 1}) {
+      tensorflow::TensorProto rows, slice;
+      ASSERT_TRUE(CompressRowsAsProto(t, offset, length, &rows).ok());
+      ASSERT_TRUE(
+          CompressTensorAsProto(*SliceRows(t, offset, length), &slice).ok());
+      EXPECT_EQ(rows.SerializeAsString(), slice.SerializeAsString())
+          << offset << "+" << length;
+    }
+  }
+  tensorflow::TensorProto proto;
+  ASSERT_TRUE(CompressRowsAsProto(t, 1, 5, &proto).ok());
+  EXPECT_EQ(DecompressTensorFromProto(proto)->bytes, SliceRows(t, 1, 5)->bytes);
+  EXPECT_EQ(CompressRowsAsProto(t, 4, 3, &proto).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CompressRowsAsProto(MakeStrings({1}, {"a"}), 0, 1, &proto).code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor short_bytes = t;
+  short_bytes.bytes.pop_back();
+  EXPECT_EQ(CompressRowsAsProto(short_bytes, 0, 1, &proto).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TensorCompressionTest, StringsUseTensorFlowStringListEncoding) {
   Tensor t = MakeStrings({2}, {"ab", std::string(200, 'x')});
   tensorflow::TensorProto proto;
