@@ -30,7 +30,9 @@ Client):
       (`{k: history[k][t - T]}` for t < T), then `end_episode()`. The
       batch goes in with one `append_batch` call ("append_batch", ours
       only: dm-reverb has no such method; the row is then not run) or with
-      T `append` calls ("append loop", both packages).
+      T `append` calls ("append loop", both packages). The "1 item" rows
+      make only the item of the batch's last step: they measure appending
+      (and the episode's end), not items. These rows count steps, not items.
 Each writer first writes 20 untimed steps (or one batch) with the same writer
 and ends that episode: connection and stream set-up are not timed. Every
 workload has its own table (uniform sampling, Fifo removal, MinSize(1)).
@@ -114,12 +116,16 @@ PAYLOADS = {
 WORKLOADS = [(payload, 'step', writers, label)
              for payload in PAYLOADS
              for writers, label in ((1, '1 writer'), (4, '4 writers'))]
-WORKLOADS += [('small', 'append_batch', 1, f'T={_BATCH_STEPS} append_batch'),
-              ('small', 'loop', 1, f'T={_BATCH_STEPS} append loop')]
+# Batch modes: 'append_batch' or 'loop', then '/1' for one item per batch.
+WORKLOADS += [('small', mode, 1, f'T={_BATCH_STEPS} {label}')
+              for mode, label in (('append_batch', 'append_batch'),
+                                  ('loop', 'append loop'),
+                                  ('append_batch/1', 'append_batch, 1 item'),
+                                  ('loop/1', 'append loop, 1 item'))]
 
 
 def table_name(payload, mode, writers):
-  return f'{payload}_{mode}_{writers}'
+  return f'{payload}_{mode.replace("/", "_")}_{writers}'
 
 
 def make_tables():
@@ -136,7 +142,9 @@ class StepWriter:
     self._pool = [make_step(number * _TAG_WRITER + i) for i in range(pool_size)]
     self._keys = sorted(self._pool[0])
     self._table = table
-    self._mode = mode
+    self._mode, _, items = mode.partition('/')
+    # Items per batch: one per step, or '/1' for the last step's.
+    self._batch_items = 1 if items == '1' else _BATCH_STEPS
     batched = mode != 'step'
     self.writer = client.trajectory_writer(
         num_keep_alive_refs=_BATCH_STEPS if batched else 2)
@@ -144,6 +152,7 @@ class StepWriter:
       self._batch = {key: np.stack([step[key] for step in self._pool])
                      for key in self._keys}
     self.steps = 0  # Steps written, warm-up included.
+    self.items = 0  # Items made, warm-up included.
 
   def _step(self):
     writer = self.writer
@@ -151,6 +160,7 @@ class StepWriter:
     writer.create_item(self._table, 1.0,
                        {key: writer.history[key][-1] for key in self._keys})
     self.steps += 1
+    self.items += 1
     if self.steps % _EPISODE_STEPS == 0:
       writer.end_episode()
 
@@ -161,10 +171,11 @@ class StepWriter:
     else:
       for step in self._pool:
         writer.append(step)
-    for t in range(-_BATCH_STEPS, 0):
+    for t in range(-self._batch_items, 0):
       writer.create_item(self._table, 1.0,
                          {key: writer.history[key][t] for key in self._keys})
     self.steps += _BATCH_STEPS
+    self.items += self._batch_items
     writer.end_episode()
 
   def warm_up(self):
@@ -176,7 +187,7 @@ class StepWriter:
       self._batch_episode()
 
   def run(self, seconds):
-    """Writes for `seconds`, then flushes; returns (items, start, end) with
+    """Writes for `seconds`, then flushes; returns (steps, start, end) with
     times from time.monotonic(), which all processes share."""
     first = self.steps
     start = time.monotonic()
@@ -201,8 +212,8 @@ def worker(number):
   for client, job in harness.worker_jobs():
     step_writer = StepWriter(client, job['table'], job['payload'],
                              job['mode'], number)
-    if job['mode'] == 'append_batch' and not hasattr(step_writer.writer,
-                                                     'append_batch'):
+    if (job['mode'].startswith('append_batch') and
+        not hasattr(step_writer.writer, 'append_batch')):
       step_writer.writer.close()
       print('SKIP', flush=True)
       continue
@@ -211,18 +222,19 @@ def worker(number):
     sys.stdin.readline()  # GO
     items, start, end = step_writer.run(job['seconds'])
     print('DONE ' + json.dumps({'items': items, 'steps': step_writer.steps,
+                                'inserted': step_writer.items,
                                 'start': start, 'end': end}), flush=True)
 
 
-def check_table(client, table, payload, steps_by_writer):
-  """BrokenSample unless the table took exactly the steps written and
-  sampled items are steps that were written."""
+def check_table(client, table, payload, steps_by_writer, inserted):
+  """BrokenSample unless the table took exactly the `inserted` items made
+  and sampled items are steps that were written."""
   make_step, tag_of, _, pool_size, _ = PAYLOADS[payload]
   info = client.server_info()[table]
   completed = info.rate_limiter_info.insert_stats.completed
-  harness.check(completed == sum(steps_by_writer),
+  harness.check(completed == inserted,
                 f'{table}: {completed} inserts completed, '
-                f'{sum(steps_by_writer)} items written')
+                f'{inserted} items made')
   for sample in client.sample(table, _NUM_CHECKED, emit_timesteps=False):
     data = [np.asarray(column) for column in sample.data]
     tag = tag_of(data)
@@ -244,8 +256,8 @@ def check_table(client, table, payload, steps_by_writer):
 
 def run_workload(workers, job, num_writers, seconds):
   """Runs `job` on the first `num_writers` workers, started at once;
-  returns (items, wall seconds, steps written by each writer), or None if
-  the package lacks what the job needs."""
+  returns (steps, wall seconds, steps written by each writer, items made),
+  or None if the package lacks what the job needs."""
   busy = workers[:num_writers]
   for child in busy:
     child.send(json.dumps(job))
@@ -256,7 +268,8 @@ def run_workload(workers, job, num_writers, seconds):
   done = [json.loads(child.read('DONE ', timeout=seconds + 120))
           for child in busy]
   wall = max(d['end'] for d in done) - min(d['start'] for d in done)
-  return sum(d['items'] for d in done), wall, [d['steps'] for d in done]
+  return (sum(d['items'] for d in done), wall, [d['steps'] for d in done],
+          sum(d['inserted'] for d in done))
 
 
 def run(args):
@@ -273,8 +286,8 @@ def run(args):
       outcome = run_workload(workers, job, num_writers, seconds)
       if outcome is None:
         continue
-      items, wall, steps_by_writer = outcome
-      check_table(client, table, payload, steps_by_writer)
+      items, wall, steps_by_writer, inserted = outcome
+      check_table(client, table, payload, steps_by_writer, inserted)
       results.append((payload, label, items, wall, PAYLOADS[payload][2]))
   return results
 

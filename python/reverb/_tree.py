@@ -36,9 +36,20 @@ def flatten(structure: Any) -> List[Any]:
   if not _is_nested(structure):
     return [structure]
   leaves = []
-  for child in _children(structure):
-    leaves.extend(flatten(child))
+  _flatten_into(structure, leaves)
   return leaves
+
+
+def _flatten_into(structure: Any, leaves: List[Any]):
+  # Runs per step and per item: the type test of _is_nested is inlined.
+  for child in _children(structure):
+    nested = _NESTED_BY_TYPE.get(type(child))
+    if nested is None:
+      nested = _is_nested(child)
+    if nested:
+      _flatten_into(child, leaves)
+    else:
+      leaves.append(child)
 
 
 def _rebuild(structure: Any, leaves: Iterator[Any]) -> Any:

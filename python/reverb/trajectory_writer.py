@@ -39,6 +39,8 @@ class TrajectoryColumn:
       (expired from the history, or never set).
   """
 
+  __slots__ = ('_data_references', '_squeeze', '_path')
+
   def __init__(self,
                data_references: Sequence[pybind.WeakCellRef],
                *,
@@ -55,16 +57,6 @@ class TrajectoryColumn:
     self._data_references = tuple(data_references)
     self._squeeze = squeeze
     self._path = path
-
-  @classmethod
-  def _single(cls, reference: pybind.WeakCellRef,
-              path: Optional[Path]) -> 'TrajectoryColumn':
-    """A squeezed column of one (present) cell, without the checks."""
-    column = cls.__new__(cls)
-    column._data_references = (reference,)
-    column._squeeze = True
-    column._path = path
-    return column
 
   def __len__(self) -> int:
     return len(self._data_references)
@@ -151,8 +143,6 @@ class _ColumnHistory:
     return self._length
 
   def _reference(self, index: int) -> Optional[pybind.WeakCellRef]:
-    if index == -1 and self._references:  # The common case, kept short.
-      return self._references[-1]
     if index < 0:
       index += self._length
     if not 0 <= index < self._length:
@@ -163,10 +153,16 @@ class _ColumnHistory:
     return None if index < first_kept else self._references[index - first_kept]
 
   def __getitem__(self, val) -> TrajectoryColumn:
-    if type(val) is int:  # The common case, kept short.
-      reference = self._reference(val)
+    if type(val) is int:  # The common case (one per column and item), inlined.
+      references = self._references
+      reference = (references[val] if -len(references) <= val < 0 else
+                   self._reference(val))
       if reference is not None:
-        return TrajectoryColumn._single(reference, self._path + (val,))
+        column = TrajectoryColumn.__new__(TrajectoryColumn)
+        column._data_references = (reference,)
+        column._squeeze = True
+        column._path = self._path + (val,)
+        return column
     path = self._path + (val,)
     if isinstance(val, slice):
       return TrajectoryColumn(
@@ -361,11 +357,18 @@ class TrajectoryWriter:
         its signature (with item validation on), or a cell has expired.
     """
     columns = _tree.flatten(trajectory)
-    if not all(type(c) is TrajectoryColumn or isinstance(c, TrajectoryColumn)
-               for c in columns):
-      raise TypeError(
-          f'All leaves of `trajectory` must be `TrajectoryColumn` but got '
-          f'{trajectory}')
+    references = []
+    squeeze = []
+    for column in columns:
+      if (type(column) is not TrajectoryColumn and
+          not isinstance(column, TrajectoryColumn)):
+        raise TypeError(
+            f'All leaves of `trajectory` must be `TrajectoryColumn` but got '
+            f'{trajectory}')
+      # pylint: disable=protected-access
+      references.append(column._data_references)
+      squeeze.append(column._squeeze)
+      # pylint: enable=protected-access
     if self._get_signature is not None:
       if table not in self._signatures:
         signature = self._get_signature(table)
@@ -373,10 +376,6 @@ class TrajectoryWriter:
                                    _TableSignature(signature))
       if self._signatures[table] is not None:
         _check_item(table, self._signatures[table], trajectory, columns)
-    # pylint: disable=protected-access
-    references = [c._data_references for c in columns]
-    squeeze = [c._squeeze for c in columns]
-    # pylint: enable=protected-access
     try:
       self._writer.CreateItem(table, priority, references, squeeze)
     except ValueError as e:
