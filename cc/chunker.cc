@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cc/sample.h"
+#include "cc/support/buffer_pool.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
 #include "cc/tensor_compression.h"
@@ -153,6 +154,12 @@ struct ArenaChunk {
   }
 
   ArenaChunk() : arena(Options(block)) {}
+  // Large tensor contents go back to the pool for the next steps.
+  ~ArenaChunk() {
+    for (auto& tensor : *data->mutable_data()->mutable_tensors()) {
+      BufferPool::Default().Give(std::move(*tensor.mutable_tensor_content()));
+    }
+  }
 
   alignas(16) char block[kBlockBytes];
   google::protobuf::Arena arena;
@@ -339,7 +346,8 @@ absl::Status Chunker::FinalizeLocked() {
   if (delta) DeltaEncode(&stacked, /*encode=*/true);
   return FinalizeRefsLocked(uncompressed, delta,
                             [&stacked](tensorflow::TensorProto* proto) {
-                              return CompressTensorAsProto(stacked, proto);
+                              return CompressTensorAsProto(
+                                  std::move(stacked), proto);
                             });
 }
 

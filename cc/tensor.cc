@@ -1,9 +1,11 @@
 #include "cc/tensor.h"
 
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cc/support/buffer_pool.h"
 #include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
@@ -107,8 +109,14 @@ absl::StatusOr<Tensor> StackTensors(std::vector<Tensor> tensors) {
       out.strings.insert(out.strings.end(), t.strings.begin(), t.strings.end());
     }
   } else {
-    out.bytes.reserve(total_bytes);
-    for (const Tensor& t : tensors) out.bytes.append(t.bytes);
+    // Large steps: the rows' buffers are recycled (see buffer_pool.h).
+    out.bytes = BufferPool::Default().Take(total_bytes);
+    char* next = out.bytes.data();
+    for (Tensor& t : tensors) {
+      std::memcpy(next, t.bytes.data(), t.bytes.size());
+      next += t.bytes.size();
+      BufferPool::Default().Give(std::move(t.bytes));
+    }
   }
   return out;
 }

@@ -2,13 +2,13 @@
 
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "cc/support/buffer_pool.h"
 #include "cc/support/snappy_decode.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/varint.h"
@@ -82,36 +82,39 @@ void DeltaEncodeAs(Tensor* tensor, bool encode) {
   }
 }
 
+// Compresses `input` into `output`, which may be the string `input` views.
+//
 // snappy::Compress(std::string) zero-fills the string to the largest
 // possible output before compressing into it: for a 1 MB step that is a
-// 1.2 MB memset (and fresh pages) per call. Compressing into a reused
-// per-thread buffer and copying out only the compressed bytes avoids both;
-// tensors too large to keep such a buffer for take the plain path.
+// 1.2 MB memset (and fresh pages) per call. Large inputs are compressed into
+// a recycled buffer instead, which `output` then takes over (its old buffer
+// goes back to the pool); small ones into a per-thread scratch buffer,
+// copied out.
 void SnappyCompress(absl::string_view input, std::string* output) {
-  constexpr size_t kMaxScratchBytes = 8 << 20;
   const size_t max_length = snappy::MaxCompressedLength(input.size());
-  if (max_length > kMaxScratchBytes) {
-    snappy::Compress(input.data(), input.size(), output);
+  size_t length = 0;
+  if (max_length >= BufferPool::kMinBytes) {
+    std::string compressed = BufferPool::Default().Take(max_length);
+    snappy::RawCompress(input.data(), input.size(), compressed.data(), &length);
+    compressed.resize(length);
+    output->swap(compressed);
+    BufferPool::Default().Give(std::move(compressed));
     return;
   }
-  thread_local std::unique_ptr<char[]> scratch;
-  thread_local size_t scratch_size = 0;
-  if (scratch_size < max_length) {
-    scratch.reset(new char[max_length]);
-    scratch_size = max_length;
-  }
-  size_t length = 0;
-  snappy::RawCompress(input.data(), input.size(), scratch.get(), &length);
-  output->assign(scratch.get(), length);
+  thread_local char scratch[BufferPool::kMinBytes];
+  snappy::RawCompress(input.data(), input.size(), scratch, &length);
+  output->assign(scratch, length);
 }
 
-// Dtype, shape and the compressed `bytes` of a numeric tensor.
+// Dtype and shape of a numeric tensor into `proto`, its compressed `bytes`
+// into `content` (the proto's tensor_content, or a string to move there).
 void CompressNumeric(tensorflow::DataType dtype, absl::Span<const int64_t> shape,
-                     absl::string_view bytes, TensorProto* proto) {
+                     absl::string_view bytes, std::string* content,
+                     TensorProto* proto) {
   proto->set_dtype(dtype);
   auto* proto_shape = proto->mutable_tensor_shape();
   for (int64_t dim : shape) proto_shape->add_dim()->set_size(dim);
-  SnappyCompress(bytes, proto->mutable_tensor_content());
+  SnappyCompress(bytes, content);
 }
 
 // INVALID_ARGUMENT unless the numeric tensor holds as many bytes as its
@@ -146,7 +149,21 @@ absl::Status CompressTensorAsProto(const Tensor& tensor, TensorProto* proto) {
     return absl::OkStatus();
   }
   REVERB_RETURN_IF_ERROR(CheckNumericBytes(tensor));
-  CompressNumeric(tensor.dtype, tensor.shape, tensor.bytes, proto);
+  CompressNumeric(tensor.dtype, tensor.shape, tensor.bytes,
+                  proto->mutable_tensor_content(), proto);
+  return absl::OkStatus();
+}
+
+absl::Status CompressTensorAsProto(Tensor&& tensor, TensorProto* proto) {
+  if (tensor.IsString()) {
+    return CompressTensorAsProto(static_cast<const Tensor&>(tensor), proto);
+  }
+  REVERB_RETURN_IF_ERROR(CheckNumericBytes(tensor));
+  // The proto takes the compressed bytes over without a copy; the tensor's
+  // buffer holds them (small tensors) or is recycled (large ones).
+  std::string content = std::move(tensor.bytes);
+  CompressNumeric(tensor.dtype, tensor.shape, content, &content, proto);
+  proto->set_tensor_content(std::move(content));
   return absl::OkStatus();
 }
 
@@ -169,7 +186,7 @@ absl::Status CompressRowsAsProto(const Tensor& tensor, int64_t offset,
   CompressNumeric(tensor.dtype, tensor.shape,
                   absl::string_view(tensor.bytes)
                       .substr(offset * row_bytes, length * row_bytes),
-                  proto);
+                  proto->mutable_tensor_content(), proto);
   proto->mutable_tensor_shape()->mutable_dim(0)->set_size(length);
   return absl::OkStatus();
 }

@@ -23,6 +23,11 @@ namespace deepmind::reverb {
 // copied in from a temporary).
 REVERB_EXPORT absl::Status CompressTensorAsProto(const Tensor& tensor,
                                                  tensorflow::TensorProto* proto);
+// As above, but a numeric tensor's buffer is reused for the compressed
+// bytes, which the proto then owns: a large tensor takes no second buffer
+// (and no fresh pages).
+REVERB_EXPORT absl::Status CompressTensorAsProto(Tensor&& tensor,
+                                                 tensorflow::TensorProto* proto);
 
 // As CompressTensorAsProto of SliceRows(tensor, offset, length), but the
 // rows are compressed where they are. INVALID_ARGUMENT for string tensors,

@@ -207,7 +207,8 @@ absl::Status Writer::FinalizeChunk() {
     uncompressed += static_cast<int64_t>(stacked->bytes.size());
     for (const auto& s : stacked->strings) uncompressed += s.size();
     REVERB_RETURN_IF_ERROR(
-        CompressTensorAsProto(*stacked, data.mutable_data()->add_tensors()));
+        CompressTensorAsProto(*std::move(stacked),
+                              data.mutable_data()->add_tensors()));
   }
   data.set_data_uncompressed_size(uncompressed);
   chunks_.push_back(std::move(chunk));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cc/support/buffer_pool.h"
 
 namespace py = pybind11;
 
@@ -111,7 +112,9 @@ absl::StatusOr<Tensor> TensorFromNumpy(py::handle object) {
   if (!array.dtype().attr("isnative").cast<bool>()) {
     array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
   }
-  tensor.bytes.assign(static_cast<const char*>(array.data()), array.nbytes());
+  // A large step gets a recycled buffer (see buffer_pool.h).
+  tensor.bytes = BufferPool::Default().Take(array.nbytes());
+  std::memcpy(tensor.bytes.data(), array.data(), array.nbytes());
   return tensor;
 }
 

@@ -100,6 +100,31 @@ TEST(TensorCompressionTest, NumericRoundTripIsCompressed) {
   EXPECT_EQ(back->bytes, t.bytes);
 }
 
+TEST(TensorCompressionTest, MovedTensorCompressesAlikeIntoItsOwnBuffer) {
+  std::vector<uint8_t> pattern(300000);
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = (i * i) % 251;
+  // Compressible, incompressible, and larger than the scratch buffer.
+  for (size_t size : {size_t{1000}, pattern.size(), size_t{9} << 20}) {
+    std::vector<uint8_t> values(size);
+    for (size_t i = 0; i < size; ++i) values[i] = pattern[i % pattern.size()];
+    Tensor t = MakeTensor<uint8_t>(tensorflow::DT_UINT8,
+                                   {static_cast<int64_t>(size)}, values);
+    tensorflow::TensorProto copied, moved;
+    ASSERT_TRUE(CompressTensorAsProto(t, &copied).ok());
+    const char* buffer = t.bytes.data();
+    ASSERT_TRUE(CompressTensorAsProto(std::move(t), &moved).ok());
+    EXPECT_EQ(moved.SerializeAsString(), copied.SerializeAsString()) << size;
+    if (size == 1000) EXPECT_EQ(moved.tensor_content().data(), buffer);
+    EXPECT_EQ(DecompressTensorFromProto(moved)->bytes,
+              std::string(values.begin(), values.end()));
+  }
+  Tensor strings = MakeStrings({2}, {"a", "bc"});
+  tensorflow::TensorProto copied, moved;
+  ASSERT_TRUE(CompressTensorAsProto(strings, &copied).ok());
+  ASSERT_TRUE(CompressTensorAsProto(std::move(strings), &moved).ok());
+  EXPECT_EQ(moved.SerializeAsString(), copied.SerializeAsString());
+}
+
 TEST(TensorCompressionTest, RowsCompressLikeTheirSlice) {
   std::vector<int32_t> values(24);
   for (int i = 0; i < 24; ++i) values[i] = i * 3;

@@ -1,0 +1,66 @@
+// BufferPool: recycles the large byte buffers of step data.
+//
+// A writer of large steps makes two buffers of the step's size per step
+// (the step copied out of numpy, then its compressed bytes, which the chunk
+// keeps until the server confirms it). Fresh buffers of a megabyte come
+// from mmap (or a trimmed heap) and fault in every page on first write: for
+// 1 MiB steps that cost about as much as everything else. The pool keeps
+// such buffers when they are done with and hands them out again, already
+// backed by memory.
+//
+// Only buffers of at least kMinBytes are kept, at most kMaxBytes in all,
+// and none for longer than `max_idle`: a process that stops writing large
+// steps gets its memory back. Thread-safe.
+#ifndef REVERB_CC_SUPPORT_BUFFER_POOL_H_
+#define REVERB_CC_SUPPORT_BUFFER_POOL_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cc/support/export.h"
+
+namespace deepmind::reverb {
+
+class REVERB_EXPORT BufferPool {
+ public:
+  static constexpr size_t kMinBytes = 64 << 10;
+  static constexpr size_t kMaxBytes = 256 << 20;
+
+  explicit BufferPool(absl::Duration max_idle = absl::Seconds(1))
+      : max_idle_(max_idle) {}
+
+  // The process's pool.
+  static BufferPool& Default();
+
+  // A string of `size` bytes, with unspecified contents: the smallest kept
+  // buffer large enough, else a new one with a quarter more capacity (so
+  // that a step's buffer can later take its compressed bytes).
+  std::string Take(size_t size);
+
+  // Keeps `buffer` for a later Take, if it is large enough and the pool has
+  // room; otherwise frees it.
+  void Give(std::string buffer);
+
+  // Bytes (capacities) of the buffers kept.
+  size_t kept_bytes() const;
+
+ private:
+  struct Kept {
+    std::string buffer;
+    absl::Time since;
+  };
+  // Frees the buffers kept for longer than max_idle_.
+  void DropIdleLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const absl::Duration max_idle_;
+  mutable absl::Mutex mu_;
+  std::vector<Kept> kept_ ABSL_GUARDED_BY(mu_);
+  size_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SUPPORT_BUFFER_POOL_H_
