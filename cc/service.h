@@ -32,7 +32,17 @@
 
 namespace deepmind::reverb {
 
-class REVERB_EXPORT ReverbServiceImpl : public ReverbService::CallbackService {
+// ReverbService::CallbackService with SampleStream on raw bytes.
+using ReverbCallbackServiceBase = ReverbService::WithCallbackMethod_Checkpoint<
+    ReverbService::WithCallbackMethod_InsertStream<
+        ReverbService::WithCallbackMethod_MutatePriorities<
+            ReverbService::WithCallbackMethod_Reset<
+                ReverbService::WithRawCallbackMethod_SampleStream<
+                    ReverbService::WithCallbackMethod_ServerInfo<
+                        ReverbService::WithCallbackMethod_InitializeConnection<
+                            ReverbService::Service>>>>>>>;
+
+class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
  public:
   // Size of a sample response after which a new one is started.
   static constexpr int64_t kMaxSampleResponseBytes = 2 << 20;
@@ -68,8 +78,10 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbService::CallbackService {
   grpc::ServerUnaryReactor* Reset(grpc::CallbackServerContext* context,
                                   const ResetRequest* request,
                                   ResetResponse* response) override;
-  grpc::ServerBidiReactor<SampleStreamRequest, SampleStreamResponse>*
-  SampleStream(grpc::CallbackServerContext* context) override;
+  // Raw bytes: responses are encoded without copying chunks (see
+  // chunk_encoding.h); the wire format is SampleStreamRequest/Response's.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SampleStream(
+      grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* ServerInfo(grpc::CallbackServerContext* context,
                                        const ServerInfoRequest* request,
                                        ServerInfoResponse* response) override;

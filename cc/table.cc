@@ -437,8 +437,13 @@ absl::Status Table::AddItemLocked(TableItem item, int32_t times_sampled,
   item.item.set_times_sampled(0);
   for (const auto& chunk : item.chunks) ++episode_refs_[chunk->episode_id()];
   const int64_t chunk_bytes = ChunkBytes(item);
+  auto stored = std::make_shared<const TableItem>(std::move(item));
+  // The item never changes from here on: sized once (after the move, which
+  // does not carry the cached size), it is serialized for every sample with
+  // the sizes cached now.
+  stored->item.ByteSizeLong();
   entries_.emplace(
-      key, Entry{std::make_shared<const TableItem>(std::move(item)), priority,
+      key, Entry{std::move(stored), priority,
                  times_sampled, chunk_bytes, next_seq_++});
   while (static_cast<int64_t>(entries_.size()) > max_size_) {
     DeleteLocked(remover_->Sample().key, outbox);

@@ -27,7 +27,8 @@ struct REVERB_EXPORT TableItem {
 
 struct REVERB_EXPORT SampledItem {
   // The item as inserted. Its `priority` and `times_sampled` fields are those
-  // of insertion; the current values are below.
+  // of insertion; the current values are below. Its sizes are cached
+  // (GetCachedSize() is valid).
   std::shared_ptr<const TableItem> ref;
   double probability = 0;
   int64_t table_size = 0;

@@ -9,12 +9,16 @@
 
 namespace deepmind::reverb {
 
-inline void PutVarint32(uint32_t value, std::string* out) {
+inline void PutVarint64(uint64_t value, std::string* out) {
   while (value >= 0x80) {
     out->push_back(static_cast<char>((value & 0x7f) | 0x80));
     value >>= 7;
   }
   out->push_back(static_cast<char>(value));
+}
+
+inline void PutVarint32(uint32_t value, std::string* out) {
+  PutVarint64(value, out);
 }
 
 // Reads a varint32 of at most five bytes from [*p, end) and advances *p

@@ -83,6 +83,10 @@ TEST(TableTest, SampleReturnsItemWithInfo) {
   EXPECT_EQ(sample->times_sampled, 1);
   EXPECT_TRUE(sample->ref->item.has_inserted_at());
   EXPECT_EQ(table->Get(key)->times_sampled(), 1);
+  // Responses serialize the stored item with its cached sizes.
+  EXPECT_EQ(sample->ref->item.GetCachedSize(),
+            static_cast<int>(PrioritizedItem(sample->ref->item).ByteSizeLong()));
+  EXPECT_GT(sample->ref->item.GetCachedSize(), 0);
 }
 
 TEST(TableTest, InsertOfExistingKeyOnlyUpdatesPriority) {
