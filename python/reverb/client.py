@@ -45,23 +45,24 @@ def _step_spec(arrays: Sequence[np.ndarray]) -> _StepSpec:
   return tuple((structured_value.data_type(a.dtype), a.shape) for a in arrays)
 
 
-def _check_item(table: str, signature: Any, steps: Sequence[_StepSpec]):
+def _check_item(table: str, signature: structured_value.FlatSignature,
+                steps: Sequence[_StepSpec]):
   """Raises ValueError unless every step of an item matches `signature`
   (each column's spec describes one step, or the whole trajectory)."""
-  specs = [structured_value.spec_data_type_and_shape(spec)
-           for spec in _tree.flatten(signature)]
+  specs = signature.specs
   for step in steps:
     mismatch = len(step) != len(specs) or any(
         dtype != spec_dtype or not (
             structured_value.shapes_compatible(spec_shape, shape) or
             structured_value.shapes_compatible(spec_shape,
                                                (len(steps),) + shape))
-        for (dtype, shape), (spec_dtype, spec_shape) in zip(step, specs))
+        for (dtype, shape), (_, spec_dtype, spec_shape) in zip(step, specs))
     if mismatch:
       raise ValueError(
           f'Unable to create item in table \'{table}\' since the provided data '
           f'does not match the table signature. The table signature is '
-          f'{signature}; the data has (dtype, shape) per column {list(step)}.')
+          f'{signature.signature}; the data has (dtype, shape) per column '
+          f'{list(step)}.')
 
 
 class Writer:
@@ -124,7 +125,7 @@ class Writer:
     """
     if num_timesteps < 1:
       raise ValueError(f'num_timesteps ({num_timesteps}) must be >= 1')
-    signature = self._client._signature(  # pylint: disable=protected-access
+    signature = self._client._flat_signature(  # pylint: disable=protected-access
         table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
     if signature is not None and num_timesteps <= len(self._steps):
       _check_item(table, signature, list(self._steps)[-num_timesteps:])
@@ -155,6 +156,7 @@ class Client:
     self._server_address = server_address
     self._client = pybind.Client(server_address)
     self._signature_cache: Dict[str, Any] = {}
+    self._flat_signatures: Dict[str, structured_value.FlatSignature] = {}
     self._tables_state_id = None
     # Idle streams kept for the next call, so that `insert` and `sample`
     # skip the call setup: legacy writers of one step, and sample streams by
@@ -185,7 +187,8 @@ class Client:
       raise ValueError('priorities must contain at least one item')
     arrays = _flat_arrays(data)
     for table in priorities:
-      signature = self._signature(table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
+      signature = self._flat_signature(table,
+                                       timeout=_SIGNATURE_TIMEOUT_SECONDS)
       if signature is not None:
         _check_item(table, signature, [_step_spec(arrays)])
     try:
@@ -279,7 +282,7 @@ class Client:
     get_signature = None
     if validate_items:
       self.server_info(_SIGNATURE_TIMEOUT_SECONDS)
-      get_signature = lambda table: self._signature(  # pylint: disable=g-long-lambda
+      get_signature = lambda table: self._flat_signature(  # pylint: disable=g-long-lambda
           table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
     return trajectory_writer_lib.TrajectoryWriter(
         self._client.NewTrajectoryWriter(
@@ -388,6 +391,20 @@ class Client:
           f'Unable to find signatures for table \'{table}\' in signature '
           f'cache.  Available tables: {sorted(self._signature_cache)}')
     return self._signature_cache[table]
+
+  def _flat_signature(
+      self, table: str,
+      timeout: Optional[float] = None) -> Optional[structured_value.FlatSignature]:
+    """`_signature(table)` flattened for item validation (once per
+    signature), or None if the table has none."""
+    signature = self._signature(table, timeout)
+    if signature is None:
+      return None
+    flat = self._flat_signatures.get(table)
+    if flat is None or flat.signature is not signature:
+      flat = structured_value.FlatSignature(signature)
+      self._flat_signatures[table] = flat
+    return flat
 
   def mutate_priorities(self,
                         table: str,

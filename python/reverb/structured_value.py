@@ -16,6 +16,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from reverb import _tree
 from reverb import specs
 from reverb import tf_protos
 
@@ -253,3 +254,13 @@ def decode(value) -> Any:
     return specs.BoundedTensorSpec(shape, numpy_dtype(spec.dtype), minimum,
                                    maximum, name)
   raise ValueError(f'Unsupported StructuredValue kind {kind!r} in signature.')
+
+
+class FlatSignature:
+  """A table signature with its leaves' (spec, `tensorflow.DataType` value,
+  shape), worked out once (item validation compares every item to them)."""
+
+  def __init__(self, signature: Any):
+    self.signature = signature
+    self.specs = [(spec,) + spec_data_type_and_shape(spec)
+                  for spec in _tree.flatten(signature)]

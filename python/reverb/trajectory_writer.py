@@ -179,17 +179,8 @@ class _ColumnHistory:
     return TrajectoryColumn([self._reference(index)], squeeze=True, path=path)
 
 
-class _TableSignature:
-  """A table's signature with its leaves' (spec, tensorflow.DataType,
-  shape), worked out once per writer and table."""
-
-  def __init__(self, signature: Any):
-    self.signature = signature
-    self.specs = [(spec,) + structured_value.spec_data_type_and_shape(spec)
-                  for spec in _tree.flatten(signature)]
-
-
-def _check_item(table: str, signature: _TableSignature, trajectory: Any,
+def _check_item(table: str, signature: structured_value.FlatSignature,
+                trajectory: Any,
                 columns: Sequence[TrajectoryColumn]):
   """ValueError unless the columns match the table's signature."""
   specs = signature.specs
@@ -220,10 +211,11 @@ class TrajectoryWriter:
                internal_writer: pybind.TrajectoryWriter,
                get_signature: Optional[Callable[[str], Any]] = None):
     self._writer = internal_writer
-    # Client-side item validation: table name -> signature (or None), or
-    # raises ValueError for unknown tables. None disables validation.
+    # Client-side item validation: table name -> flattened signature (or
+    # None), or raises ValueError for unknown tables. None disables
+    # validation.
     self._get_signature = get_signature
-    self._signatures: Dict[str, Optional[_TableSignature]] = {}
+    self._signatures: Dict[str, Optional[structured_value.FlatSignature]] = {}
     self._template = None  # Union of the appended structures, None leaves.
     self._history = None  # The template with _ColumnHistory leaves.
     self._columns: List[_ColumnHistory] = []
@@ -371,9 +363,7 @@ class TrajectoryWriter:
       # pylint: enable=protected-access
     if self._get_signature is not None:
       if table not in self._signatures:
-        signature = self._get_signature(table)
-        self._signatures[table] = (None if signature is None else
-                                   _TableSignature(signature))
+        self._signatures[table] = self._get_signature(table)
       if self._signatures[table] is not None:
         _check_item(table, self._signatures[table], trajectory, columns)
     try:
