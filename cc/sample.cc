@@ -92,13 +92,20 @@ absl::StatusOr<Sample> UnpackSample(SampleInfo info,
   const FlatTrajectory& trajectory = info.item().flat_trajectory();
   ChunkTensors tensors(chunks, trajectory);
   Sample sample;
+  sample.columns.reserve(trajectory.columns_size());
   for (const auto& column : trajectory.columns()) {
-    std::vector<Tensor> pieces;
-    for (const auto& slice : column.chunk_slices()) {
-      REVERB_ASSIGN_OR_RETURN(Tensor piece, tensors.Take(slice));
-      pieces.push_back(std::move(piece));
+    Tensor joined;
+    if (column.chunk_slices_size() == 1) {  // The common case: no concat.
+      REVERB_ASSIGN_OR_RETURN(joined, tensors.Take(column.chunk_slices(0)));
+    } else {
+      std::vector<Tensor> pieces;
+      pieces.reserve(column.chunk_slices_size());
+      for (const auto& slice : column.chunk_slices()) {
+        REVERB_ASSIGN_OR_RETURN(Tensor piece, tensors.Take(slice));
+        pieces.push_back(std::move(piece));
+      }
+      REVERB_ASSIGN_OR_RETURN(joined, ConcatRows(std::move(pieces)));
     }
-    REVERB_ASSIGN_OR_RETURN(Tensor joined, ConcatRows(std::move(pieces)));
     if (column.squeeze()) {
       if (joined.NumRows() != 1) {
         return absl::InvalidArgumentError(absl::StrCat(

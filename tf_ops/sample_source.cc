@@ -45,6 +45,23 @@ bool Compatible(const std::vector<int64_t>& want,
   return true;
 }
 
+// Whether `sample` has the dataset's dtypes and rows of `row_shapes` (those
+// of a sample RowShapes accepted), checked without copying shapes: the
+// common case for every sample of a batch after the first.
+bool HasRows(const SourceOptions& options, const Sample& sample,
+             const std::vector<std::vector<int64_t>>& row_shapes) {
+  if (options.emit_timesteps || sample.columns.size() != row_shapes.size()) {
+    return false;
+  }
+  for (size_t c = 0; c < sample.columns.size(); ++c) {
+    const Tensor& column = sample.columns[c];
+    if (column.dtype != options.dtypes[c] || column.shape != row_shapes[c]) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Checks every column of `sample` against the expected dtypes and shapes
 // and returns the shape of one row of each.
 absl::StatusOr<std::vector<std::vector<int64_t>>> RowShapes(
@@ -141,6 +158,7 @@ SourceStatus SampleSource::Next() {
   if (!s.error.ok()) return ToSourceStatus(s.error);
 
   for (size_t i = 0; i < s.samples.size(); ++i) {
+    if (i > 0 && HasRows(s.options, s.samples[i], s.row_shapes)) continue;
     absl::StatusOr<std::vector<std::vector<int64_t>>> shapes =
         RowShapes(s.options, s.samples[i]);
     if (!shapes.ok()) {
