@@ -24,3 +24,11 @@ def make_item(key: int, priority: float = 1.0, episode: int = 1,
 @pytest.fixture(name='make_item')
 def make_item_fixture():
   return make_item
+
+
+@pytest.fixture(name='without_tensorflow_specs')
+def without_tensorflow_specs_fixture(monkeypatch):
+  """Signatures decode as in a process without TensorFlow (to
+  `reverb.specs`), even when other tests of the run imported it."""
+  from reverb import structured_value  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(structured_value, '_tf_spec_classes', lambda: None)

@@ -86,6 +86,7 @@ def test_can_sample_and_can_insert_follow_the_rate_limiter(make_item):
   assert not table.can_insert(1)
 
 
+@pytest.mark.usefixtures('without_tensorflow_specs')
 def test_replace_copies_unspecified_settings():
   signature = {'x': specs.TensorSpec([2], np.int32, 'x')}
   table = make_table(sampler=reverb.selectors.Prioritized(0.5),
@@ -102,6 +103,7 @@ def test_replace_copies_unspecified_settings():
   assert info.signature == signature
 
 
+@pytest.mark.usefixtures('without_tensorflow_specs')
 def test_signature_round_trips_without_tensorflow():
   Step = collections.namedtuple('Step', ['observation', 'reward'])
   signature = {

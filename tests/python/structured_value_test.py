@@ -8,6 +8,9 @@ from reverb import specs
 from reverb import structured_value
 from reverb import tf_protos
 
+# These tests are about the specs of a process without TensorFlow.
+pytestmark = pytest.mark.usefixtures('without_tensorflow_specs')
+
 
 def test_tensor_spec_encoding_matches_tensorflow_layout():
   value = structured_value.encode(
