@@ -1,7 +1,6 @@
 #include "cc/service.h"
 
 #include <algorithm>
-#include <cstring>
 #include <deque>
 #include <optional>
 #include <utility>
@@ -10,9 +9,8 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "cc/chunk_encoding.h"
+#include "cc/sample_response.h"
 #include "cc/support/grpc_util.h"
-#include "cc/support/varint.h"
 #include "cc/table_item.h"
 
 namespace deepmind::reverb {
@@ -268,116 +266,8 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
 
 // --- SampleStream --------------------------------------------------------------
 
-// Field numbers of SampleStreamResponse and its SampleEntry.
-constexpr int kResponseEntries = 1;
-constexpr int kEntryInfo = 1;
-constexpr int kEntryData = 2;
-constexpr int kEntryEndOfSequence = 3;
-
-// A response's wire bytes under construction (see chunk_encoding.h): the
-// sampled chunks are written from the sizes they cached when they were
-// stored (protobuf would size every chunk again for every response), and
-// their large tensor contents are borrowed, not copied.
-struct PendingResponse {
-  WireBuffer wire;
-  grpc::ByteBuffer bytes;  // Once it is written.
-};
-
-// The SampleInfo of `sample`, as wire bytes. The item is the stored one,
-// serialized as it is (it never changes after insertion), followed by the
-// current priority and times_sampled: of a field given twice, a parser keeps
-// the last. This spares a copy of the item per sample.
-enum WireType { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
-
-void PutTag(int field, WireType type, std::string* out) {
-  out->push_back(static_cast<char>((field << 3) | type));
-}
-
-void PutDouble(double value, std::string* out) {
-  char bytes[8];
-  std::memcpy(bytes, &value, 8);  // Little-endian, as the wire format.
-  out->append(bytes, 8);
-}
-
-std::string EncodeSampleInfo(const SampledItem& sample) {
-  // The current priority and times_sampled, after the item's own bytes.
-  std::string overrides;
-  PutTag(5, kFixed64, &overrides);  // PrioritizedItem.priority
-  PutDouble(sample.priority, &overrides);
-  PutTag(6, kVarint, &overrides);  // PrioritizedItem.times_sampled
-  PutVarint64(static_cast<uint64_t>(int64_t{sample.times_sampled}),
-              &overrides);
-
-  const PrioritizedItem& item = sample.ref->item;
-  const size_t item_size = item.GetCachedSize();  // Sized by the table.
-  std::string out;
-  out.reserve(item_size + overrides.size() + 32);
-  PutTag(1, kLengthDelimited, &out);  // SampleInfo.item
-  PutVarint64(item_size + overrides.size(), &out);
-  const size_t at = out.size();
-  out.resize(at + item_size);
-  item.SerializeWithCachedSizesToArray(
-      reinterpret_cast<uint8_t*>(out.data() + at));
-  out.append(overrides);
-  PutTag(2, kFixed64, &out);  // SampleInfo.probability
-  PutDouble(sample.probability, &out);
-  PutTag(3, kVarint, &out);  // SampleInfo.table_size
-  PutVarint64(static_cast<uint64_t>(sample.table_size), &out);
-  if (sample.rate_limited) {
-    PutTag(4, kVarint, &out);  // SampleInfo.rate_limited
-    out.push_back(1);
-  }
-  return out;
-}
-
-// Appends `sample` to `responses` as entries, starting a new response when the
-// last one has grown past the cap.
-void AppendSample(const SampledItem& sample,
-                  std::deque<PendingResponse>* responses,
-                  int64_t* last_response_bytes) {
-  const std::string info = EncodeSampleInfo(sample);
-  const size_t info_size = info.size();
-  const auto& chunks = sample.ref->chunks;
-  size_t next = 0;  // The first chunk not yet written.
-  bool with_info = true;
-  do {
-    if (responses->empty() ||
-        *last_response_bytes >= ReverbServiceImpl::kMaxSampleResponseBytes) {
-      responses->emplace_back();
-      *last_response_bytes = 0;
-    }
-    // This entry's chunks: until the response passes the cap.
-    int64_t bytes = *last_response_bytes + (with_info ? info_size : 0);
-    size_t end = next;
-    size_t entry_size = with_info ? LengthDelimitedSize(info_size) : 0;
-    while (end < chunks.size() &&
-           bytes < ReverbServiceImpl::kMaxSampleResponseBytes) {
-      const size_t chunk_size = chunks[end]->DataByteSizeLong();
-      entry_size += LengthDelimitedSize(chunk_size);
-      bytes += static_cast<int64_t>(chunk_size);
-      ++end;
-    }
-    const bool end_of_sequence = end == chunks.size();
-    if (end_of_sequence) entry_size += 2;  // Tag and true.
-    WireBuffer& wire = responses->back().wire;
-    wire.PutFieldHeader(kResponseEntries, entry_size);
-    if (with_info) {
-      wire.PutFieldHeader(kEntryInfo, info_size);
-      wire.pending()->append(info);
-    }
-    for (; next < end; ++next) {
-      const std::shared_ptr<Chunk>& chunk = chunks[next];
-      wire.PutChunk(kEntryData, chunk->data(), chunk->DataByteSizeLong(),
-                    [&chunk]() -> std::shared_ptr<const void> { return chunk; });
-    }
-    if (end_of_sequence) wire.PutVarintField(kEntryEndOfSequence, 1);
-    *last_response_bytes = bytes;
-    with_info = false;
-  } while (next < chunks.size());
-}
-
 // Reads and writes raw bytes: requests are parsed here, responses encoded
-// by AppendSample.
+// by AppendSample (sample_response.h).
 class SampleReactor : public StreamReactor<SampleReactor, grpc::ByteBuffer,
                                            grpc::ByteBuffer> {
  public:
@@ -480,7 +370,8 @@ class SampleReactor : public StreamReactor<SampleReactor, grpc::ByteBuffer,
     // in flight.
     int64_t last_bytes = ReverbServiceImpl::kMaxSampleResponseBytes;
     for (const SampledItem& sample : *samples) {
-      AppendSample(sample, &responses_, &last_bytes);
+      AppendSample(sample, ReverbServiceImpl::kMaxSampleResponseBytes,
+                   &responses_, &last_bytes);
     }
     remaining_ -= static_cast<int64_t>(samples->size());
     samples->clear();  // Chunks are released outside the table's worker.
@@ -495,7 +386,7 @@ class SampleReactor : public StreamReactor<SampleReactor, grpc::ByteBuffer,
 
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu) {
     if (write_in_flight() || finishing() || responses_.empty()) return;
-    PendingResponse& front = responses_.front();
+    SampleResponseBytes& front = responses_.front();
     front.bytes = front.wire.Finish();
     StartWriteOf(&front.bytes);
   }
@@ -520,7 +411,7 @@ class SampleReactor : public StreamReactor<SampleReactor, grpc::ByteBuffer,
   bool table_request_in_flight_ ABSL_GUARDED_BY(guard_->mu) = false;
   bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
   // Responses to write; the front one is in flight while a write is.
-  std::deque<PendingResponse> responses_ ABSL_GUARDED_BY(guard_->mu);
+  std::deque<SampleResponseBytes> responses_ ABSL_GUARDED_BY(guard_->mu);
 };
 
 // --- InitializeConnection ---------------------------------------------------------
