@@ -1,6 +1,5 @@
 #include "cc/tensor.h"
 
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -110,11 +109,9 @@ absl::StatusOr<Tensor> StackTensors(std::vector<Tensor> tensors) {
     }
   } else {
     // Large steps: the rows' buffers are recycled (see buffer_pool.h).
-    out.bytes = BufferPool::Default().Take(total_bytes);
-    char* next = out.bytes.data();
+    out.bytes = BufferPool::Default().Reserve(total_bytes);
     for (Tensor& t : tensors) {
-      std::memcpy(next, t.bytes.data(), t.bytes.size());
-      next += t.bytes.size();
+      out.bytes.append(t.bytes);
       BufferPool::Default().Give(std::move(t.bytes));
     }
   }

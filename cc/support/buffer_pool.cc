@@ -10,6 +10,21 @@ BufferPool& BufferPool::Default() {
 }
 
 std::string BufferPool::Take(size_t size) {
+  std::string buffer = TakeKept(size);
+  // Within the capacity: no reallocation, and only bytes beyond the
+  // buffer's previous size are zeroed.
+  buffer.resize(size);
+  return buffer;
+}
+
+std::string BufferPool::Reserve(size_t capacity) {
+  std::string buffer = TakeKept(capacity);
+  buffer.clear();  // Keeps the capacity.
+  buffer.reserve(capacity);
+  return buffer;
+}
+
+std::string BufferPool::TakeKept(size_t size) {
   std::string buffer;
   if (size >= kMinBytes) {
     absl::MutexLock lock(&mu_);
@@ -32,9 +47,6 @@ std::string BufferPool::Take(size_t size) {
                      kMinBytes);
     }
   }
-  // Within the capacity: no reallocation, and only bytes beyond the
-  // buffer's previous size are zeroed.
-  buffer.resize(size);
   return buffer;
 }
 

@@ -40,8 +40,12 @@ class REVERB_EXPORT BufferPool {
   // that a step's buffer can later take its compressed bytes).
   std::string Take(size_t size);
 
-  // Keeps `buffer` for a later Take, if it is large enough and the pool has
-  // room; otherwise frees it.
+  // An empty string to append `capacity` bytes to: a kept buffer as for
+  // Take, or a new one (of exactly that capacity if it is small).
+  std::string Reserve(size_t capacity);
+
+  // Keeps `buffer` for a later Take or Reserve, if it is large enough and
+  // the pool has room; otherwise frees it.
   void Give(std::string buffer);
 
   // Bytes (capacities) of the buffers kept.
@@ -52,6 +56,10 @@ class REVERB_EXPORT BufferPool {
     std::string buffer;
     absl::Time since;
   };
+  // The smallest kept buffer of at least `size` bytes, taken out of the
+  // pool, or a new one with a quarter more capacity; an empty string if
+  // `size` is below kMinBytes.
+  std::string TakeKept(size_t size);
   // Frees the buffers kept for longer than max_idle_.
   void DropIdleLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -113,8 +113,8 @@ absl::StatusOr<Tensor> TensorFromNumpy(py::handle object) {
     array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
   }
   // A large step gets a recycled buffer (see buffer_pool.h).
-  tensor.bytes = BufferPool::Default().Take(array.nbytes());
-  std::memcpy(tensor.bytes.data(), array.data(), array.nbytes());
+  tensor.bytes = BufferPool::Default().Reserve(array.nbytes());
+  tensor.bytes.append(static_cast<const char*>(array.data()), array.nbytes());
   return tensor;
 }
 

@@ -24,6 +24,21 @@ TEST(BufferPoolTest, LargeBuffersComeBack) {
   EXPECT_EQ(pool.kept_bytes(), 0);
 }
 
+TEST(BufferPoolTest, ReserveGivesAnEmptyBufferToAppendTo) {
+  BufferPool pool(absl::InfiniteDuration());
+  std::string buffer = pool.Take(kLarge);
+  const char* data = buffer.data();
+  pool.Give(std::move(buffer));
+  std::string reserved = pool.Reserve(kLarge);
+  EXPECT_TRUE(reserved.empty());
+  reserved.append(kLarge, 'x');
+  EXPECT_EQ(reserved.data(), data);  // The kept buffer, no reallocation.
+  // Small ones are plain strings of that capacity.
+  std::string small = pool.Reserve(100);
+  EXPECT_TRUE(small.empty());
+  EXPECT_GE(small.capacity(), 100);
+}
+
 TEST(BufferPoolTest, TakesTheSmallestBufferThatFits) {
   BufferPool pool(absl::InfiniteDuration());
   std::string big = pool.Take(4 * kLarge);
