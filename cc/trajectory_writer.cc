@@ -154,6 +154,11 @@ absl::Status TrajectoryWriter::CreateItem(
   item.table = table;
   item.priority = priority;
   item.inserted_at = absl::Now();
+  size_t num_cells = 0;
+  for (const TrajectoryColumn& column : trajectory) {
+    num_cells += column.refs.size();
+  }
+  item.cells.reserve(num_cells);
   for (int c = 0; c < static_cast<int>(trajectory.size()); ++c) {
     const TrajectoryColumn& column = trajectory[c];
     if (column.refs.empty()) {

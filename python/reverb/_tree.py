@@ -33,7 +33,16 @@ def _is_nested(value: Any) -> bool:
 
 def flatten(structure: Any) -> List[Any]:
   """The leaves of `structure`, depth first."""
-  if not _is_nested(structure):
+  if type(structure) is dict:
+    # The common case (a step or an item of named columns): a dict of
+    # leaves, which are its values in key order.
+    values = [structure[key] for key in sorted(structure)]
+    for value in values:
+      if _NESTED_BY_TYPE.get(type(value), True):  # Nested, or not seen yet.
+        break
+    else:
+      return values
+  elif not _is_nested(structure):
     return [structure]
   leaves = []
   _flatten_into(structure, leaves)
