@@ -52,8 +52,11 @@ class REVERB_EXPORT TrajectoryWriter {
   // A request is written once it holds this many bytes.
   static constexpr int64_t kMaxRequestSizeBytes = 40 << 20;
   // The stream thread waits up to kBatchDelay for kBatchItems items to
-  // send together, unless a Flush or EndEpisode is waiting.
-  static constexpr size_t kBatchItems = 32;
+  // send together, unless a Flush or EndEpisode is waiting. Every request
+  // repeats the whole keep list (with many refs kept alive, thousands of
+  // chunk keys, which both ends turn into sets): the larger the batch, the
+  // less of that per item.
+  static constexpr size_t kBatchItems = 128;
   static constexpr absl::Duration kBatchDelay = absl::Milliseconds(1);
 
   // `options` (validated, INVALID_ARGUMENT) are cloned for every column.
