@@ -24,8 +24,6 @@ size_t VarintSize(size_t value) {
   return size;
 }
 
-size_t FieldSize(size_t size) { return LengthDelimitedSize(size); }
-
 // A tensor with its content split off: `head` holds the other fields.
 struct SplitTensor {
   const tensorflow::TensorProto* tensor;
@@ -43,8 +41,9 @@ SplitTensor Split(const tensorflow::TensorProto& tensor) {
   *split.head.mutable_tensor_shape() = tensor.tensor_shape();
   split.head.set_version_number(tensor.version_number());
   // Other fields set: serialize the tensor whole.
-  split.borrowed =
-      split.head.ByteSizeLong() + FieldSize(content.size()) == split.size;
+  split.borrowed = split.head.ByteSizeLong() +
+                       LengthDelimitedSize(content.size()) ==
+                   split.size;
   return split;
 }
 
@@ -53,12 +52,12 @@ SplitTensor Split(const tensorflow::TensorProto& tensor) {
 size_t LengthDelimitedSize(size_t size) { return 1 + VarintSize(size) + size; }
 
 void WireBuffer::PutFieldHeader(int field, size_t size) {
-  pending_.push_back(static_cast<char>((field << 3) | 2));
+  PutTag(field, kLengthDelimited, &pending_);
   PutVarint32(static_cast<uint32_t>(size), &pending_);
 }
 
 void WireBuffer::PutVarintField(int field, uint32_t value) {
-  pending_.push_back(static_cast<char>(field << 3));
+  PutTag(field, kVarint, &pending_);
   PutVarint32(value, &pending_);
 }
 
@@ -88,7 +87,7 @@ void WireBuffer::PutChunk(
   bool borrowed = false;
   for (const tensorflow::TensorProto& tensor : protos) {
     tensors.push_back(Split(tensor));
-    data_size += FieldSize(tensors.back().size);
+    data_size += LengthDelimitedSize(tensors.back().size);
     borrowed |= tensors.back().borrowed;
   }
   if (!borrowed) return whole();
@@ -99,7 +98,9 @@ void WireBuffer::PutChunk(
   head.set_data_tensors_len(chunk.data_tensors_len());
   head.set_data_uncompressed_size(chunk.data_uncompressed_size());
   // Fields this encoder does not know: serialize the chunk whole.
-  if (head.ByteSizeLong() + FieldSize(data_size) != size) return whole();
+  if (head.ByteSizeLong() + LengthDelimitedSize(data_size) != size) {
+    return whole();
+  }
   PutFieldHeader(field, size);
   head.AppendToString(&pending_);
   PutFieldHeader(kChunkData, data_size);
@@ -121,7 +122,9 @@ void WireBuffer::Borrow(const std::string& content,
   Flush();
   slices_.emplace_back(
       const_cast<char*>(content.data()), content.size(),
-      [](void* held) { delete static_cast<std::shared_ptr<const void>*>(held); },
+      [](void* held) {
+        delete static_cast<std::shared_ptr<const void>*>(held);
+      },
       new std::shared_ptr<const void>(std::move(owner)));
 }
 

@@ -15,12 +15,6 @@ constexpr int kEntryInfo = 1;
 constexpr int kEntryData = 2;
 constexpr int kEntryEndOfSequence = 3;
 
-enum WireType { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
-
-void PutTag(int field, WireType type, std::string* out) {
-  out->push_back(static_cast<char>((field << 3) | type));
-}
-
 void PutDouble(double value, std::string* out) {
   char bytes[8];
   std::memcpy(bytes, &value, 8);  // Little-endian, as the wire format.
@@ -93,8 +87,9 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     }
     for (; next < end; ++next) {
       const std::shared_ptr<Chunk>& chunk = chunks[next];
-      wire.PutChunk(kEntryData, chunk->data(), chunk->DataByteSizeLong(),
-                    [&chunk]() -> std::shared_ptr<const void> { return chunk; });
+      wire.PutChunk(
+          kEntryData, chunk->data(), chunk->DataByteSizeLong(),
+          [&chunk]() -> std::shared_ptr<const void> { return chunk; });
     }
     if (end_of_sequence) wire.PutVarintField(kEntryEndOfSequence, 1);
     *last_response_bytes = bytes;

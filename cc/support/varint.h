@@ -1,6 +1,7 @@
 // Little-endian base-128 varints (7 bits a byte, high bit set on all but
 // the last), as protocol buffers, TensorFlow's string lists and Snappy's
-// length header write them.
+// length header write them; and protocol buffer field tags, for the code
+// that writes wire bytes itself.
 #ifndef REVERB_CC_SUPPORT_VARINT_H_
 #define REVERB_CC_SUPPORT_VARINT_H_
 
@@ -19,6 +20,14 @@ inline void PutVarint64(uint64_t value, std::string* out) {
 
 inline void PutVarint32(uint32_t value, std::string* out) {
   PutVarint64(value, out);
+}
+
+// Protocol buffer wire types.
+enum WireType { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
+
+// The tag of field `field` (below 16, so one byte) of wire type `type`.
+inline void PutTag(int field, WireType type, std::string* out) {
+  out->push_back(static_cast<char>((field << 3) | type));
 }
 
 // Reads a varint32 of at most five bytes from [*p, end) and advances *p
