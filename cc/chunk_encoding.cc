@@ -117,7 +117,20 @@ void WireBuffer::PutChunk(
   }
 }
 
-void WireBuffer::Borrow(const std::string& content,
+void WireBuffer::PutBytes(
+    int field, const absl::Cord& bytes,
+    absl::FunctionRef<std::shared_ptr<const void>()> owner) {
+  PutFieldHeader(field, bytes.size());
+  for (absl::string_view piece : bytes.Chunks()) {
+    if (piece.size() < kMinBorrowedBytes) {
+      pending_.append(piece.data(), piece.size());
+    } else {
+      Borrow(piece, owner());
+    }
+  }
+}
+
+void WireBuffer::Borrow(absl::string_view content,
                         std::shared_ptr<const void> owner) {
   Flush();
   slices_.emplace_back(

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/string_view.h"
 #include "cc/support/export.h"
 #include "google/protobuf/message_lite.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -61,11 +63,16 @@ class REVERB_EXPORT WireBuffer {
   void PutChunk(int field, const ChunkData& chunk, size_t size,
                 absl::FunctionRef<std::shared_ptr<const void>()> owner);
 
+  // Field `field` holding `bytes` (a chunk's wire bytes). Pieces of
+  // kMinBorrowedBytes or more are borrowed, as PutChunk's contents.
+  void PutBytes(int field, const absl::Cord& bytes,
+                absl::FunctionRef<std::shared_ptr<const void>()> owner);
+
   // The bytes so far; the buffer is empty afterwards.
   grpc::ByteBuffer Finish();
 
  private:
-  void Borrow(const std::string& content, std::shared_ptr<const void> owner);
+  void Borrow(absl::string_view content, std::shared_ptr<const void> owner);
   void Flush();
 
   std::string pending_;

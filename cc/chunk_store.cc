@@ -3,30 +3,111 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "cc/support/status_macros.h"
+#include "cc/support/wire_reader.h"
 
 namespace deepmind::reverb {
 
-Chunk::Chunk(ChunkData data)
-    : data_(std::move(data)), byte_size_(data_.ByteSizeLong()) {}
+namespace {
 
-int64_t Chunk::uncompressed_data_size() const {
-  return std::max<int64_t>(1, data_.data_uncompressed_size());
+// Field numbers of the messages Chunk::Parse walks.
+constexpr int kChunkData = 5;       // ChunkData.data
+constexpr int kDataTensors = 1;     // ChunkData.Data.tensors
+constexpr int kTensorContent = 4;   // TensorProto.tensor_content
+
+absl::Status NotAChunk(absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("Chunk does not parse as a ChunkData: ", what, "."));
 }
 
-int32_t Chunk::num_rows() const {
-  return data_.sequence_range().end() - data_.sequence_range().start() + 1;
+// Checks that `tensor` parses as a TensorProto, skipping its content.
+absl::Status CheckTensor(const absl::Cord& tensor) {
+  WireReader reader(tensor);
+  std::string head;
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return NotAChunk("bad tensor");
+    const bool ok = field == kTensorContent && type == kLengthDelimited
+                        ? reader.Skip(type)
+                        : reader.CopyField(field, type, &head);
+    if (!ok) return NotAChunk("bad tensor");
+  }
+  tensorflow::TensorProto proto;
+  if (!proto.ParseFromString(head)) return NotAChunk("bad tensor");
+  return absl::OkStatus();
 }
 
-int32_t Chunk::num_columns() const {
-  return data_.data_tensors_len() > 0 ? data_.data_tensors_len()
-                                      : data_.data().tensors_size();
+// Counts the tensors of `data` (a ChunkData.Data), checking each.
+absl::Status CountTensors(const absl::Cord& data, int* num_tensors) {
+  WireReader reader(data);
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return NotAChunk("bad data");
+    if (field != kDataTensors || type != kLengthDelimited) {
+      if (!reader.Skip(type)) return NotAChunk("bad data");
+      continue;
+    }
+    absl::Cord tensor;
+    if (!reader.ReadLengthDelimited(&tensor)) return NotAChunk("bad data");
+    REVERB_RETURN_IF_ERROR(CheckTensor(tensor));
+    ++*num_tensors;
+  }
+  return absl::OkStatus();
 }
 
-std::shared_ptr<Chunk> ChunkStore::Insert(ChunkData data) {
+}  // namespace
+
+Chunk::Chunk(const ChunkData& data)
+    : Chunk(absl::Cord(data.SerializeAsString()), data,
+            data.data().tensors_size()) {}
+
+Chunk::Chunk(absl::Cord wire, const ChunkData& header, int num_tensors)
+    : wire_(std::move(wire)),
+      key_(header.chunk_key()),
+      episode_id_(header.sequence_range().episode_id()),
+      num_rows_(header.sequence_range().end() -
+                header.sequence_range().start() + 1),
+      num_columns_(header.data_tensors_len() > 0 ? header.data_tensors_len()
+                                                 : num_tensors),
+      uncompressed_size_(std::max<int64_t>(1, header.data_uncompressed_size())) {}
+
+absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire) {
+  // The header: every field but `data`, copied and parsed by protobuf.
+  std::string head;
+  int num_tensors = 0;
+  WireReader reader(wire);
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return NotAChunk("bad field");
+    if (field == kChunkData && type == kLengthDelimited) {
+      absl::Cord data;
+      if (!reader.ReadLengthDelimited(&data)) return NotAChunk("bad data");
+      REVERB_RETURN_IF_ERROR(CountTensors(data, &num_tensors));
+    } else if (!reader.CopyField(field, type, &head)) {
+      return NotAChunk("bad field");
+    }
+  }
+  ChunkData header;
+  if (!header.ParseFromString(head)) return NotAChunk("bad header");
+  return std::shared_ptr<Chunk>(
+      new Chunk(std::move(wire), header, num_tensors));
+}
+
+ChunkData Chunk::ToProto() const {
+  ChunkData data;
+  // Parsed from the cord's pieces: wire_ is valid (checked by Parse).
+  data.ParseFromString(std::string(wire_));
+  return data;
+}
+
+std::shared_ptr<Chunk> ChunkStore::Insert(const ChunkData& data) {
   absl::MutexLock lock(&mu_);
   std::weak_ptr<Chunk>& entry = chunks_[data.chunk_key()];
   if (auto chunk = entry.lock()) return chunk;
-  auto chunk = std::make_shared<Chunk>(std::move(data));
+  auto chunk = std::make_shared<Chunk>(data);
   entry = chunk;
   MaybeSweep();
   return chunk;

@@ -1,13 +1,19 @@
-// Serialization of the writers' InsertStreamRequests without copying chunk
-// tensors (see chunk_encoding.h).
+// InsertStreamRequests on the wire without copying chunk tensors: the
+// writers' encoding (see chunk_encoding.h) and the server's decoding (see
+// Chunk::Parse in chunk_store.h).
 #ifndef REVERB_CC_INSERT_REQUEST_H_
 #define REVERB_CC_INSERT_REQUEST_H_
 
 #include <cstddef>
 #include <memory>
 
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "cc/chunk_encoding.h"
+#include "cc/chunk_store.h"
 #include "cc/support/export.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "reverb/cc/reverb_service.pb.h"
@@ -21,6 +27,20 @@ namespace deepmind::reverb {
 REVERB_EXPORT grpc::ByteBuffer EncodeInsertRequest(
     const InsertStreamRequest& request,
     absl::Span<const std::shared_ptr<const ChunkData>> chunks);
+
+// An InsertStreamRequest as the server reads it.
+struct DecodedInsertRequest {
+  std::vector<std::shared_ptr<Chunk>> chunks;
+  std::vector<PrioritizedItem> items;
+  std::vector<uint64_t> keep_chunk_keys;
+};
+
+// Parses `bytes`, a serialized InsertStreamRequest, into `request` (whose
+// contents are replaced). Chunks of kMinBorrowedBytes or more keep gRPC's
+// memory; smaller ones are copied, so that they do not hold on to receive
+// buffers larger than themselves. INVALID_ARGUMENT if `bytes` do not parse.
+REVERB_EXPORT absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
+                                               DecodedInsertRequest* request);
 
 }  // namespace deepmind::reverb
 

@@ -87,9 +87,8 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     }
     for (; next < end; ++next) {
       const std::shared_ptr<Chunk>& chunk = chunks[next];
-      wire.PutChunk(
-          kEntryData, chunk->data(), chunk->DataByteSizeLong(),
-          [&chunk]() -> std::shared_ptr<const void> { return chunk; });
+      wire.PutBytes(kEntryData, chunk->wire(),
+                    [&chunk]() -> std::shared_ptr<const void> { return chunk; });
     }
     if (end_of_sequence) wire.PutVarintField(kEntryEndOfSequence, 1);
     *last_response_bytes = bytes;

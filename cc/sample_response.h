@@ -2,10 +2,10 @@
 //
 // The server encodes responses itself instead of filling SampleStreamResponse
 // protos for gRPC to serialize:
-//  - chunks are written from the sizes they cached when they were stored
-//    (protobuf would size every chunk again for every response), and their
-//    tensor contents of kMinBorrowedBytes or more are borrowed, not copied
-//    (see chunk_encoding.h);
+//  - chunks are written as the bytes they are stored as (protobuf would size
+//    and serialize every chunk again for every response); pieces of
+//    kMinBorrowedBytes or more are borrowed, not copied (see
+//    chunk_encoding.h);
 //  - an entry's SampleInfo holds the stored item serialized as it is (items
 //    never change after insertion), followed by its current `priority` and
 //    `times_sampled`: of a scalar field given twice, a parser keeps the last.

@@ -9,8 +9,10 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "cc/insert_request.h"
 #include "cc/sample_response.h"
 #include "cc/support/grpc_util.h"
+#include "cc/support/status_macros.h"
 #include "cc/table_item.h"
 
 namespace deepmind::reverb {
@@ -108,11 +110,13 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
 
 // --- InsertStream --------------------------------------------------------------
 
-class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
-                                           InsertStreamResponse> {
+// Reads raw bytes (DecodeInsertRequest keeps large chunks in the memory
+// gRPC received them in) and writes InsertStreamResponses serialized here.
+class InsertReactor : public StreamReactor<InsertReactor, grpc::ByteBuffer,
+                                           grpc::ByteBuffer> {
  public:
   explicit InsertReactor(ReverbServiceImpl* service) : service_(service) {
-    Start(&request_);
+    Start(&request_bytes_);
   }
 
   void OnReadDone(bool ok) override {
@@ -130,7 +134,7 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
     }
     if (finishing()) return;
     if (pending_inserts_ < max_pending_inserts_) {
-      StartRead(&request_);
+      StartRead(&request_bytes_);
     } else {
       read_paused_ = true;
     }
@@ -145,17 +149,16 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
 
  private:
   absl::Status ProcessRequest() {
-    if (request_.chunks_size() == 0 && request_.items_size() == 0) {
+    REVERB_RETURN_IF_ERROR(DecodeInsertRequest(request_bytes_, &request_));
+    request_bytes_.Clear();
+    if (request_.chunks.empty() && request_.items.empty()) {
       return absl::InvalidArgumentError(
           "InsertStreamRequest has neither chunks nor items.");
     }
-    for (ChunkData& chunk : *request_.mutable_chunks()) {
-      const uint64_t key = chunk.chunk_key();
-      if (!chunks_.contains(key)) {
-        chunks_.emplace(key, std::make_shared<Chunk>(std::move(chunk)));
-      }
+    for (std::shared_ptr<Chunk>& chunk : request_.chunks) {
+      chunks_.try_emplace(chunk->key(), std::move(chunk));
     }
-    if (request_.items_size() == 0) return absl::OkStatus();
+    if (request_.items.empty()) return absl::OkStatus();
 
     // Confirmations of the inserts made right away (on this thread) go out
     // together once every item of the request is in, not one response each.
@@ -171,7 +174,7 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
   }
 
   absl::Status InsertItems() {
-    for (PrioritizedItem& item : *request_.mutable_items()) {
+    for (PrioritizedItem& item : request_.items) {
       auto table = service_->FindTable(item.table());
       if (!table.ok()) return table.status();
       TableItem table_item;
@@ -200,8 +203,8 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
           });
     }
 
-    absl::flat_hash_set<uint64_t> keep(request_.keep_chunk_keys().begin(),
-                                       request_.keep_chunk_keys().end());
+    absl::flat_hash_set<uint64_t> keep(request_.keep_chunk_keys.begin(),
+                                       request_.keep_chunk_keys.end());
     absl::erase_if(chunks_, [&keep](const auto& entry) {
       return !keep.contains(entry.first);
     });
@@ -226,7 +229,7 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
     if (read_paused_ && !finishing() &&
         pending_inserts_ < max_pending_inserts_) {
       read_paused_ = false;
-      StartRead(&request_);
+      StartRead(&request_bytes_);
     }
     MaybeFinishLocked();
   }
@@ -236,10 +239,14 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
         confirmed_keys_.empty()) {
       return;
     }
-    response_.Clear();
-    response_.mutable_keys()->Add(confirmed_keys_.begin(),
-                                  confirmed_keys_.end());
+    InsertStreamResponse response;
+    response.mutable_keys()->Add(confirmed_keys_.begin(),
+                                 confirmed_keys_.end());
     confirmed_keys_.clear();
+    bool own_buffer;
+    response_.Clear();
+    grpc::SerializationTraits<InsertStreamResponse>::Serialize(
+        response, &response_, &own_buffer);
     StartWriteOf(&response_);
   }
 
@@ -251,11 +258,12 @@ class InsertReactor : public StreamReactor<InsertReactor, InsertStreamRequest,
   }
 
   ReverbServiceImpl* const service_;
-  InsertStreamRequest request_;
+  grpc::ByteBuffer request_bytes_;
+  DecodedInsertRequest request_;
   // Chunks this stream sent and still keeps. Used by OnReadDone only.
   absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks_;
 
-  InsertStreamResponse response_ ABSL_GUARDED_BY(guard_->mu);
+  grpc::ByteBuffer response_ ABSL_GUARDED_BY(guard_->mu);
   std::vector<uint64_t> confirmed_keys_ ABSL_GUARDED_BY(guard_->mu);
   int64_t pending_inserts_ ABSL_GUARDED_BY(guard_->mu) = 0;
   int64_t max_pending_inserts_ ABSL_GUARDED_BY(guard_->mu) = 1;
@@ -509,7 +517,7 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::Checkpoint(
   return reactor;
 }
 
-grpc::ServerBidiReactor<InsertStreamRequest, InsertStreamResponse>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 ReverbServiceImpl::InsertStream(grpc::CallbackServerContext*) {
   return new InsertReactor(this);
 }

@@ -32,9 +32,10 @@
 
 namespace deepmind::reverb {
 
-// ReverbService::CallbackService with SampleStream on raw bytes.
+// ReverbService::CallbackService with InsertStream and SampleStream on raw
+// bytes.
 using ReverbCallbackServiceBase = ReverbService::WithCallbackMethod_Checkpoint<
-    ReverbService::WithCallbackMethod_InsertStream<
+    ReverbService::WithRawCallbackMethod_InsertStream<
         ReverbService::WithCallbackMethod_MutatePriorities<
             ReverbService::WithCallbackMethod_Reset<
                 ReverbService::WithRawCallbackMethod_SampleStream<
@@ -69,8 +70,8 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
                                        const CheckpointRequest* request,
                                        CheckpointResponse* response) override;
-  grpc::ServerBidiReactor<InsertStreamRequest, InsertStreamResponse>*
-  InsertStream(grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InsertStream(
+      grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* MutatePriorities(
       grpc::CallbackServerContext* context,
       const MutatePrioritiesRequest* request,

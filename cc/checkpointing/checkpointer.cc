@@ -147,7 +147,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
     for (const auto& snapshot : snapshots) {
       for (const auto& chunk : snapshot.chunks) {
         if (written.insert(chunk->key()).second) {
-          REVERB_RETURN_IF_ERROR(chunks->Write(chunk->data().SerializeAsString()));
+          REVERB_RETURN_IF_ERROR(chunks->Write(std::string(chunk->wire())));
         }
       }
     }
@@ -242,7 +242,7 @@ absl::Status Checkpointer::Load(
   absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks;
   for (ChunkData& data : chunk_data) {
     const uint64_t key = data.chunk_key();
-    chunks[key] = std::make_shared<Chunk>(std::move(data));
+    chunks[key] = std::make_shared<Chunk>(data);
   }
   chunk_data.clear();
 

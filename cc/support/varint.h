@@ -22,12 +22,17 @@ inline void PutVarint32(uint32_t value, std::string* out) {
   PutVarint64(value, out);
 }
 
-// Protocol buffer wire types.
-enum WireType { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
+// Protocol buffer wire types (groups, 3 and 4, are not supported).
+enum WireType {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLengthDelimited = 2,
+  kFixed32 = 5,
+};
 
-// The tag of field `field` (below 16, so one byte) of wire type `type`.
+// The tag of field `field` of wire type `type`.
 inline void PutTag(int field, WireType type, std::string* out) {
-  out->push_back(static_cast<char>((field << 3) | type));
+  PutVarint32((static_cast<uint32_t>(field) << 3) | type, out);
 }
 
 // Reads a varint32 of at most five bytes from [*p, end) and advances *p

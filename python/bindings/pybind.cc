@@ -142,7 +142,7 @@ py::tuple SampledItemToPython(const SampledItem& sample) {
   info.set_rate_limited(sample.rate_limited);
   py::list chunks;
   for (const auto& chunk : sample.ref->chunks) {
-    chunks.append(py::bytes(chunk->data().SerializeAsString()));
+    chunks.append(py::bytes(std::string(chunk->wire())));
   }
   return py::make_tuple(py::bytes(info.SerializeAsString()), chunks);
 }

@@ -3,6 +3,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
 #include "tests/cc/test_util.h"
 
@@ -71,8 +73,56 @@ TEST(ChunkTest, Accessors) {
   EXPECT_EQ(chunk.num_rows(), 4);
   EXPECT_EQ(chunk.num_columns(), 1);
   EXPECT_EQ(chunk.uncompressed_data_size(), 16);
-  EXPECT_EQ(chunk.DataByteSizeLong(), chunk.data().ByteSizeLong());
+  EXPECT_EQ(chunk.DataByteSizeLong(),
+            testing::MakeChunkData(5, 9, 4).ByteSizeLong());
   EXPECT_EQ(Chunk(ChunkData()).uncompressed_data_size(), 1);
+}
+
+TEST(ChunkTest, ParseKeepsTheBytesAndReadsTheHeader) {
+  ChunkData data = testing::MakeChunkData(5, 9, 4);
+  *data.mutable_data()->add_tensors() = data.data().tensors(0);
+  data.set_data_tensors_len(0);  // Columns then come from the tensors.
+  data.set_delta_encoded(true);
+  const std::string bytes = data.SerializeAsString();
+  auto chunk = Chunk::Parse(absl::Cord(bytes));
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  EXPECT_EQ((*chunk)->key(), 5u);
+  EXPECT_EQ((*chunk)->episode_id(), 9u);
+  EXPECT_EQ((*chunk)->num_rows(), 4);
+  EXPECT_EQ((*chunk)->num_columns(), 2);
+  EXPECT_EQ((*chunk)->uncompressed_data_size(), 16);
+  EXPECT_EQ(std::string((*chunk)->wire()), bytes);
+  EXPECT_EQ((*chunk)->DataByteSizeLong(), bytes.size());
+  EXPECT_EQ((*chunk)->ToProto().SerializeAsString(), bytes);
+}
+
+TEST(ChunkTest, ParseSharesTheMemoryOfLargePieces) {
+  ChunkData data = testing::MakeChunkData(5);
+  data.mutable_data()->mutable_tensors(0)->set_tensor_content(
+      std::string(64 << 10, 'x'));
+  const std::string bytes = data.SerializeAsString();
+  absl::Cord wire = absl::MakeCordFromExternal(bytes, [] {});
+  auto chunk = Chunk::Parse(wire);
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  ASSERT_TRUE((*chunk)->wire().TryFlat().has_value());
+  EXPECT_EQ((*chunk)->wire().TryFlat()->data(), bytes.data());
+}
+
+TEST(ChunkTest, ParseRejectsWhatIsNotAChunk) {
+  const std::string bytes = testing::MakeChunkData(5).SerializeAsString();
+  const std::vector<std::string> malformed = {
+      bytes.substr(0, bytes.size() - 1),  // Truncated.
+      bytes + "\x08",                     // A tag without its value.
+      bytes + "\x13",                     // A group's tag.
+      "\x12\x02\x08\xff",              // sequence_range's varint ends early.
+      "\x2a\x04\x0a\x02\x12\x05",    // A tensor whose shape runs past it.
+      std::string("\x00", 1),             // Field 0.
+  };
+  for (const std::string& input : malformed) {
+    EXPECT_EQ(Chunk::Parse(absl::Cord(input)).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << absl::CEscape(input);
+  }
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #include "cc/insert_request.h"
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cc/support/varint.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/support/slice.h"
 #include "gtest/gtest.h"
@@ -143,6 +145,129 @@ TEST(InsertRequestTest, RequestWithoutChunks) {
   const InsertStreamRequest request = ItemsAndKeys();
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
       Parse(EncodeInsertRequest(request, {})), request));
+}
+
+// The bytes of `message` as a ByteBuffer of slices of (at most) `piece`
+// bytes, as gRPC hands over a message received in frames.
+grpc::ByteBuffer InPieces(const std::string& bytes, size_t piece) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += piece) {
+    slices.emplace_back(bytes.data() + at, std::min(piece, bytes.size() - at));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+TEST(InsertRequestTest, DecodesWhatItEncodes) {
+  const std::vector<std::shared_ptr<const ChunkData>> chunks = {
+      Chunk(1, {Tensor(100 << 10, 1)}),
+      Chunk(2, {Tensor(100, 2), Tensor(20, 3)}),
+  };
+  const InsertStreamRequest request = ItemsAndKeys();
+  DecodedInsertRequest decoded;
+  ASSERT_TRUE(
+      DecodeInsertRequest(EncodeInsertRequest(request, chunks), &decoded).ok());
+
+  ASSERT_EQ(decoded.chunks.size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(decoded.chunks[i]->key(), chunks[i]->chunk_key());
+    EXPECT_EQ(decoded.chunks[i]->num_columns(),
+              chunks[i]->data().tensors_size());
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+        decoded.chunks[i]->ToProto(), *chunks[i]));
+  }
+  ASSERT_EQ(decoded.items.size(), 1);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+      decoded.items[0], request.items(0)));
+  EXPECT_EQ(decoded.keep_chunk_keys, std::vector<uint64_t>({1, 4}));
+}
+
+TEST(InsertRequestTest, LargeChunksKeepTheReceivedBytesSmallOnesACopy) {
+  InsertStreamRequest request;
+  *request.add_chunks() = *Chunk(1, {Tensor(200 << 10, 1)});
+  *request.add_chunks() = *Chunk(2, {Tensor(100, 2)});
+  const std::string bytes = request.SerializeAsString();
+  // Slices that refer to `bytes` (grpc::Slice's STATIC_SLICE constructor).
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += 32 << 10) {
+    slices.emplace_back(grpc_slice_from_static_buffer(
+                            bytes.data() + at,
+                            std::min<size_t>(32 << 10, bytes.size() - at)),
+                        grpc::Slice::STEAL_REF);
+  }
+  DecodedInsertRequest decoded;
+  ASSERT_TRUE(DecodeInsertRequest(
+                  grpc::ByteBuffer(slices.data(), slices.size()), &decoded)
+                  .ok());
+  ASSERT_EQ(decoded.chunks.size(), 2);
+  auto within = [&bytes](absl::string_view piece) {
+    return piece.data() >= bytes.data() &&
+           piece.data() + piece.size() <= bytes.data() + bytes.size();
+  };
+  size_t shared = 0;
+  for (absl::string_view piece : decoded.chunks[0]->wire().Chunks()) {
+    if (within(piece)) shared += piece.size();
+  }
+  EXPECT_GT(shared, 190u << 10);
+  for (absl::string_view piece : decoded.chunks[1]->wire().Chunks()) {
+    EXPECT_FALSE(within(piece));
+  }
+  EXPECT_EQ(std::string(decoded.chunks[0]->wire()),
+            request.chunks(0).SerializeAsString());
+}
+
+TEST(InsertRequestTest, DecodesAnyParserInput) {
+  // Keys unpacked, an unknown field, a chunk split across tiny slices.
+  InsertStreamRequest request = ItemsAndKeys();
+  *request.add_chunks() = *Chunk(3, {Tensor(50, 3)});
+  std::string bytes = request.SerializeAsString();
+  PutTag(3, kVarint, &bytes);  // keep_chunk_keys: 7, not packed.
+  PutVarint64(7, &bytes);
+  PutTag(15, kFixed32, &bytes);  // Unknown field.
+  bytes.append(4, 'x');
+  DecodedInsertRequest decoded;
+  ASSERT_TRUE(DecodeInsertRequest(InPieces(bytes, 3), &decoded).ok());
+  ASSERT_EQ(decoded.chunks.size(), 1);
+  EXPECT_EQ(decoded.chunks[0]->key(), 3);
+  ASSERT_EQ(decoded.items.size(), 1);
+  EXPECT_EQ(decoded.items[0].key(), 99);
+  EXPECT_EQ(decoded.keep_chunk_keys, std::vector<uint64_t>({1, 4, 7}));
+}
+
+TEST(InsertRequestTest, MalformedRequestsAreInvalidArguments) {
+  InsertStreamRequest request = ItemsAndKeys();
+  *request.add_chunks() = *Chunk(3, {Tensor(50, 3)});
+  const std::string bytes = request.SerializeAsString();
+  std::string bad_tensor_head;
+  {
+    ChunkData chunk = *Chunk(4, {});
+    auto* tensor = chunk.mutable_data()->add_tensors();
+    tensor->mutable_tensor_shape()->add_dim()->set_size(2);
+    std::string tensor_bytes = tensor->SerializeAsString();
+    tensor_bytes[1] = 100;  // tensor_shape's length runs past the tensor.
+    chunk.clear_data();
+    std::string chunk_bytes = chunk.SerializeAsString();
+    std::string data;
+    PutTag(1, kLengthDelimited, &data);
+    PutVarint64(tensor_bytes.size(), &data);
+    data += tensor_bytes;
+    PutTag(5, kLengthDelimited, &chunk_bytes);
+    PutVarint64(data.size(), &chunk_bytes);
+    chunk_bytes += data;
+    PutTag(1, kLengthDelimited, &bad_tensor_head);
+    PutVarint64(chunk_bytes.size(), &bad_tensor_head);
+    bad_tensor_head += chunk_bytes;
+  }
+  const std::vector<std::string> malformed = {
+      bytes.substr(0, bytes.size() - 1),  // Truncated.
+      bytes + "\x0b",                     // A group's tag.
+      std::string("\x12\x03\xff\xff\xff"),  // An item that does not parse.
+      bad_tensor_head,
+  };
+  for (const std::string& input : malformed) {
+    DecodedInsertRequest decoded;
+    EXPECT_EQ(DecodeInsertRequest(InPieces(input, 7), &decoded).code(),
+              absl::StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

@@ -97,16 +97,16 @@ TEST(SampleResponseTest, SamplesBecomeEntriesAndSpanResponsesPastTheCap) {
   EXPECT_EQ(first.entries(0).info().item().key(), 1);
   ASSERT_EQ(first.entries(0).data_size(), 2);
   EXPECT_EQ(first.entries(0).data(0).SerializeAsString(),
-            small_a->data().SerializeAsString());
+            std::string(small_a->wire()));
   EXPECT_EQ(first.entries(0).data(1).SerializeAsString(),
-            small_b->data().SerializeAsString());
+            std::string(small_b->wire()));
   EXPECT_TRUE(first.entries(0).end_of_sequence());
   // The large chunk fills the first response; the small one goes on in a
   // second entry of the next.
   EXPECT_EQ(first.entries(1).info().item().key(), 2);
   ASSERT_EQ(first.entries(1).data_size(), 1);
   EXPECT_EQ(first.entries(1).data(0).data().tensors(0).tensor_content(),
-            large->data().data().tensors(0).tensor_content());
+            std::string(40 << 10, '\3'));
   EXPECT_EQ(first.entries(1).data(0).chunk_key(), 3);
   EXPECT_FALSE(first.entries(1).end_of_sequence());
 
@@ -116,6 +116,41 @@ TEST(SampleResponseTest, SamplesBecomeEntriesAndSpanResponsesPastTheCap) {
   ASSERT_EQ(second.entries(0).data_size(), 1);
   EXPECT_EQ(second.entries(0).data(0).chunk_key(), 4);
   EXPECT_TRUE(second.entries(0).end_of_sequence());
+}
+
+TEST(SampleResponseTest, ChunkPiecesAreSentFromWhereTheChunkHoldsThem) {
+  // A chunk received in pieces: 40 KiB ones are borrowed, the small last
+  // one is copied.
+  const std::string bytes = MakeChunk(7, 90 << 10)->ToProto().SerializeAsString();
+  absl::Cord wire;
+  for (size_t at = 0; at < bytes.size(); at += 40 << 10) {
+    wire.Append(absl::MakeCordFromExternal(
+        absl::string_view(bytes).substr(at, 40 << 10), [] {}));
+  }
+  auto chunk = Chunk::Parse(wire);
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  std::deque<SampleResponseBytes> responses;
+  int64_t last = 0;
+  AppendSample(MakeSample(1, {*chunk}), 4 << 20, &responses, &last);
+  ASSERT_EQ(responses.size(), 1);
+  grpc::ByteBuffer buffer = responses[0].wire.Finish();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(buffer.Dump(&slices).ok());
+  int borrowed = 0;
+  std::string flat;
+  for (const grpc::Slice& slice : slices) {
+    const char* begin = reinterpret_cast<const char*>(slice.begin());
+    if (begin >= bytes.data() && begin < bytes.data() + bytes.size()) {
+      EXPECT_EQ(slice.size(), 40 << 10);
+      ++borrowed;
+    }
+    flat.append(begin, slice.size());
+  }
+  EXPECT_EQ(borrowed, 2);
+  SampleStreamResponse proto;
+  ASSERT_TRUE(proto.ParseFromString(flat));
+  ASSERT_EQ(proto.entries_size(), 1);
+  EXPECT_EQ(proto.entries(0).data(0).SerializeAsString(), bytes);
 }
 
 }  // namespace
