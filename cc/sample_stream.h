@@ -45,6 +45,12 @@ class REVERB_EXPORT SampleStream {
   // perhaps on another thread).
   absl::StatusOr<PackedSample> ReadPacked();
 
+  // True if the next Read() can start from a response already received
+  // (it may still have to wait if the sample continues in the next one).
+  bool has_buffered_entries() const {
+    return response_ != nullptr && next_entry_ < response_->entries_size();
+  }
+
   // Samples requested and not yet read.
   int64_t outstanding() const { return outstanding_; }
   // False once the stream has ended or failed.

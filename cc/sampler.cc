@@ -170,6 +170,15 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
     if (requested == 0) break;
     status = stream.Request(requested, options_.rate_limiter_timeout);
     int64_t received = 0;
+    // Small samples unpacked here, not queued yet.
+    std::vector<absl::StatusOr<Sample>> unpacked;
+    auto queue_unpacked = [&] {
+      if (unpacked.empty()) return;
+      absl::MutexLock lock(&mu_);
+      reserved_ -= static_cast<int64_t>(unpacked.size());
+      for (auto& sample : unpacked) queue_.push_back({std::move(sample), true});
+      unpacked.clear();
+    };
     while (status.ok() && received < requested) {
       auto packed = stream.ReadPacked();
       if (!packed.ok()) {
@@ -182,12 +191,14 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
         bytes += chunk->data_uncompressed_size();
       }
       if (bytes < kMinBytesToHandOff) {
-        absl::StatusOr<Sample> sample = UnpackSample(*std::move(packed));
-        absl::MutexLock lock(&mu_);
-        --reserved_;
-        queue_.push_back({std::move(sample), true});
+        unpacked.push_back(UnpackSample(*std::move(packed)));
+        if (!stream.has_buffered_entries() ||
+            static_cast<int>(unpacked.size()) >= kMaxQueuedTogether) {
+          queue_unpacked();
+        }
         continue;
       }
+      queue_unpacked();  // They come first.
       Slot* slot;
       {
         absl::MutexLock lock(&mu_);
@@ -203,6 +214,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
             slot->ready = true;
           });
     }
+    queue_unpacked();
     if (received < requested) Unreserve(requested - received);
     stream_samples += received;
     *delivered += received;

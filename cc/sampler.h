@@ -5,7 +5,10 @@
 // for them in the sampler's output queue (so memory stays bounded). Samples
 // keep their place in the queue in the order they arrived while a small
 // pool of threads unpacks (decompresses) the larger ones in parallel, so one
-// stream is not limited by one core. A stream is
+// stream is not limited by one core. Small samples are unpacked by the
+// worker and queued together, up to kMaxQueuedTogether at a time, as long as
+// their response holds more (a consumer waiting for samples then wakes once
+// per group, not once per sample). A stream is
 // replaced by a new one after `max_samples_per_stream` samples, so that
 // round_robin channels spread streams over servers.
 //
@@ -58,6 +61,8 @@ class REVERB_EXPORT Sampler {
   // in the worker than to hand over).
   static constexpr int kUnpackThreads = 2;
   static constexpr int64_t kMinBytesToHandOff = 1024;
+  // Small samples queued at once, at most.
+  static constexpr int kMaxQueuedTogether = 64;
 
   // INVALID_ARGUMENT for non-positive counts (other than -1 where allowed).
   static absl::StatusOr<std::unique_ptr<Sampler>> Create(

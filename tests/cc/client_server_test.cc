@@ -156,6 +156,34 @@ TEST_F(ClientServerTest, TrajectoryWriterItemsShareASlicePerChunkRun) {
   EXPECT_EQ(Values(sample->columns[2]), (std::vector<int32_t>{1, 0}));
 }
 
+TEST_F(ClientServerTest, SamplerKeepsTheTableOrderOfSmallAndLargeSamples) {
+  // A queue: each item is sampled once, oldest first. Items alternate
+  // between one step (400 bytes, unpacked by the stream's worker and queued
+  // in groups) and five (2,000 bytes, unpacked on other threads).
+  StartServer({MakeTable("queue", *MinSizeRateLimiter(1), 1000,
+                         /*max_times_sampled=*/1)});
+  auto writer = NewWriter(/*chunk_length=*/1, /*max_timesteps=*/5);
+  constexpr int kItems = 300;
+  auto step = [](int32_t t) { return Int32(std::vector<int32_t>(100, t), {100}); };
+  for (int32_t t = 0; t < 4; ++t) ASSERT_TRUE(writer->Append({step(t)}).ok());
+  for (int32_t i = 0; i < kItems; ++i) {
+    ASSERT_TRUE(writer->Append({step(i + 4)}).ok());
+    ASSERT_TRUE(writer->CreateItem("queue", i % 2 == 0 ? 1 : 5, 1).ok());
+  }
+  ASSERT_TRUE(writer->Close().ok());
+
+  auto sampler = NewSampler("queue", kItems);
+  for (int32_t i = 0; i < kItems; ++i) {
+    auto sample = sampler->GetNextSample(absl::Seconds(30));
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    ASSERT_EQ(sample->columns.size(), 1);
+    EXPECT_EQ(sample->columns[0].shape[0], i % 2 == 0 ? 1 : 5);
+    EXPECT_EQ(Values(sample->columns[0]).back(), i + 4) << "sample " << i;
+  }
+  EXPECT_EQ(sampler->GetNextSample().status().code(),
+            absl::StatusCode::kOutOfRange);
+}
+
 TEST_F(ClientServerTest, FlushTimesOutWhileRateLimitedThenSucceeds) {
   StartServer({MakeTable("queue", *QueueRateLimiter(1), 1, 1)});
   auto writer = NewWriter(1, 1);
