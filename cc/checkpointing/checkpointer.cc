@@ -11,6 +11,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -39,8 +41,15 @@ void SyncDirectory(const fs::path& dir) {
   }
 }
 
-template <typename Message>
-absl::StatusOr<std::vector<Message>> ReadMessages(const fs::path& path) {
+absl::Status NotARecordOf(const fs::path& path, absl::string_view message) {
+  return absl::DataLossError(absl::StrCat("Checkpoint file ", path.string(),
+                                          " holds a record that is not a ",
+                                          message, "."));
+}
+
+// Hands every record of `path` to `take`, in order, up to its first error.
+absl::Status ReadRecords(const fs::path& path,
+                         absl::FunctionRef<absl::Status(std::string)> take) {
   // Checkpoint files are zlib streams, never empty (even with no records).
   std::error_code error;
   if (fs::exists(path, error) && fs::file_size(path, error) == 0) {
@@ -48,19 +57,40 @@ absl::StatusOr<std::vector<Message>> ReadMessages(const fs::path& path) {
         absl::StrCat("Checkpoint file ", path.string(), " is empty."));
   }
   REVERB_ASSIGN_OR_RETURN(auto reader, RecordReader::Open(path.string()));
-  std::vector<Message> messages;
   while (true) {
     auto record = reader->Read();
-    if (absl::IsOutOfRange(record.status())) break;
+    if (absl::IsOutOfRange(record.status())) return absl::OkStatus();
     if (!record.ok()) return record.status();
-    Message& message = messages.emplace_back();
-    if (!message.ParseFromString(*record)) {
-      return absl::DataLossError(absl::StrCat(
-          "Checkpoint file ", path.string(), " holds a record that is not a ",
-          Message::descriptor()->full_name(), "."));
-    }
+    REVERB_RETURN_IF_ERROR(take(*std::move(record)));
   }
+}
+
+template <typename Message>
+absl::StatusOr<std::vector<Message>> ReadMessages(const fs::path& path) {
+  std::vector<Message> messages;
+  REVERB_RETURN_IF_ERROR(ReadRecords(path, [&](std::string record) {
+    if (!messages.emplace_back().ParseFromString(record)) {
+      return NotARecordOf(path, Message::descriptor()->full_name());
+    }
+    return absl::OkStatus();
+  }));
   return messages;
+}
+
+// The chunks of `path`, by key, kept as their records' bytes.
+absl::StatusOr<absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>>>
+ReadChunks(const fs::path& path) {
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks;
+  REVERB_RETURN_IF_ERROR(ReadRecords(path, [&](std::string record) {
+    auto chunk = Chunk::Parse(absl::Cord(std::move(record)));
+    if (!chunk.ok()) {
+      return NotARecordOf(path, ChunkData::descriptor()->full_name());
+    }
+    const uint64_t key = (*chunk)->key();
+    chunks[key] = *std::move(chunk);
+    return absl::OkStatus();
+  }));
+  return chunks;
 }
 
 absl::Status WriteFile(const fs::path& path, int zlib_level,
@@ -237,14 +267,7 @@ absl::Status Checkpointer::Load(
   }
   REVERB_ASSIGN_OR_RETURN(auto items,
                           ReadMessages<PrioritizedItem>(dir / kItemsFile));
-  REVERB_ASSIGN_OR_RETURN(auto chunk_data,
-                          ReadMessages<ChunkData>(dir / kChunksFile));
-  absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks;
-  for (ChunkData& data : chunk_data) {
-    const uint64_t key = data.chunk_key();
-    chunks[key] = std::make_shared<Chunk>(data);
-  }
-  chunk_data.clear();
+  REVERB_ASSIGN_OR_RETURN(auto chunks, ReadChunks(dir / kChunksFile));
 
   // Every item, checked before any table changes.
   absl::flat_hash_map<std::string, std::vector<TableItem>> table_items;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cc/checkpointing/record_io.h"
 #include "cc/rate_limiters/presets.h"
 #include "cc/selectors/fifo.h"
 #include "cc/selectors/heap.h"
@@ -170,6 +171,25 @@ TEST_F(CheckpointerTest, CorruptNewestFallsBackToOlder) {
   EXPECT_TRUE(absl::IsDataLoss(checkpointer.LoadLatest({empty})));
   fs::remove(fs::path(newer) / "DONE");
   EXPECT_TRUE(absl::IsNotFound(checkpointer.LoadLatest({empty})));
+}
+
+TEST_F(CheckpointerTest, ChunkRecordThatIsNotAChunkIsDataLoss) {
+  auto table = Filled([] { return std::make_unique<FifoSelector>(); });
+  Checkpointer checkpointer(root_.string(), "", std::nullopt, {3, 1, true});
+  const std::string path = *checkpointer.Save({table});
+  {
+    auto writer = *RecordWriter::Create(
+        (fs::path(path) / "chunks.tfrecord").string(), 1);
+    ASSERT_TRUE(writer->Write("\x08").ok());  // A tag without its value.
+    ASSERT_TRUE(writer->Close().ok());
+  }
+  auto restored = MakeTable("t", [] { return std::make_unique<FifoSelector>(); });
+  absl::Status status = checkpointer.Load(path, {restored});
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_NE(status.message().find("deepmind.reverb.ChunkData"),
+            std::string::npos)
+      << status;
+  EXPECT_EQ(restored->size(), 0);
 }
 
 TEST_F(CheckpointerTest, UnknownTableAndFallback) {
