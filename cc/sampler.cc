@@ -125,16 +125,16 @@ bool Sampler::AllRequested() const {
   return options_.max_samples >= 0 && requested_ >= options_.max_samples;
 }
 
-int64_t Sampler::Reserve(int64_t stream_left) {
+int64_t Sampler::Reserve(int64_t max, int64_t stream_left, bool wait) {
   absl::MutexLock lock(&mu_);
   auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return closed_ || AllRequested() ||
            static_cast<int64_t>(queue_.size()) + reserved_ < capacity_;
   };
-  mu_.Await(absl::Condition(&room));
-  if (closed_ || AllRequested()) return 0;
-  int64_t n = std::min(options_.max_in_flight_samples_per_worker,
-                       capacity_ - static_cast<int64_t>(queue_.size()) - reserved_);
+  if (wait) mu_.Await(absl::Condition(&room));
+  if (closed_ || AllRequested() || !room()) return 0;
+  int64_t n = std::min(max, capacity_ - static_cast<int64_t>(queue_.size()) -
+                                reserved_);
   if (options_.max_samples >= 0) n = std::min(n, options_.max_samples - requested_);
   if (stream_left >= 0) n = std::min(n, stream_left);
   reserved_ += n;
@@ -158,67 +158,75 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
     if (closed_) return absl::CancelledError("The sampler is closed.");
     streams_[index] = &stream;
   }
+  const int64_t window = options_.max_in_flight_samples_per_worker;
   absl::Status status;
-  int64_t stream_samples = 0;
+  int64_t stream_requested = 0;
+  // Small samples unpacked here, not queued yet.
+  std::vector<absl::StatusOr<Sample>> unpacked;
+  auto queue_unpacked = [&] {
+    if (unpacked.empty()) return;
+    absl::MutexLock lock(&mu_);
+    reserved_ -= static_cast<int64_t>(unpacked.size());
+    for (auto& sample : unpacked) queue_.push_back({std::move(sample), true});
+    unpacked.clear();
+  };
   while (status.ok()) {
+    const int64_t outstanding = stream.outstanding();
     const int64_t stream_left =
         options_.max_samples_per_stream < 0
             ? -1
-            : options_.max_samples_per_stream - stream_samples;
-    if (stream_left == 0) break;
-    const int64_t requested = Reserve(stream_left);
-    if (requested == 0) break;
-    status = stream.Request(requested, options_.rate_limiter_timeout);
-    int64_t received = 0;
-    // Small samples unpacked here, not queued yet.
-    std::vector<absl::StatusOr<Sample>> unpacked;
-    auto queue_unpacked = [&] {
-      if (unpacked.empty()) return;
-      absl::MutexLock lock(&mu_);
-      reserved_ -= static_cast<int64_t>(unpacked.size());
-      for (auto& sample : unpacked) queue_.push_back({std::move(sample), true});
-      unpacked.clear();
-    };
-    while (status.ok() && received < requested) {
-      auto packed = stream.ReadPacked();
-      if (!packed.ok()) {
-        status = packed.status();
-        break;
-      }
-      ++received;
-      int64_t bytes = 0;
-      for (const ChunkData* chunk : packed->chunks) {
-        bytes += chunk->data_uncompressed_size();
-      }
-      if (bytes < kMinBytesToHandOff) {
-        unpacked.push_back(UnpackSample(*std::move(packed)));
-        if (!stream.has_buffered_entries() ||
-            static_cast<int>(unpacked.size()) >= kMaxQueuedTogether) {
-          queue_unpacked();
+            : options_.max_samples_per_stream - stream_requested;
+    if (outstanding <= window / 2 && stream_left != 0) {
+      // Nothing in flight: wait for room (with nothing held back).
+      if (outstanding == 0) queue_unpacked();
+      const int64_t n =
+          Reserve(window - outstanding, stream_left, outstanding == 0);
+      if (n > 0) {
+        status = stream.Request(n, options_.rate_limiter_timeout);
+        if (!status.ok()) {
+          Unreserve(n);
+          break;
         }
-        continue;
+        stream_requested += n;
       }
-      queue_unpacked();  // They come first.
-      Slot* slot;
-      {
-        absl::MutexLock lock(&mu_);
-        --reserved_;
-        slot = &queue_.emplace_back();
-      }
-      unpacker_.Schedule(
-          [this, slot,
-           packed = std::make_shared<PackedSample>(*std::move(packed))] {
-            absl::StatusOr<Sample> sample = UnpackSample(std::move(*packed));
-            absl::MutexLock lock(&mu_);
-            slot->sample = std::move(sample);
-            slot->ready = true;
-          });
     }
-    queue_unpacked();
-    if (received < requested) Unreserve(requested - received);
-    stream_samples += received;
-    *delivered += received;
+    if (stream.outstanding() == 0) break;
+    auto packed = stream.ReadPacked();
+    if (!packed.ok()) {
+      status = packed.status();
+      break;
+    }
+    ++*delivered;
+    int64_t bytes = 0;
+    for (const ChunkData* chunk : packed->chunks) {
+      bytes += chunk->data_uncompressed_size();
+    }
+    if (bytes < kMinBytesToHandOff) {
+      unpacked.push_back(UnpackSample(*std::move(packed)));
+      if (!stream.has_buffered_entries() ||
+          static_cast<int>(unpacked.size()) >= kMaxQueuedTogether) {
+        queue_unpacked();
+      }
+      continue;
+    }
+    queue_unpacked();  // They come first.
+    Slot* slot;
+    {
+      absl::MutexLock lock(&mu_);
+      --reserved_;
+      slot = &queue_.emplace_back();
+    }
+    unpacker_.Schedule(
+        [this, slot,
+         packed = std::make_shared<PackedSample>(*std::move(packed))] {
+          absl::StatusOr<Sample> sample = UnpackSample(std::move(*packed));
+          absl::MutexLock lock(&mu_);
+          slot->sample = std::move(sample);
+          slot->ready = true;
+        });
   }
+  queue_unpacked();
+  Unreserve(stream.outstanding());  // Requested, never received.
   if (status.ok()) status = stream.Close();
   absl::MutexLock lock(&mu_);
   streams_[index] = nullptr;

@@ -1,8 +1,11 @@
 // Sampler: streams samples of one table from a server, in worker threads.
 //
-// Each worker keeps one SampleStream open and asks for up to
-// `max_in_flight_samples_per_worker` samples at a time, after reserving room
-// for them in the sampler's output queue (so memory stays bounded). Samples
+// Each worker keeps one SampleStream open with up to
+// `max_in_flight_samples_per_worker` samples requested, after reserving room
+// for them in the sampler's output queue (so memory stays bounded). It asks
+// for more once half of them have arrived, so that the server has the next
+// request before it has served the last (one request at a time would leave
+// the stream idle for a round trip each time). Samples
 // keep their place in the queue in the order they arrived while a small
 // pool of threads unpacks (decompresses) the larger ones in parallel, so one
 // stream is not limited by one core. Small samples are unpacked by the
@@ -96,10 +99,11 @@ class REVERB_EXPORT Sampler {
   // Serves one stream until it ends; adds the samples delivered to
   // `*delivered`.
   absl::Status RunStream(int index, int64_t* delivered);
-  // Reserves queue room for the next request of a stream that has
-  // `stream_left` samples to go (-1: unlimited); 0 when there is nothing
-  // more to ask for.
-  int64_t Reserve(int64_t stream_left) ABSL_LOCKS_EXCLUDED(mu_);
+  // Reserves queue room for up to `max` more samples of a stream that has
+  // `stream_left` samples to go (-1: unlimited). Waits for room if `wait`;
+  // 0 when there is nothing more to ask for (or, without `wait`, no room).
+  int64_t Reserve(int64_t max, int64_t stream_left, bool wait)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Unreserve(int64_t n) ABSL_LOCKS_EXCLUDED(mu_);
   bool AllRequested() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
