@@ -270,5 +270,34 @@ TEST(InsertRequestTest, MalformedRequestsAreInvalidArguments) {
   }
 }
 
+TEST(InsertRequestTest, MutatedRequestsDecodeOrAreInvalidArguments) {
+  // Random byte changes and truncations of a valid request: every one
+  // decodes, or is refused with INVALID_ARGUMENT; none may crash.
+  InsertStreamRequest request = ItemsAndKeys();
+  *request.add_chunks() = *Chunk(3, {Tensor(40, 3), Tensor(20 << 10, 4)});
+  *request.add_chunks() = *Chunk(4, {Tensor(10, 5)});
+  const std::string bytes = request.SerializeAsString();
+  std::mt19937 random(42);
+  int decoded_ok = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string mutated = bytes;
+    const int changes = 1 + static_cast<int>(random() % 4);
+    for (int c = 0; c < changes; ++c) {
+      mutated[random() % mutated.size()] = static_cast<char>(random());
+    }
+    if (i % 3 == 0) mutated.resize(random() % mutated.size());
+    DecodedInsertRequest decoded;
+    const absl::Status status =
+        DecodeInsertRequest(InPieces(mutated, 1 + random() % 9000), &decoded);
+    if (status.ok()) {
+      ++decoded_ok;
+    } else {
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    }
+  }
+  // Changes inside tensor contents still decode.
+  EXPECT_GT(decoded_ok, 0);
+}
+
 }  // namespace
 }  // namespace deepmind::reverb

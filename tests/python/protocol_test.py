@@ -816,6 +816,24 @@ def test_huge_tensor_shape_claim_is_harmless(proto, client, stored):
   assert_intact(proto, client, stored)
 
 
+def test_chunk_that_does_not_parse_is_invalid_argument(proto, client, stored):
+  # A well-formed request whose chunk's tensor has a shape field that runs
+  # past the tensor: the server parses chunks itself (all but the tensor
+  # contents) and refuses it before storing anything.
+  tensor = b'\x12\x05\x12\x02\x08'  # tensor_shape of 5 bytes, 3 given.
+  data = b'\x0a' + _varint(len(tensor)) + tensor
+  chunk = b'\x08\x05' + b'\x2a' + _varint(len(data)) + data
+  item = proto.item(6, 'prioritized', [(5, 0, 1, 0)]).SerializeToString()
+  request = (b'\x0a' + _varint(len(chunk)) + chunk +
+             b'\x12' + _varint(len(item)) + item)
+  with pytest.raises(grpc.RpcError) as raised:
+    list(_raw(proto, 'InsertStream')(iter([request]), timeout=_TIMEOUT))
+  assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT, _status(
+      raised.value)
+  assert 'Chunk does not parse' in raised.value.details()
+  assert_intact(proto, client, stored)
+
+
 @pytest.mark.parametrize('priority', [-1.0, math.nan])
 def test_bad_priority_fails_insert_on_prioritized_table(
     proto, client, stored, priority):
