@@ -1,6 +1,7 @@
 #include "cc/chunk_store.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "cc/support/status_macros.h"
@@ -57,6 +58,14 @@ absl::Status CountTensors(const absl::Cord& data, int* num_tensors) {
   return absl::OkStatus();
 }
 
+// end - start + 1, computed without overflow, within [0, INT32_MAX] (a
+// range from a client may be anything; items are checked against it).
+int32_t NumRows(const SequenceRange& range) {
+  const int64_t rows = static_cast<int64_t>(range.end()) - range.start() + 1;
+  return static_cast<int32_t>(
+      std::clamp<int64_t>(rows, 0, std::numeric_limits<int32_t>::max()));
+}
+
 }  // namespace
 
 Chunk::Chunk(const ChunkData& data)
@@ -67,8 +76,7 @@ Chunk::Chunk(absl::Cord wire, const ChunkData& header, int num_tensors)
     : wire_(std::move(wire)),
       key_(header.chunk_key()),
       episode_id_(header.sequence_range().episode_id()),
-      num_rows_(header.sequence_range().end() -
-                header.sequence_range().start() + 1),
+      num_rows_(NumRows(header.sequence_range())),
       num_columns_(header.data_tensors_len() > 0 ? header.data_tensors_len()
                                                  : num_tensors),
       uncompressed_size_(std::max<int64_t>(1, header.data_uncompressed_size())) {}

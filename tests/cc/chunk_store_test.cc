@@ -1,5 +1,6 @@
 #include "cc/chunk_store.h"
 
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -106,6 +107,16 @@ TEST(ChunkTest, ParseSharesTheMemoryOfLargePieces) {
   ASSERT_TRUE(chunk.ok()) << chunk.status();
   ASSERT_TRUE((*chunk)->wire().TryFlat().has_value());
   EXPECT_EQ((*chunk)->wire().TryFlat()->data(), bytes.data());
+}
+
+TEST(ChunkTest, RowsOfAnyRangeDoNotOverflow) {
+  ChunkData data = testing::MakeChunkData(5);
+  data.mutable_sequence_range()->set_start(std::numeric_limits<int32_t>::min());
+  data.mutable_sequence_range()->set_end(std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(Chunk(data).num_rows(), std::numeric_limits<int32_t>::max());
+  data.mutable_sequence_range()->set_start(7);
+  data.mutable_sequence_range()->set_end(2);
+  EXPECT_EQ(Chunk(data).num_rows(), 0);
 }
 
 TEST(ChunkTest, ParseRejectsWhatIsNotAChunk) {
