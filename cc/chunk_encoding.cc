@@ -5,15 +5,11 @@
 #include <utility>
 #include <vector>
 
+#include "cc/chunk_store.h"
 #include "cc/support/varint.h"
 
 namespace deepmind::reverb {
 namespace {
-
-// Field numbers of the length-delimited fields written here.
-constexpr int kChunkData = 5;          // ChunkData.data
-constexpr int kDataTensors = 1;        // ChunkData.Data.tensors
-constexpr int kTensorContent = 4;      // TensorProto.tensor_content
 
 size_t VarintSize(size_t value) {
   size_t size = 1;
@@ -103,16 +99,16 @@ void WireBuffer::PutChunk(
   }
   PutFieldHeader(field, size);
   head.AppendToString(&pending_);
-  PutFieldHeader(kChunkData, data_size);
+  PutFieldHeader(kChunkDataField, data_size);
   for (const SplitTensor& split : tensors) {
-    PutFieldHeader(kDataTensors, split.size);
+    PutFieldHeader(kDataTensorsField, split.size);
     if (!split.borrowed) {
       split.tensor->AppendToString(&pending_);
       continue;
     }
     split.head.AppendToString(&pending_);
     const std::string& content = split.tensor->tensor_content();
-    PutFieldHeader(kTensorContent, content.size());
+    PutFieldHeader(kTensorContentField, content.size());
     Borrow(content, owner());
   }
 }

@@ -11,11 +11,6 @@ namespace deepmind::reverb {
 
 namespace {
 
-// Field numbers of the messages Chunk::Parse walks.
-constexpr int kChunkData = 5;       // ChunkData.data
-constexpr int kDataTensors = 1;     // ChunkData.Data.tensors
-constexpr int kTensorContent = 4;   // TensorProto.tensor_content
-
 absl::Status NotAChunk(absl::string_view what) {
   return absl::InvalidArgumentError(
       absl::StrCat("Chunk does not parse as a ChunkData: ", what, "."));
@@ -29,7 +24,7 @@ absl::Status CheckTensor(const absl::Cord& tensor) {
     int field;
     WireType type;
     if (!reader.ReadTag(&field, &type)) return NotAChunk("bad tensor");
-    const bool ok = field == kTensorContent && type == kLengthDelimited
+    const bool ok = field == kTensorContentField && type == kLengthDelimited
                         ? reader.Skip(type)
                         : reader.CopyField(field, type, &head);
     if (!ok) return NotAChunk("bad tensor");
@@ -46,7 +41,7 @@ absl::Status CountTensors(const absl::Cord& data, int* num_tensors) {
     int field;
     WireType type;
     if (!reader.ReadTag(&field, &type)) return NotAChunk("bad data");
-    if (field != kDataTensors || type != kLengthDelimited) {
+    if (field != kDataTensorsField || type != kLengthDelimited) {
       if (!reader.Skip(type)) return NotAChunk("bad data");
       continue;
     }
@@ -79,7 +74,8 @@ Chunk::Chunk(absl::Cord wire, const ChunkData& header, int num_tensors)
       num_rows_(NumRows(header.sequence_range())),
       num_columns_(header.data_tensors_len() > 0 ? header.data_tensors_len()
                                                  : num_tensors),
-      uncompressed_size_(std::max<int64_t>(1, header.data_uncompressed_size())) {}
+      uncompressed_size_(
+          std::max<int64_t>(1, header.data_uncompressed_size())) {}
 
 absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire) {
   // The header: every field but `data`, copied and parsed by protobuf.
@@ -90,7 +86,7 @@ absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire) {
     int field;
     WireType type;
     if (!reader.ReadTag(&field, &type)) return NotAChunk("bad field");
-    if (field == kChunkData && type == kLengthDelimited) {
+    if (field == kChunkDataField && type == kLengthDelimited) {
       absl::Cord data;
       if (!reader.ReadLengthDelimited(&data)) return NotAChunk("bad data");
       REVERB_RETURN_IF_ERROR(CountTensors(data, &num_tensors));

@@ -32,6 +32,13 @@
 
 namespace deepmind::reverb {
 
+// Field numbers on the path from a ChunkData to its tensors' bytes, for the
+// code that reads or writes chunk wire bytes itself (Chunk::Parse,
+// chunk_encoding.h).
+inline constexpr int kChunkDataField = 5;      // ChunkData.data
+inline constexpr int kDataTensorsField = 1;    // ChunkData.Data.tensors
+inline constexpr int kTensorContentField = 4;  // TensorProto.tensor_content
+
 class REVERB_EXPORT Chunk {
  public:
   // The chunk serialized as `data`.

@@ -111,9 +111,9 @@ absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
       PrioritizedItem& item = request->items.emplace_back();
       const absl::optional<absl::string_view> flat = value.TryFlat();
       const bool parsed =
-          flat.has_value()
-              ? item.ParseFromArray(flat->data(), static_cast<int>(flat->size()))
-              : item.ParseFromString(std::string(value));
+          flat.has_value() ? item.ParseFromArray(
+                                 flat->data(), static_cast<int>(flat->size()))
+                           : item.ParseFromString(std::string(value));
       if (!parsed) return Malformed();
     }
   }
