@@ -268,34 +268,23 @@ std::shared_ptr<CellRef> Chunker::NewRefLocked(uint64_t episode_id,
   return ref;
 }
 
-absl::StatusOr<std::shared_ptr<CellRef>> Chunker::BufferLocked(
-    Tensor tensor, uint64_t episode_id, int32_t episode_step) {
-  std::shared_ptr<CellRef> ref = NewRefLocked(episode_id, episode_step);
-  buffer_.push_back(std::move(tensor));
-  if (static_cast<int>(buffer_.size()) >= options_->GetMaxChunkLength()) {
-    REVERB_RETURN_IF_ERROR(FinalizeLocked());
-  }
-  return ref;
-}
-
-absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(Tensor tensor,
-                                                        uint64_t episode_id,
-                                                        int32_t episode_step) {
-  absl::MutexLock lock(&mu_);
-  REVERB_RETURN_IF_ERROR(
-      CanAppendLocked(tensor.dtype, tensor.shape, episode_id, episode_step));
-  REVERB_RETURN_IF_ERROR(
-      StartCellLocked(tensor.dtype, tensor.shape, episode_id));
-  return BufferLocked(std::move(tensor), episode_id, episode_step);
+absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(
+    const TensorView& cell, uint64_t episode_id, int32_t episode_step) {
+  TensorView row = cell;
+  row.shape.insert(row.shape.begin(), 1);
+  REVERB_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<CellRef>> refs,
+                          AppendRows(row, episode_id, episode_step));
+  return std::move(refs.front());
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> Chunker::AppendRows(
-    const Tensor& rows, uint64_t episode_id, int32_t first_step) {
+    const TensorView& rows, uint64_t episode_id, int32_t first_step) {
   if (rows.shape.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Rows for column ", column_, " need a leading dimension, got ",
         DescribeTensor(rows), "."));
   }
+  REVERB_RETURN_IF_ERROR(CheckElements(rows));
   const int64_t num_rows = rows.shape[0];
   const auto row_shape = absl::MakeConstSpan(rows.shape).subspan(1);
   absl::MutexLock lock(&mu_);
@@ -306,28 +295,40 @@ absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> Chunker::AppendRows(
   REVERB_RETURN_IF_ERROR(StartCellLocked(rows.dtype, row_shape, episode_id));
   // Delta encoding rewrites the rows, so it takes the buffered path.
   const bool direct = !rows.IsString() && !options_->GetDeltaEncode();
+  const int64_t row_bytes = static_cast<int64_t>(rows.bytes.size()) / num_rows;
   refs.reserve(num_rows);
   for (int64_t t = 0; t < num_rows;) {
     const int32_t step = first_step + static_cast<int32_t>(t);
     const int length = options_->GetMaxChunkLength();
-    if (direct && buffer_refs_.empty() && num_rows - t >= length) {
-      for (int i = 0; i < length; ++i) {
-        refs.push_back(NewRefLocked(episode_id, step + i));
+    const int buffered = static_cast<int>(buffer_refs_.size());
+    // Whole chunks of rows are compressed where they are; other rows are
+    // copied to the buffer, as many at once as fit in the chunk.
+    const int64_t n =
+        direct && buffered == 0 && num_rows - t >= length
+            ? length
+            : std::min<int64_t>(num_rows - t, std::max(1, length - buffered));
+    REVERB_ASSIGN_OR_RETURN(TensorView chunk_rows, ViewRows(rows, t, n));
+    const bool whole_chunk = direct && buffered == 0 && n == length;
+    if (!whole_chunk) {
+      if (buffered == 0 && !rows.IsString()) {
+        // Room for the whole chunk; a large one in a recycled buffer.
+        buffer_.bytes = BufferPool::Default().Reserve(row_bytes * length);
       }
-      const int64_t offset = t;
-      REVERB_RETURN_IF_ERROR(FinalizeRefsLocked(
-          static_cast<int64_t>(rows.bytes.size()) / num_rows * length,
-          /*delta_encoded=*/false, [&](tensorflow::TensorProto* proto) {
-            return CompressRowsAsProto(rows, offset, length, proto);
-          }));
-      t += length;
-      continue;
+      REVERB_RETURN_IF_ERROR(reverb::AppendRows(chunk_rows, &buffer_));
     }
-    REVERB_ASSIGN_OR_RETURN(Tensor row, GetRow(rows, t));
-    REVERB_ASSIGN_OR_RETURN(std::shared_ptr<CellRef> ref,
-                            BufferLocked(std::move(row), episode_id, step));
-    refs.push_back(std::move(ref));
-    ++t;
+    for (int i = 0; i < n; ++i) {
+      refs.push_back(NewRefLocked(episode_id, step + static_cast<int32_t>(i)));
+    }
+    t += n;
+    if (whole_chunk) {
+      REVERB_RETURN_IF_ERROR(FinalizeRefsLocked(
+          static_cast<int64_t>(chunk_rows.bytes.size()),
+          /*delta_encoded=*/false, [&](tensorflow::TensorProto* proto) {
+            return CompressTensorAsProto(chunk_rows, proto);
+          }));
+    } else if (static_cast<int>(buffer_refs_.size()) >= length) {
+      REVERB_RETURN_IF_ERROR(FinalizeLocked());
+    }
   }
   return refs;
 }
@@ -338,9 +339,8 @@ absl::Status Chunker::Flush() {
 }
 
 absl::Status Chunker::FinalizeLocked() {
-  if (buffer_.empty()) return absl::OkStatus();
-  REVERB_ASSIGN_OR_RETURN(Tensor stacked, StackTensors(std::move(buffer_)));
-  buffer_.clear();
+  if (buffer_refs_.empty()) return absl::OkStatus();
+  Tensor stacked = std::exchange(buffer_, Tensor());
   const int64_t uncompressed = static_cast<int64_t>(stacked.bytes.size());
   const bool delta = options_->GetDeltaEncode();
   if (delta) DeltaEncode(&stacked, /*encode=*/true);
@@ -378,7 +378,7 @@ absl::Status Chunker::FinalizeRefsLocked(
 
 void Chunker::Reset() {
   absl::MutexLock lock(&mu_);
-  buffer_.clear();
+  buffer_ = Tensor();
   buffer_refs_.clear();
   active_refs_.clear();
   next_chunk_key_ = NewRandomKey();
@@ -387,7 +387,7 @@ void Chunker::Reset() {
 absl::Status Chunker::ApplyConfig(std::shared_ptr<ChunkerOptions> options) {
   REVERB_RETURN_IF_ERROR(options->Validate());
   absl::MutexLock lock(&mu_);
-  if (!buffer_.empty()) {
+  if (!buffer_refs_.empty()) {
     return absl::FailedPreconditionError(
         "Chunker options can only be changed while no steps are buffered.");
   }
@@ -413,7 +413,7 @@ std::vector<uint64_t> Chunker::GetKeepKeys() const {
 absl::StatusOr<Tensor> Chunker::CopyDataForCell(const CellRef& ref) const {
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < buffer_refs_.size(); ++i) {
-    if (buffer_refs_[i].get() == &ref) return buffer_[i];
+    if (buffer_refs_[i].get() == &ref) return GetRow(buffer_, i);
   }
   return absl::FailedPreconditionError("The cell is not buffered.");
 }

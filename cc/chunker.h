@@ -162,19 +162,21 @@ class REVERB_EXPORT Chunker : public std::enable_shared_from_this<Chunker> {
   // `column` names the column in error messages.
   Chunker(int column, std::shared_ptr<ChunkerOptions> options);
 
-  // Buffers `tensor` as step `episode_step` of `episode_id`. The first
+  // Appends `cell` as step `episode_step` of `episode_id`. The first
   // append fixes the column's dtype and shape. INVALID_ARGUMENT for another
   // dtype or shape; FAILED_PRECONDITION if the step does not follow the
-  // buffered ones of the same episode.
-  absl::StatusOr<std::shared_ptr<CellRef>> Append(Tensor tensor,
+  // buffered ones of the same episode. The cell is copied if it has to wait
+  // in the buffer; one that makes a chunk on its own (chunk length 1, no
+  // delta encoding, numeric) is compressed from where it is.
+  absl::StatusOr<std::shared_ptr<CellRef>> Append(const TensorView& cell,
                                                   uint64_t episode_id,
                                                   int32_t episode_step);
 
   // As Append of each row of `rows` (rank >= 1), row t as step
   // `first_step + t`, in one call. Rows that fill a whole chunk are
-  // compressed straight from `rows`, without being buffered.
+  // compressed from where they are, without being buffered.
   absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> AppendRows(
-      const Tensor& rows, uint64_t episode_id, int32_t first_step);
+      const TensorView& rows, uint64_t episode_id, int32_t first_step);
 
   // The error Append of a cell of `dtype` and `shape` would return,
   // without appending.
@@ -215,11 +217,6 @@ class REVERB_EXPORT Chunker : public std::enable_shared_from_this<Chunker> {
   std::shared_ptr<CellRef> NewRefLocked(uint64_t episode_id,
                                         int32_t episode_step)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends a checked cell to the buffer, finalizing it once full.
-  absl::StatusOr<std::shared_ptr<CellRef>> BufferLocked(Tensor tensor,
-                                                        uint64_t episode_id,
-                                                        int32_t episode_step)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes the buffered rows a chunk.
   absl::Status FinalizeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes a chunk of the rows of `buffer_refs_`, whose data `compress`
@@ -235,7 +232,8 @@ class REVERB_EXPORT Chunker : public std::enable_shared_from_this<Chunker> {
   std::optional<tensorflow::DataType> dtype_ ABSL_GUARDED_BY(mu_);
   // Shared by the column's refs.
   std::shared_ptr<const std::vector<int64_t>> shape_ ABSL_GUARDED_BY(mu_);
-  std::vector<Tensor> buffer_ ABSL_GUARDED_BY(mu_);
+  // The buffered rows, stacked (a new Tensor when there are none).
+  Tensor buffer_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<CellRef>> buffer_refs_ ABSL_GUARDED_BY(mu_);
   uint64_t next_chunk_key_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<CellRef>> active_refs_ ABSL_GUARDED_BY(mu_);

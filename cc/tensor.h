@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "cc/support/export.h"
 #include "tensorflow/core/framework/types.pb.h"
@@ -32,12 +34,48 @@ struct REVERB_EXPORT Tensor {
   bool IsString() const { return dtype == tensorflow::DT_STRING; }
 };
 
+// A tensor's dtype, shape and elements, viewed where they are. Writers take
+// step data as views, so that it is copied only if it has to wait in a
+// buffer: a large step that makes a chunk on its own is compressed straight
+// from the caller's memory. A view owns nothing; what it views must outlive
+// it (a view of a temporary Tensor, like a string_view of a temporary
+// string, lasts until the end of the full expression).
+struct REVERB_EXPORT TensorView {
+  TensorView() = default;
+  // NOLINTNEXTLINE(google-explicit-constructor): converts like string_view.
+  TensorView(const Tensor& tensor);
+
+  tensorflow::DataType dtype = tensorflow::DT_INVALID;
+  absl::InlinedVector<int64_t, 4> shape;
+  // Elements of a numeric tensor, row-major.
+  absl::string_view bytes;
+  // Elements of a DT_STRING tensor, row-major.
+  absl::Span<const std::string> strings;
+
+  int64_t NumElements() const;
+  bool IsString() const { return dtype == tensorflow::DT_STRING; }
+};
+
 // Bytes per element of a numeric dtype; INVALID_ARGUMENT for strings and
 // dtypes without a fixed-size host representation.
 REVERB_EXPORT absl::StatusOr<int> DataTypeSize(tensorflow::DataType dtype);
 
 // "DT_FLOAT[2,3]"-style description for error messages.
-REVERB_EXPORT std::string DescribeTensor(const Tensor& tensor);
+REVERB_EXPORT std::string DescribeTensor(const TensorView& tensor);
+
+// INVALID_ARGUMENT unless `tensor` holds as many elements as its shape says
+// (bytes of a numeric dtype, or strings).
+REVERB_EXPORT absl::Status CheckElements(const TensorView& tensor);
+
+// Rows [offset, offset + length) of a tensor of rank >= 1, viewed.
+REVERB_EXPORT absl::StatusOr<TensorView> ViewRows(const TensorView& tensor,
+                                                  int64_t offset,
+                                                  int64_t length);
+
+// Appends (copies) the rows of `rows` (rank >= 1) to `tensor`, which has
+// their dtype and row shape, or is a new Tensor (DT_INVALID) and takes them;
+// its `bytes` may already have room reserved.
+REVERB_EXPORT absl::Status AppendRows(const TensorView& rows, Tensor* tensor);
 
 // Stacks tensors of one dtype and shape along a new leading dimension (a
 // single tensor is moved, not copied).
@@ -46,12 +84,13 @@ REVERB_EXPORT absl::StatusOr<Tensor> StackTensors(std::vector<Tensor> tensors);
 // Concatenates tensors of one dtype and trailing shape along dimension 0.
 REVERB_EXPORT absl::StatusOr<Tensor> ConcatRows(std::vector<Tensor> tensors);
 
-// Rows [offset, offset + length) of a tensor of rank >= 1.
-REVERB_EXPORT absl::StatusOr<Tensor> SliceRows(const Tensor& tensor,
+// Rows [offset, offset + length) of a tensor of rank >= 1, copied.
+REVERB_EXPORT absl::StatusOr<Tensor> SliceRows(const TensorView& tensor,
                                                int64_t offset, int64_t length);
 
 // Row `row` of a tensor of rank >= 1, without the leading dimension.
-REVERB_EXPORT absl::StatusOr<Tensor> GetRow(const Tensor& tensor, int64_t row);
+REVERB_EXPORT absl::StatusOr<Tensor> GetRow(const TensorView& tensor,
+                                            int64_t row);
 
 }  // namespace deepmind::reverb
 

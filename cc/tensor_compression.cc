@@ -117,27 +117,16 @@ void CompressNumeric(tensorflow::DataType dtype, absl::Span<const int64_t> shape
   SnappyCompress(bytes, content);
 }
 
-// INVALID_ARGUMENT unless the numeric tensor holds as many bytes as its
-// shape says.
-absl::Status CheckNumericBytes(const Tensor& tensor) {
-  REVERB_ASSIGN_OR_RETURN(const int element_size, DataTypeSize(tensor.dtype));
-  if (tensor.bytes.size() !=
-      static_cast<size_t>(tensor.NumElements() * element_size)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Tensor ", DescribeTensor(tensor), " holds ", tensor.bytes.size(),
-        " bytes."));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
-absl::Status CompressTensorAsProto(const Tensor& tensor, TensorProto* proto) {
+absl::Status CompressTensorAsProto(const TensorView& tensor,
+                                   TensorProto* proto) {
   if (tensor.IsString()) {
     proto->set_dtype(tensor.dtype);
     for (int64_t dim : tensor.shape) {
       proto->mutable_tensor_shape()->add_dim()->set_size(dim);
     }
+    REVERB_RETURN_IF_ERROR(CheckElements(tensor));
     std::string* content = proto->mutable_tensor_content();
     size_t total = 0;
     for (const std::string& s : tensor.strings) {
@@ -148,7 +137,7 @@ absl::Status CompressTensorAsProto(const Tensor& tensor, TensorProto* proto) {
     for (const std::string& s : tensor.strings) content->append(s);
     return absl::OkStatus();
   }
-  REVERB_RETURN_IF_ERROR(CheckNumericBytes(tensor));
+  REVERB_RETURN_IF_ERROR(CheckElements(tensor));
   CompressNumeric(tensor.dtype, tensor.shape, tensor.bytes,
                   proto->mutable_tensor_content(), proto);
   return absl::OkStatus();
@@ -156,38 +145,14 @@ absl::Status CompressTensorAsProto(const Tensor& tensor, TensorProto* proto) {
 
 absl::Status CompressTensorAsProto(Tensor&& tensor, TensorProto* proto) {
   if (tensor.IsString()) {
-    return CompressTensorAsProto(static_cast<const Tensor&>(tensor), proto);
+    return CompressTensorAsProto(TensorView(tensor), proto);
   }
-  REVERB_RETURN_IF_ERROR(CheckNumericBytes(tensor));
+  REVERB_RETURN_IF_ERROR(CheckElements(tensor));
   // The proto takes the compressed bytes over without a copy; the tensor's
   // buffer holds them (small tensors) or is recycled (large ones).
   std::string content = std::move(tensor.bytes);
   CompressNumeric(tensor.dtype, tensor.shape, content, &content, proto);
   proto->set_tensor_content(std::move(content));
-  return absl::OkStatus();
-}
-
-absl::Status CompressRowsAsProto(const Tensor& tensor, int64_t offset,
-                                 int64_t length, TensorProto* proto) {
-  if (tensor.IsString() || tensor.shape.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CompressRowsAsProto needs a numeric tensor of rank >= 1, got ",
-        DescribeTensor(tensor), "."));
-  }
-  REVERB_RETURN_IF_ERROR(CheckNumericBytes(tensor));
-  const int64_t rows = tensor.shape[0];
-  if (offset < 0 || length < 0 || offset + length > rows) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Rows [", offset, ", ", offset + length,
-                     ") are out of range for ", DescribeTensor(tensor), "."));
-  }
-  const int64_t row_bytes =
-      rows == 0 ? 0 : static_cast<int64_t>(tensor.bytes.size()) / rows;
-  CompressNumeric(tensor.dtype, tensor.shape,
-                  absl::string_view(tensor.bytes)
-                      .substr(offset * row_bytes, length * row_bytes),
-                  proto->mutable_tensor_content(), proto);
-  proto->mutable_tensor_shape()->mutable_dim(0)->set_size(length);
   return absl::OkStatus();
 }
 

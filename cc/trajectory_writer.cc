@@ -63,18 +63,20 @@ std::shared_ptr<Chunker> TrajectoryWriter::GetChunkerLocked(int column) {
 }
 
 absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
-TrajectoryWriter::Append(std::vector<std::optional<Tensor>> step) {
-  return AppendImpl(std::move(step), /*partial=*/false);
+TrajectoryWriter::Append(
+    absl::Span<const std::optional<TensorView>> step) {
+  return AppendImpl(step, /*partial=*/false);
 }
 
 absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
-TrajectoryWriter::AppendPartial(std::vector<std::optional<Tensor>> step) {
-  return AppendImpl(std::move(step), /*partial=*/true);
+TrajectoryWriter::AppendPartial(
+    absl::Span<const std::optional<TensorView>> step) {
+  return AppendImpl(step, /*partial=*/true);
 }
 
 absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
-TrajectoryWriter::AppendImpl(std::vector<std::optional<Tensor>> step,
-                             bool partial) {
+TrajectoryWriter::AppendImpl(
+    absl::Span<const std::optional<TensorView>> step, bool partial) {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::CancelledError("The writer is closed.");
   REVERB_RETURN_IF_ERROR(status_);
@@ -90,7 +92,7 @@ TrajectoryWriter::AppendImpl(std::vector<std::optional<Tensor>> step,
     if (!step[i].has_value()) continue;
     REVERB_ASSIGN_OR_RETURN(
         std::shared_ptr<CellRef> ref,
-        chunkers_[i]->Append(*std::move(step[i]), episode_id_, episode_step_));
+        chunkers_[i]->Append(*step[i], episode_id_, episode_step_));
     refs[i] = ref;
   }
   step_open_ = partial;
@@ -99,11 +101,12 @@ TrajectoryWriter::AppendImpl(std::vector<std::optional<Tensor>> step,
 }
 
 absl::StatusOr<std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>>>
-TrajectoryWriter::AppendBatch(std::vector<std::optional<Tensor>> columns) {
+TrajectoryWriter::AppendBatch(
+    absl::Span<const std::optional<TensorView>> columns) {
   int64_t num_steps = -1;
   for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
     if (!columns[i].has_value()) continue;
-    const Tensor& column = *columns[i];
+    const TensorView& column = *columns[i];
     if (column.shape.empty() ||
         (num_steps >= 0 && column.shape[0] != num_steps)) {
       return absl::InvalidArgumentError(absl::StrCat(

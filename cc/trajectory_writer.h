@@ -68,22 +68,24 @@ class REVERB_EXPORT TrajectoryWriter {
   ~TrajectoryWriter();
 
   // Appends a step: one optional tensor per column (column i is the i-th
-  // leaf of the structure). Returns a ref for each present cell.
+  // leaf of the structure). Returns a ref for each present cell. The
+  // tensors are viewed during the call only: cells are copied if they have
+  // to wait for their chunk, or compressed where they are.
   // INVALID_ARGUMENT "... for column N" for a dtype or shape other than the
   // column's first.
   absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>> Append(
-      std::vector<std::optional<Tensor>> step);
+      absl::Span<const std::optional<TensorView>> step);
 
   // As Append, but the step stays open: a later Append or AppendPartial
   // adds other columns to the same step (a column given twice is an error).
   absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
-  AppendPartial(std::vector<std::optional<Tensor>> step);
+  AppendPartial(absl::Span<const std::optional<TensorView>> step);
 
   // Appends T complete steps at once: one optional tensor per column, all
   // with leading dimension T (row t is step t). Returns the T refs of each
   // present column. FAILED_PRECONDITION while a partial step is open.
   absl::StatusOr<std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>>>
-  AppendBatch(std::vector<std::optional<Tensor>> columns);
+  AppendBatch(absl::Span<const std::optional<TensorView>> columns);
 
   // Queues an item. INVALID_ARGUMENT for no columns, an empty column, a
   // squeezed column of more than one cell, an expired ref or a NaN priority.
@@ -150,7 +152,7 @@ class REVERB_EXPORT TrajectoryWriter {
                    std::shared_ptr<ChunkerOptions> options);
 
   absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>> AppendImpl(
-      std::vector<std::optional<Tensor>> step, bool partial);
+      absl::Span<const std::optional<TensorView>> step, bool partial);
   std::shared_ptr<Chunker> GetChunkerLocked(int column)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ItemReadyLocked(const Item& item) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,8 +1,8 @@
 // BufferPool: recycles the large byte buffers of step data.
 //
-// A writer of large steps makes two buffers of the step's size per step
-// (the step copied out of numpy, then its compressed bytes, which the chunk
-// keeps until the server confirms it). Fresh buffers of a megabyte come
+// A writer of large steps makes up to two buffers of the step's size per
+// step (the chunker's buffer of steps waiting for their chunk, and the
+// compressed bytes, which the chunk keeps until the server confirms it). Fresh buffers of a megabyte come
 // from mmap (or a trimmed heap) and fault in every page on first write: for
 // 1 MiB steps that cost about as much as everything else. The pool keeps
 // such buffers when they are done with and hands them out again, already

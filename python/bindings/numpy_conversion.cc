@@ -77,45 +77,64 @@ const char* NumpyName(DataType dtype) {
 
 }  // namespace
 
-absl::StatusOr<Tensor> TensorFromNumpy(py::handle object) {
-  py::array array;
+absl::StatusOr<NumpyView> NumpyView::Of(py::handle object) {
+  NumpyView result;
   if (py::isinstance<py::array>(object) &&
       (py::reinterpret_borrow<py::array>(object).flags() &
        py::array::c_style)) {
-    array = py::reinterpret_borrow<py::array>(object);  // The common case.
+    result.array_ = py::reinterpret_borrow<py::array>(object);  // Common.
   } else {
     static py::object* asarray = new py::object(
         py::module_::import("numpy").attr("asarray"));
-    array = (*asarray)(object, py::arg("order") = "C");
+    result.array_ = (*asarray)(object, py::arg("order") = "C");
   }
+  py::array& array = result.array_;
   auto dtype = DataTypeOf(array.dtype());
   if (!dtype.ok()) return dtype.status();
-  Tensor tensor;
-  tensor.dtype = *dtype;
-  tensor.shape.assign(array.shape(), array.shape() + array.ndim());
-  if (tensor.IsString()) {
+  TensorView& view = result.view_;
+  view.dtype = *dtype;
+  view.shape.assign(array.shape(), array.shape() + array.ndim());
+  if (view.IsString()) {
     py::list items = array.attr("ravel")().attr("tolist")();
-    tensor.strings.reserve(items.size());
+    result.strings_.reserve(items.size());
     for (const auto& item : items) {
-      if (PyBytes_Check(item.ptr())) {
-        tensor.strings.emplace_back(item.cast<std::string>());
-      } else if (PyUnicode_Check(item.ptr())) {
-        tensor.strings.emplace_back(item.cast<std::string>());
-      } else {
+      if (!PyBytes_Check(item.ptr()) && !PyUnicode_Check(item.ptr())) {
         return absl::InvalidArgumentError(absl::StrCat(
             "String tensors take str or bytes elements, got ",
             std::string(py::str(item.get_type())), "."));
       }
+      result.strings_.emplace_back(item.cast<std::string>());
     }
-    return tensor;
+    view.strings = result.strings_;
+    return result;
   }
   if (!array.dtype().attr("isnative").cast<bool>()) {
     array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
   }
-  // A large step gets a recycled buffer (see buffer_pool.h).
-  tensor.bytes = BufferPool::Default().Reserve(array.nbytes());
-  tensor.bytes.append(static_cast<const char*>(array.data()), array.nbytes());
+  view.bytes = absl::string_view(static_cast<const char*>(array.data()),
+                                 array.nbytes());
+  return result;
+}
+
+Tensor NumpyView::ToTensor() && {
+  Tensor tensor;
+  tensor.dtype = view_.dtype;
+  tensor.shape.assign(view_.shape.begin(), view_.shape.end());
+  if (view_.IsString()) {
+    tensor.strings = std::move(strings_);
+  } else {
+    // A large step gets a recycled buffer (see buffer_pool.h).
+    tensor.bytes = BufferPool::Default().Reserve(view_.bytes.size());
+    tensor.bytes.append(view_.bytes.data(), view_.bytes.size());
+  }
+  view_ = TensorView();
   return tensor;
+}
+
+absl::StatusOr<Tensor> TensorFromNumpy(py::handle object) {
+  auto view = NumpyView::Of(object);
+  if (!view.ok()) return view.status();
+  return std::move(*view).ToTensor();
 }
 
 py::dtype NumpyDtype(DataType dtype) {

@@ -1,7 +1,8 @@
 // numpy <-> Tensor for the bindings (GIL held).
 //
-// Numeric arrays are copied once into the Tensor; Tensors become arrays
-// without a copy (the array owns the Tensor's buffer). Strings: numpy
+// Numeric arrays are viewed where they are (NumpyView) or copied once into
+// a Tensor; Tensors become arrays without a copy (the array owns the
+// Tensor's buffer). Strings: numpy
 // unicode, bytes and object arrays (of str or bytes) become DT_STRING
 // (str is UTF-8 encoded); DT_STRING comes back as an object array of bytes.
 // Supported dtypes: float16/32/64, int8/16/32/64, uint8/16/32/64, bool,
@@ -12,12 +13,35 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "cc/tensor.h"
 
 namespace deepmind::reverb {
 
-// Anything np.asarray accepts. INVALID_ARGUMENT for unsupported dtypes.
+// An array as a TensorView, for a call that does not keep the view: a
+// C-contiguous array of native byte order is viewed where it is (and kept
+// alive), anything else np.asarray accepts is converted first; strings are
+// converted. Make and destroy it with the GIL held; the view may be used
+// without the GIL.
+class NumpyView {
+ public:
+  // INVALID_ARGUMENT for unsupported dtypes.
+  static absl::StatusOr<NumpyView> Of(pybind11::handle object);
+
+  const TensorView& view() const { return view_; }
+  // The data as an owned Tensor (numeric data copied); the view is reset.
+  Tensor ToTensor() &&;
+
+ private:
+  pybind11::array array_;
+  std::vector<std::string> strings_;
+  TensorView view_;
+};
+
+// NumpyView::Of(object) as a Tensor.
 absl::StatusOr<Tensor> TensorFromNumpy(pybind11::handle object);
 
 pybind11::object TensorToNumpy(Tensor tensor);

@@ -186,16 +186,26 @@ struct WeakCellRef {
   }
 };
 
-std::vector<std::optional<Tensor>> OptionalTensorsFromPython(
-    const py::list& arrays) {
-  std::vector<std::optional<Tensor>> tensors(arrays.size());
-  for (size_t i = 0; i < arrays.size(); ++i) {
-    if (!arrays[i].is_none()) {
-      tensors[i] = ValueOrRaise(TensorFromNumpy(arrays[i]));
+// The arrays of a step or batch (None for absent columns), viewed.
+struct OptionalViews {
+  explicit OptionalViews(const py::list& arrays) {
+    arrays_.reserve(arrays.size());
+    views.reserve(arrays.size());
+    for (const auto& array : arrays) {
+      if (array.is_none()) {
+        views.emplace_back();
+        continue;
+      }
+      arrays_.push_back(ValueOrRaise(NumpyView::Of(array)));
+      views.emplace_back(arrays_.back().view());
     }
   }
-  return tensors;
-}
+
+  std::vector<std::optional<TensorView>> views;
+
+ private:
+  std::vector<NumpyView> arrays_;  // Reserved: never reallocated.
+};
 
 py::list RefsToPython(
     const std::vector<std::optional<std::weak_ptr<CellRef>>>& refs) {
@@ -214,12 +224,12 @@ py::list RefsToPython(
 // the refs of the present cells.
 py::list AppendStep(TrajectoryWriter& writer, const py::list& step,
                     bool partial) {
-  auto tensors = OptionalTensorsFromPython(step);
+  OptionalViews cells(step);
   absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>> refs;
   {
     py::gil_scoped_release release;
-    refs = partial ? writer.AppendPartial(std::move(tensors))
-                   : writer.Append(std::move(tensors));
+    refs = partial ? writer.AppendPartial(cells.views)
+                   : writer.Append(cells.views);
   }
   return RefsToPython(ValueOrRaise(std::move(refs)));
 }
@@ -653,13 +663,13 @@ PYBIND11_MODULE(pybind, m) {
            })
       .def("AppendBatch",
            [](TrajectoryWriter& self, const py::list& columns) {
-             auto tensors = OptionalTensorsFromPython(columns);
+             OptionalViews batch(columns);
              absl::StatusOr<std::vector<
                  std::optional<std::vector<std::weak_ptr<CellRef>>>>>
                  refs;
              {
                py::gil_scoped_release release;
-               refs = self.AppendBatch(std::move(tensors));
+               refs = self.AppendBatch(batch.views);
              }
              py::list result;
              for (const auto& column : ValueOrRaise(std::move(refs))) {

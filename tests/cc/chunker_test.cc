@@ -180,6 +180,50 @@ TEST(ChunkerTest, AppendRowsChecksLikeAppend) {
   EXPECT_EQ(refs[1]->GetData()->bytes, Float(6).bytes);
 }
 
+TEST(ChunkerTest, CellsDoNotKeepTheCallersMemory) {
+  // Whether a cell is compressed at once (length 1, or rows filling whole
+  // chunks), buffered, or delta-encoded later, what the caller's memory
+  // holds after the call must not matter.
+  for (int length : {1, 2}) {
+    for (bool delta : {false, true}) {
+      auto chunker = std::make_shared<Chunker>(
+          0, std::make_shared<ConstantChunkerOptions>(length, 4, delta));
+      Tensor step = Float(1);
+      auto first = chunker->Append(step, 3, 0);
+      ASSERT_TRUE(first.ok()) << first.status();
+      step.bytes.assign(step.bytes.size(), '\x7f');
+      Tensor rows = FloatRows(2, 3);
+      auto more = chunker->AppendRows(rows, 3, 1);
+      ASSERT_TRUE(more.ok()) << more.status();
+      rows.bytes.assign(rows.bytes.size(), '\x7f');
+      ASSERT_TRUE(chunker->Flush().ok());
+      EXPECT_EQ((*first)->GetData()->bytes, Float(1).bytes)
+          << length << " " << delta;
+      for (int t = 0; t < 3; ++t) {
+        EXPECT_EQ((*more)[t]->GetData()->bytes, Float(2 + t).bytes)
+            << length << " " << delta << " " << t;
+      }
+    }
+  }
+}
+
+TEST(ChunkerTest, ViewsMustHoldTheirElements) {
+  auto chunker = MakeChunker(1, 1);
+  Tensor step = Float(1);
+  TensorView short_bytes = step;
+  short_bytes.bytes.remove_suffix(1);
+  EXPECT_EQ(chunker->Append(short_bytes, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor two_rows = FloatRows(0, 2);
+  TensorView too_many_rows = two_rows;
+  too_many_rows.shape[0] = 3;
+  EXPECT_EQ(chunker->AppendRows(too_many_rows, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Nothing was appended.
+  EXPECT_TRUE(chunker->GetKeepKeys().empty());
+  EXPECT_TRUE(chunker->Append(step, 1, 0).ok());
+}
+
 TEST(ChunkerTest, ConfigOnlyBetweenChunks) {
   auto chunker = MakeChunker(2, 2);
   ASSERT_TRUE(chunker->Append(Float(1), 1, 0).ok());

@@ -125,31 +125,78 @@ TEST(TensorCompressionTest, MovedTensorCompressesAlikeIntoItsOwnBuffer) {
   EXPECT_EQ(moved.SerializeAsString(), copied.SerializeAsString());
 }
 
-TEST(TensorCompressionTest, RowsCompressLikeTheirSlice) {
+TEST(TensorViewTest, RowsAreViewedWhereTheyAre) {
   std::vector<int32_t> values(24);
   for (int i = 0; i < 24; ++i) values[i] = i * 3;
   Tensor t = MakeTensor<int32_t>(tensorflow::DT_INT32, {6, 2, 2}, values);
+  auto rows = ViewRows(t, 1, 5);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->shape, (absl::InlinedVector<int64_t, 4>{5, 2, 2}));
+  EXPECT_EQ(rows->bytes.data(), t.bytes.data() + 16);
+  EXPECT_EQ(rows->bytes.size(), 80u);
   for (int64_t offset : {0, 2, 5}) {
     for (int64_t length : {0, 1}) {
-      tensorflow::TensorProto rows, slice;
-      ASSERT_TRUE(CompressRowsAsProto(t, offset, length, &rows).ok());
+      tensorflow::TensorProto viewed, copied;
       ASSERT_TRUE(
-          CompressTensorAsProto(*SliceRows(t, offset, length), &slice).ok());
-      EXPECT_EQ(rows.SerializeAsString(), slice.SerializeAsString())
+          CompressTensorAsProto(*ViewRows(t, offset, length), &viewed).ok());
+      ASSERT_TRUE(
+          CompressTensorAsProto(*SliceRows(t, offset, length), &copied).ok());
+      EXPECT_EQ(viewed.SerializeAsString(), copied.SerializeAsString())
           << offset << "+" << length;
     }
   }
+  EXPECT_EQ(ViewRows(t, 4, 3).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ViewRows(t, 7, -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor strings = MakeStrings({3, 2}, {"a", "b", "c", "d", "e", "f"});
+  auto string_rows = ViewRows(strings, 1, 2);
+  ASSERT_TRUE(string_rows.ok());
+  EXPECT_EQ(std::vector<std::string>(string_rows->strings.begin(),
+                                     string_rows->strings.end()),
+            (std::vector<std::string>{"c", "d", "e", "f"}));
+}
+
+TEST(TensorViewTest, ElementsMustMatchTheShape) {
+  Tensor t = MakeTensor<int32_t>(tensorflow::DT_INT32, {2, 2}, {1, 2, 3, 4});
+  EXPECT_TRUE(CheckElements(t).ok());
+  TensorView short_bytes = t;
+  short_bytes.bytes.remove_suffix(1);
   tensorflow::TensorProto proto;
-  ASSERT_TRUE(CompressRowsAsProto(t, 1, 5, &proto).ok());
-  EXPECT_EQ(DecompressTensorFromProto(proto)->bytes, SliceRows(t, 1, 5)->bytes);
-  EXPECT_EQ(CompressRowsAsProto(t, 4, 3, &proto).code(),
+  EXPECT_EQ(CheckElements(short_bytes).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CompressRowsAsProto(MakeStrings({1}, {"a"}), 0, 1, &proto).code(),
+  EXPECT_EQ(CompressTensorAsProto(short_bytes, &proto).code(),
             absl::StatusCode::kInvalidArgument);
-  Tensor short_bytes = t;
-  short_bytes.bytes.pop_back();
-  EXPECT_EQ(CompressRowsAsProto(short_bytes, 0, 1, &proto).code(),
+  EXPECT_EQ(ViewRows(short_bytes, 0, 1).status().code(),
             absl::StatusCode::kInvalidArgument);
+  TensorView negative = t;
+  negative.shape = {-2, -2};
+  EXPECT_EQ(CheckElements(negative).code(), absl::StatusCode::kInvalidArgument);
+  TensorView few_strings = MakeStrings({3}, {"a"});
+  EXPECT_EQ(CheckElements(few_strings).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorViewTest, AppendRowsCopiesRowsOfTheSameDtypeAndShape) {
+  std::vector<int32_t> values = {1, 2, 3, 4, 5, 6};
+  Tensor source = MakeTensor<int32_t>(tensorflow::DT_INT32, {3, 2}, values);
+  Tensor out;
+  ASSERT_TRUE(AppendRows(*ViewRows(source, 2, 1), &out).ok());
+  ASSERT_TRUE(AppendRows(*ViewRows(source, 0, 2), &out).ok());
+  source.bytes.assign(source.bytes.size(), '\0');  // Copies, not views.
+  EXPECT_EQ(out.dtype, tensorflow::DT_INT32);
+  EXPECT_EQ(out.shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(Values<int32_t>(out), (std::vector<int32_t>{5, 6, 1, 2, 3, 4}));
+  EXPECT_EQ(AppendRows(MakeTensor<int32_t>(tensorflow::DT_INT32, {1, 3},
+                                           {1, 2, 3}),
+                       &out)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AppendRows(MakeTensor<float>(tensorflow::DT_FLOAT, {1, 2}, {1, 2}),
+                       &out)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(out.shape, (std::vector<int64_t>{3, 2}));
 }
 
 TEST(TensorCompressionTest, StringsUseTensorFlowStringListEncoding) {

@@ -228,6 +228,30 @@ def test_append_batch_equals_steps(client):
   writer.close()
 
 
+@pytest.mark.parametrize('max_chunk_length', [1, 3])
+def test_arrays_changed_after_append_do_not_change_the_data(
+    client, max_chunk_length):
+  # Steps are compressed from the caller's arrays or copied to a buffer,
+  # both during the call: reusing the arrays afterwards is safe.
+  writer = client.trajectory_writer(num_keep_alive_refs=6)
+  writer.configure(('obs',), num_keep_alive_refs=6,
+                   max_chunk_length=max_chunk_length)
+  step = np.zeros([2], np.float32)
+  batch = np.zeros([3, 2], np.float32)
+  for t in range(3):
+    step[:] = obs(t)
+    writer.append({'obs': step})
+  batch[:] = np.stack([obs(t) for t in range(3, 6)])
+  writer.append_batch({'obs': batch})
+  step[:] = -1
+  batch[:] = -1
+  writer.create_item('queue', 1.0, writer.history['obs'][:])
+  writer.flush(timeout_ms=TIMEOUT_MS)
+  [(column,)] = drain(client)
+  np.testing.assert_array_equal(column, np.stack([obs(t) for t in range(6)]))
+  writer.close()
+
+
 def test_configure_chunking(client):
   writer = client.trajectory_writer(num_keep_alive_refs=4)
   with pytest.raises(ValueError):
