@@ -83,6 +83,7 @@ TrajectoryWriter::AppendImpl(
   // Check every cell first, so that a bad one appends nothing.
   for (int i = 0; i < static_cast<int>(step.size()); ++i) {
     if (step[i].has_value()) {
+      REVERB_RETURN_IF_ERROR(CheckElements(*step[i]));
       REVERB_RETURN_IF_ERROR(GetChunkerLocked(i)->CanAppend(
           step[i]->dtype, step[i]->shape, episode_id_, episode_step_));
     }
@@ -125,6 +126,7 @@ TrajectoryWriter::AppendBatch(
   // Check every column first, so that a bad one appends nothing.
   for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
     if (columns[i].has_value() && num_steps > 0) {
+      REVERB_RETURN_IF_ERROR(CheckElements(*columns[i]));
       REVERB_RETURN_IF_ERROR(GetChunkerLocked(i)->CanAppend(
           columns[i]->dtype, absl::MakeConstSpan(columns[i]->shape).subspan(1),
           episode_id_, episode_step_));

@@ -156,6 +156,29 @@ TEST_F(ClientServerTest, TrajectoryWriterItemsShareASlicePerChunkRun) {
   EXPECT_EQ(Values(sample->columns[2]), (std::vector<int32_t>{1, 0}));
 }
 
+TEST_F(ClientServerTest, TrajectoryWriterAppendsNothingOfABadStep) {
+  StartServer({MakeTable("fifo", *MinSizeRateLimiter(1))});
+  auto writer = *client_->NewTrajectoryWriter(
+      std::make_shared<ConstantChunkerOptions>(2, 2));
+  Tensor good = Int32({1}, {});
+  Tensor rows = Int32({2}, {1});
+  TensorView short_bytes = good;
+  short_bytes.bytes.remove_suffix(1);
+  EXPECT_EQ(writer->Append({good, short_bytes}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  TensorView short_rows = rows;
+  short_rows.bytes.remove_suffix(1);
+  EXPECT_EQ(writer->AppendBatch({rows, short_rows}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Neither left its good column in the buffer: step 0 is still to come
+  // in both columns (else "Column 0 already has step 0").
+  auto refs = writer->Append({good, good});
+  ASSERT_TRUE(refs.ok()) << refs.status();
+  EXPECT_EQ((*refs)[0]->lock()->episode_step(), 0);
+  EXPECT_EQ((*refs)[1]->lock()->episode_step(), 0);
+  writer->Close();
+}
+
 TEST_F(ClientServerTest, SamplerKeepsTheTableOrderOfSmallAndLargeSamples) {
   // A queue: each item is sampled once, oldest first. Items alternate
   // between one step (400 bytes, unpacked by the stream's worker and queued
