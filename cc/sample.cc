@@ -87,9 +87,13 @@ absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index) {
   return tensor;
 }
 
-absl::StatusOr<Sample> UnpackSample(SampleInfo info,
-                                    absl::Span<const ChunkData* const> chunks) {
-  const FlatTrajectory& trajectory = info.item().flat_trajectory();
+absl::StatusOr<Sample> UnpackSample(
+    std::shared_ptr<const SampleInfo> info,
+    absl::Span<const ChunkData* const> chunks) {
+  if (info == nullptr) {
+    return absl::InvalidArgumentError("The sample has no info.");
+  }
+  const FlatTrajectory& trajectory = info->item().flat_trajectory();
   ChunkTensors tensors(chunks, trajectory);
   Sample sample;
   sample.columns.reserve(trajectory.columns_size());
@@ -125,7 +129,7 @@ absl::StatusOr<Sample> UnpackSample(PackedSample packed) {
 }
 
 absl::StatusOr<int64_t> NumTimesteps(const Sample& sample) {
-  const auto& columns = sample.info.item().flat_trajectory().columns();
+  const auto& columns = sample.info->item().flat_trajectory().columns();
   int64_t steps = -1;
   for (int i = 0; i < static_cast<int>(sample.columns.size()); ++i) {
     const bool squeezed = i < columns.size() && columns[i].squeeze();

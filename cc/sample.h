@@ -20,15 +20,17 @@
 namespace deepmind::reverb {
 
 struct REVERB_EXPORT Sample {
-  SampleInfo info;
+  // Shared, not copied: a sampled one points into the response it came in,
+  // which it keeps alive.
+  std::shared_ptr<const SampleInfo> info;
   std::vector<Tensor> columns;
 };
 
 // A sample as a stream delivers it: its info and the chunks it references,
-// still compressed, where the stream parsed them; `owners` keep those
-// responses alive (usually one; more when a sample spans responses).
+// still compressed, where the stream parsed them; `info` and `owners` keep
+// those responses alive (usually one; more when a sample spans responses).
 struct REVERB_EXPORT PackedSample {
-  SampleInfo info;
+  std::shared_ptr<const SampleInfo> info;
   std::vector<const ChunkData*> chunks;
   std::vector<std::shared_ptr<const void>> owners;
 };
@@ -41,7 +43,8 @@ REVERB_EXPORT absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk,
 // INVALID_ARGUMENT if a referenced chunk is missing or its data cannot
 // serve the slices (corrupt data, out-of-range rows, mismatched dtypes).
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(
-    SampleInfo info, absl::Span<const ChunkData* const> chunks);
+    std::shared_ptr<const SampleInfo> info,
+    absl::Span<const ChunkData* const> chunks);
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(PackedSample packed);
 
 // The columns' row `step` (all columns must have the same number of rows and

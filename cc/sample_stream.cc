@@ -89,7 +89,10 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked() {
       continue;
     }
     const auto& entry = response_->entries(next_entry_++);
-    if (entry.has_info()) packed.info = entry.info();  // To the heap.
+    if (entry.has_info()) {
+      packed.info =
+          std::shared_ptr<const SampleInfo>(response_owner_, &entry.info());
+    }
     for (const ChunkData& chunk : entry.data()) packed.chunks.push_back(&chunk);
     if (packed.owners.empty() || packed.owners.back() != response_owner_) {
       packed.owners.push_back(response_owner_);

@@ -216,7 +216,7 @@ namespace {
 
 const SampleInfo& InfoOfRow(const std::vector<Sample>& samples, bool steps,
                             int64_t row) {
-  return samples[steps ? 0 : row].info;
+  return *samples[steps ? 0 : row].info;
 }
 
 }  // namespace

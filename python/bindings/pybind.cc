@@ -160,10 +160,10 @@ std::vector<Tensor> TensorsFromPython(const py::list& arrays) {
 // Python numbers, [column arrays], timesteps) where timesteps is -1 if the
 // columns cannot be split into timesteps.
 py::tuple SampleToPython(Sample sample) {
-  const PrioritizedItem& item = sample.info.item();
+  const PrioritizedItem& item = sample.info->item();
   py::tuple info = py::make_tuple(
-      py::int_(item.key()), py::float_(sample.info.probability()),
-      py::int_(sample.info.table_size()), py::float_(item.priority()),
+      py::int_(item.key()), py::float_(sample.info->probability()),
+      py::int_(sample.info->table_size()), py::float_(item.priority()),
       py::int_(item.times_sampled()));
   auto timesteps = NumTimesteps(sample);
   py::list columns;
@@ -580,7 +580,7 @@ PYBIND11_MODULE(pybind, m) {
             py::array_t<double> priorities(n);
             py::array_t<int32_t> times_sampled(n);
             for (ssize_t i = 0; i < n; ++i) {
-              const SampleInfo& info = samples[i].info;
+              const SampleInfo& info = *samples[i].info;
               keys.mutable_at(i) = info.item().key();
               probabilities.mutable_at(i) = info.probability();
               table_sizes.mutable_at(i) = info.table_size();

@@ -96,8 +96,8 @@ TEST_F(ClientServerTest, WriterItemsSpanChunksAndSampleBack) {
     EXPECT_EQ(sample->columns[1].shape, (std::vector<int64_t>{3, 2}));
     EXPECT_EQ(Values(sample->columns[1]),
               (std::vector<int32_t>{2, -2, 3, -3, 4, -4}));
-    EXPECT_EQ(sample->info.item().priority(), 1.5);
-    EXPECT_EQ(sample->info.item().times_sampled(), 1);
+    EXPECT_EQ(sample->info->item().priority(), 1.5);
+    EXPECT_EQ(sample->info->item().times_sampled(), 1);
     EXPECT_EQ(sampler->GetNextSample().status().code(),
               absl::StatusCode::kOutOfRange);
     ASSERT_TRUE(client_->Reset("fifo", absl::Seconds(30)).ok());
@@ -128,7 +128,7 @@ TEST_F(ClientServerTest, TrajectoryWriterItemsShareASlicePerChunkRun) {
 
   auto sample = NewSampler("fifo", 1)->GetNextSample(absl::Seconds(30));
   ASSERT_TRUE(sample.ok()) << sample.status();
-  const PrioritizedItem& item = sample->info.item();
+  const PrioritizedItem& item = sample->info->item();
   EXPECT_EQ(item.priority(), 2.5);
   const absl::Time inserted =
       absl::FromUnixSeconds(item.inserted_at().seconds()) +
@@ -339,23 +339,23 @@ TEST_F(ClientServerTest, ServerInfoMutateAndReset) {
 
   // Fifo samples the oldest item: delete it, then update the next one.
   auto oldest = *NewSampler("a", 1)->GetNextSample(absl::Seconds(30));
-  ASSERT_TRUE(client_->MutatePriorities("a", {}, {oldest.info.item().key()},
+  ASSERT_TRUE(client_->MutatePriorities("a", {}, {oldest.info->item().key()},
                                         absl::Seconds(30)).ok());
   EXPECT_EQ(client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(),
             2);
   auto next = *NewSampler("a", 1)->GetNextSample(absl::Seconds(30));
-  EXPECT_NE(next.info.item().key(), oldest.info.item().key());
+  EXPECT_NE(next.info->item().key(), oldest.info->item().key());
   KeyWithPriority update;
-  update.set_key(next.info.item().key());
+  update.set_key(next.info->item().key());
   update.set_priority(42);
   // The unknown key (the deleted one) is ignored.
   ASSERT_TRUE(client_->MutatePriorities("a", {update},
-                                        {oldest.info.item().key()},
+                                        {oldest.info->item().key()},
                                         absl::Seconds(30)).ok());
   auto updated = *NewSampler("a", 1)->GetNextSample(absl::Seconds(30));
-  EXPECT_EQ(updated.info.item().key(), next.info.item().key());
-  EXPECT_EQ(updated.info.item().priority(), 42);
-  EXPECT_EQ(updated.info.item().times_sampled(), 2);
+  EXPECT_EQ(updated.info->item().key(), next.info->item().key());
+  EXPECT_EQ(updated.info->item().priority(), 42);
+  EXPECT_EQ(updated.info->item().times_sampled(), 2);
 
   ASSERT_TRUE(client_->Reset("a", absl::Seconds(30)).ok());
   EXPECT_EQ(client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(),

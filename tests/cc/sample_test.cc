@@ -34,11 +34,12 @@ std::vector<int32_t> Values(const Tensor& t) {
   return values;
 }
 
-SampleInfo Info(std::vector<std::vector<std::array<int, 3>>> columns,
-                std::vector<bool> squeeze = {}) {
-  SampleInfo info;
+std::shared_ptr<SampleInfo> Info(
+    std::vector<std::vector<std::array<int, 3>>> columns,
+    std::vector<bool> squeeze = {}) {
+  auto info = std::make_shared<SampleInfo>();
   for (size_t c = 0; c < columns.size(); ++c) {
-    auto* column = info.mutable_item()->mutable_flat_trajectory()->add_columns();
+    auto* column = info->mutable_item()->mutable_flat_trajectory()->add_columns();
     column->set_squeeze(c < squeeze.size() && squeeze[c]);
     for (const auto& [key, offset, length] : columns[c]) {
       auto* slice = column->add_chunk_slices();
@@ -91,8 +92,9 @@ TEST(SampleTest, BadReferencesAreErrors) {
   std::vector<const ChunkData*> chunks = {&a};
   EXPECT_FALSE(UnpackSample(Info({{{2, 0, 1}}}), chunks).ok());   // No chunk.
   EXPECT_FALSE(UnpackSample(Info({{{1, 2, 2}}}), chunks).ok());   // Rows.
-  SampleInfo bad_index = Info({{{1, 0, 1}}});
-  bad_index.mutable_item()->mutable_flat_trajectory()->mutable_columns(0)
+  EXPECT_FALSE(UnpackSample(nullptr, chunks).ok());
+  std::shared_ptr<SampleInfo> bad_index = Info({{{1, 0, 1}}});
+  bad_index->mutable_item()->mutable_flat_trajectory()->mutable_columns(0)
       ->mutable_chunk_slices(0)->set_index(3);
   EXPECT_FALSE(UnpackSample(bad_index, chunks).ok());
 }
