@@ -1,0 +1,129 @@
+"""Runs one module of differential scenarios with whichever `reverb` this
+interpreter imports, and prints their outcomes as one `RESULT {json}` line.
+
+    python runner.py client        # runs scenarios_client.py
+
+differential_test.py runs it twice, with our package and (`python -I`) with
+dm-reverb 0.14 from `.venv-dmreverb`, and compares the two outcomes of every
+scenario.
+
+A scenario module holds functions `scenario_<name>(reverb, env)`, run in the
+order they are defined; it imports only the standard library and numpy at
+its top (the reverb module, and TensorFlow through `env.tf`, are handed
+in). A scenario's outcome is either what it returns (made JSON: numpy values
+become lists and numbers, tuples lists, dict keys strings) or, if it raises,
+`{'raised': class name, 'builtins': the builtin exception classes it is an
+instance of, 'message': str(exception)}`. Server addresses from `env.server`
+read `ADDRESS` in every outcome, so messages that name them compare equal.
+"""
+
+import faulthandler
+import importlib
+import json
+import os
+import sys
+import traceback
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+RESULT_PREFIX = 'RESULT '
+# The whole module's run is bounded; a hang dumps every thread's stack.
+_WATCHDOG_SECONDS = 240
+
+
+class Env:
+  """What a scenario may ask of the runner."""
+
+  def __init__(self, reverb):
+    self._reverb = reverb
+    self._servers = []
+    self.addresses = []
+
+  @property
+  def tf(self):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf
+
+  def server(self, tables, **kwargs) -> str:
+    """Starts a server of this package holding `tables`; its address. The
+    server stops when the scenario ends."""
+    server = self._reverb.Server(tables=tables, **kwargs)
+    self._servers.append(server)
+    address = f'localhost:{server.port}'
+    self.addresses.append(address)
+    return address
+
+  def close(self):
+    for server in self._servers:
+      server.stop()
+    self._servers = []
+
+
+def _jsonable(value):
+  """`value` as JSON values (numpy included), recursively."""
+  if isinstance(value, dict):
+    return {str(k): _jsonable(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_jsonable(v) for v in value]
+  if hasattr(value, 'tolist'):  # numpy arrays and scalars
+    return _jsonable(value.tolist())
+  if isinstance(value, bytes):
+    return value.decode('utf-8', 'backslashreplace')
+  if value is None or isinstance(value, (bool, int, float, str)):
+    return value
+  return repr(value)
+
+
+def _error_outcome(e: BaseException) -> dict:
+  return {
+      'raised': type(e).__name__,
+      'builtins': sorted({c.__name__ for c in type(e).__mro__
+                          if c.__module__ == 'builtins' and
+                          c not in (object, BaseException)}),
+      'message': str(e),
+  }
+
+
+def _normalize(outcome, addresses):
+  text = json.dumps(outcome, sort_keys=True)
+  for address in addresses:
+    text = text.replace(address, 'ADDRESS')
+    text = text.replace(address.replace('localhost', '127.0.0.1'), 'ADDRESS')
+  return json.loads(text)
+
+
+def scenario_names(module) -> list:
+  """The scenarios of `module`, in definition order."""
+  return [name[len('scenario_'):] for name in vars(module)
+          if name.startswith('scenario_') and callable(getattr(module, name))]
+
+
+def run(module_name: str) -> dict:
+  import reverb  # pylint: disable=g-import-not-at-top
+  module = importlib.import_module(f'scenarios_{module_name}')
+  outcomes = {}
+  for name in scenario_names(module):
+    env = Env(reverb)
+    try:
+      outcome = _jsonable(getattr(module, f'scenario_{name}')(reverb, env))
+    except Exception as e:  # pylint: disable=broad-except
+      outcome = _error_outcome(e)
+      if os.environ.get('DIFFERENTIAL_TRACEBACKS'):
+        traceback.print_exc()
+    finally:
+      env.close()
+    outcomes[name] = _normalize(outcome, env.addresses)
+  return outcomes
+
+
+def main():
+  faulthandler.dump_traceback_later(_WATCHDOG_SECONDS, exit=True)
+  sys.path.insert(0, _HERE)  # `python -I` leaves the script's folder out.
+  outcomes = run(sys.argv[1])
+  print(RESULT_PREFIX + json.dumps(outcomes, sort_keys=True), flush=True)
+  # Some packages' threads outlive their objects; do not wait for them.
+  sys.stdout.flush()
+  os._exit(0)  # pylint: disable=protected-access
+
+
+if __name__ == '__main__':
+  main()
