@@ -47,24 +47,25 @@ def check_arguments(max_in_flight_samples_per_worker: int,
                     max_samples_per_stream: int,
                     rate_limiter_timeout_ms: int,
                     max_samples: int):
-  """ValueError for arguments dm-reverb rejects."""
+  """ValueError for arguments dm-reverb rejects, worded as dm-reverb's."""
   if max_in_flight_samples_per_worker < 1:
     raise ValueError(
-        f'max_in_flight_samples_per_worker ({max_in_flight_samples_per_worker})'
-        ' must be >= 1')
+        'max_in_flight_samples_per_worker (%d) must be a positive integer' %
+        max_in_flight_samples_per_worker)
   if num_workers_per_iterator < 1 and num_workers_per_iterator != -1:
     raise ValueError(
-        f'num_workers_per_iterator ({num_workers_per_iterator}) must be >= 1 '
-        'or -1')
+        'num_workers_per_iterator (%d) must be a positive integer or -1' %
+        num_workers_per_iterator)
   if max_samples_per_stream < 1 and max_samples_per_stream != -1:
     raise ValueError(
-        f'max_samples_per_stream ({max_samples_per_stream}) must be >= 1 or '
-        '-1')
+        'max_samples_per_stream (%d) must be a positive integer or -1' %
+        max_samples_per_stream)
   if rate_limiter_timeout_ms < -1:
-    raise ValueError(
-        f'rate_limiter_timeout_ms ({rate_limiter_timeout_ms}) must be >= -1')
+    raise ValueError('rate_limiter_timeout_ms (%d) must be an integer >= -1' %
+                     rate_limiter_timeout_ms)
   if max_samples < 1 and max_samples != -1:
-    raise ValueError(f'max_samples ({max_samples}) must be >= 1 or -1')
+    raise ValueError('max_samples (%d) must be a positive integer or -1' %
+                     max_samples)
 
 
 def _flatten_up_to(structure: Any, value: Any) -> list:

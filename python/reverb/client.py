@@ -18,6 +18,7 @@ from reverb import reverb_types
 from reverb import structured_value
 from reverb import structured_writer as structured_writer_lib
 from reverb import trajectory_writer as trajectory_writer_lib
+from reverb.cc import schema_pb2
 
 # How long writers wait for the server's table signatures.
 _SIGNATURE_TIMEOUT_SECONDS = 60
@@ -281,7 +282,7 @@ class Client:
           f'num_keep_alive_refs ({num_keep_alive_refs}) must be >= 1')
     get_signature = None
     if validate_items:
-      self.server_info(_SIGNATURE_TIMEOUT_SECONDS)
+      self._table_infos(_SIGNATURE_TIMEOUT_SECONDS)
       get_signature = lambda table: self._flat_signature(  # pylint: disable=g-long-lambda
           table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
     return trajectory_writer_lib.TrajectoryWriter(
@@ -385,7 +386,7 @@ class Client:
       ValueError: If the server has no such table.
     """
     if table not in self._signature_cache:
-      self.server_info(timeout)
+      self._table_infos(timeout)
     if table not in self._signature_cache:
       raise ValueError(
           f'Unable to find signatures for table \'{table}\' in signature '
@@ -425,7 +426,8 @@ class Client:
   def server_info(
       self, timeout: Optional[int] = None
   ) -> Dict[str, reverb_types.TableInfo]:
-    """Options and state of every table of the server.
+    """Options and state of every table of the server (signatures are
+    `tf.TensorSpec`s whenever TensorFlow can be imported, see `TableInfo`).
 
     Args:
       timeout: Seconds to wait for the server; None or <= 0 waits forever.
@@ -433,16 +435,27 @@ class Client:
     Raises:
       DeadlineExceededError: If the server does not answer in time.
     """
-    state_id, serialized = self._client.ServerInfo(_timeout_ms(timeout))
     infos = {}
-    for proto in serialized:
+    for proto in self._table_infos(timeout):
       info = reverb_types.TableInfo.from_serialized_proto(proto)
       infos[info.name] = info
-    if state_id != self._tables_state_id:
-      self._tables_state_id = state_id
-      self._signature_cache = {
-          name: info.signature for name, info in infos.items()}
     return infos
+
+  def _table_infos(self, timeout: Optional[float]) -> List[bytes]:
+    """The server's serialized TableInfos; refills the signature cache when
+    its tables changed (decoding never imports TensorFlow: the cache serves
+    item validation and unpacking, which only read dtypes, shapes and
+    structure)."""
+    state_id, serialized = self._client.ServerInfo(_timeout_ms(timeout))
+    if state_id != self._tables_state_id:
+      signatures = {}
+      for proto in serialized:
+        info = schema_pb2.TableInfo.FromString(proto)
+        signatures[info.name] = (structured_value.decode(info.signature)
+                                 if info.HasField('signature') else None)
+      self._tables_state_id = state_id
+      self._signature_cache = signatures
+    return serialized
 
   def checkpoint(self, *, timeout: Optional[float] = None) -> str:
     """Asks the server to save its tables; returns the directory written.

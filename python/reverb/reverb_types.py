@@ -26,7 +26,9 @@ class TableInfo:
 
   `sampler_options`, `remover_options`, `rate_limiter_info` and
   `table_worker_time` are the protocol buffer messages of
-  `reverb.cc.schema_pb2`; `signature` is the decoded nest of specs, or None.
+  `reverb.cc.schema_pb2`; `signature` is the decoded nest of specs, or None:
+  `tf.TensorSpec`s whenever TensorFlow can be imported (it is imported for
+  them), else `reverb.specs.TensorSpec`s.
   """
   name: str
   sampler_options: Any
@@ -51,7 +53,8 @@ class TableInfo:
         max_size=info.max_size,
         max_times_sampled=info.max_times_sampled,
         rate_limiter_info=info.rate_limiter_info,
-        signature=(structured_value.decode(info.signature)
+        signature=(structured_value.decode(info.signature,
+                                           import_tensorflow=True)
                    if info.HasField('signature') else None),
         current_size=info.current_size,
         num_episodes=info.num_episodes,

@@ -6,11 +6,18 @@ nests: dicts (keys sorted), lists, tuples, namedtuples and, as leaves,
 `tf.TensorSpec` / `tf.BoundedTensorSpec` (when TensorFlow is in use) or
 `reverb.specs.TensorSpec` / `BoundedTensorSpec`.
 
-Decoding returns TensorFlow specs if TensorFlow has already been imported,
-else `reverb.specs` ones; it never imports TensorFlow itself.
+Specs handed to users (`spec_classes(import_tensorflow=True)`, used for
+`Client.server_info`, `Table.info` and `structured_writer.infer_signature`)
+are TensorFlow's whenever TensorFlow can be imported, as in dm-reverb, and
+`reverb.specs` ones otherwise. Internal decoding (item validation, sample
+unpacking) never imports TensorFlow: it returns TensorFlow specs only if
+TensorFlow is already loaded.
 """
 
 import collections
+import functools
+import importlib.util
+import logging
 import sys
 from typing import Any, Optional, Sequence
 
@@ -144,6 +151,29 @@ def _tf_spec_classes():
   return module.TensorSpec, module.BoundedTensorSpec
 
 
+@functools.lru_cache(maxsize=None)
+def _load_tensorflow():
+  """Imports TensorFlow if it is installed (tried once); a TensorFlow that
+  fails to import is logged and left alone."""
+  if 'tensorflow' in sys.modules or importlib.util.find_spec(
+      'tensorflow') is None:
+    return
+  try:
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+  except Exception as e:  # pylint: disable=broad-except
+    logging.warning('TensorFlow is installed but does not import (%s); '
+                    'signatures use reverb.specs.', e)
+
+
+def spec_classes(import_tensorflow: bool = False):
+  """The (TensorSpec, BoundedTensorSpec) classes for specs: TensorFlow's if
+  it is loaded (or, with `import_tensorflow`, if it can be imported), else
+  `reverb.specs`'."""
+  if import_tensorflow:
+    _load_tensorflow()
+  return _tf_spec_classes() or (specs.TensorSpec, specs.BoundedTensorSpec)
+
+
 def _is_namedtuple(value) -> bool:
   return isinstance(value, tuple) and hasattr(value, '_fields')
 
@@ -165,10 +195,16 @@ def shapes_compatible(a: Optional[Sequence[Optional[int]]],
       x is None or y is None or x == y for x, y in zip(a, b))
 
 
+def spec_shape(spec: Any) -> Optional[tuple]:
+  """The shape of a tensor spec (or array) as a tuple; None for an unknown
+  rank."""
+  shape = _tf_shape(spec.shape)
+  return None if shape is None else tuple(shape)
+
+
 def spec_data_type_and_shape(spec: Any):
   """(`tensorflow.DataType` value, shape tuple or None) of a tensor spec."""
-  shape = _tf_shape(spec.shape)
-  return data_type(spec.dtype), None if shape is None else tuple(shape)
+  return data_type(spec.dtype), spec_shape(spec)
 
 
 def encode(nest: Any, *, none_leaves: bool = False):
@@ -218,41 +254,40 @@ def encode(nest: Any, *, none_leaves: bool = False):
   return value
 
 
-def decode(value) -> Any:
-  """Decodes what `encode` (or TensorFlow's coder) wrote."""
+def decode(value, *, import_tensorflow: bool = False) -> Any:
+  """Decodes what `encode` (or TensorFlow's coder) wrote, with leaves of
+  `spec_classes(import_tensorflow)`."""
+  return _decode(value, spec_classes(import_tensorflow))
+
+
+def _decode(value, classes) -> Any:
   kind = value.WhichOneof('kind')
   if kind == 'dict_value':
-    return {key: decode(value.dict_value.fields[key])
+    return {key: _decode(value.dict_value.fields[key], classes)
             for key in sorted(value.dict_value.fields)}
   if kind == 'named_tuple_value':
     pairs = value.named_tuple_value.values
     cls = collections.namedtuple(value.named_tuple_value.name,
                                  [pair.key for pair in pairs])
-    return cls(*[decode(pair.value) for pair in pairs])
+    return cls(*[_decode(pair.value, classes) for pair in pairs])
   if kind == 'list_value':
-    return [decode(v) for v in value.list_value.values]
+    return [_decode(v, classes) for v in value.list_value.values]
   if kind == 'tuple_value':
-    return tuple(decode(v) for v in value.tuple_value.values)
+    return tuple(_decode(v, classes) for v in value.tuple_value.values)
   if kind == 'none_value':
     return None
-  tf_classes = _tf_spec_classes()
+  # TensorFlow's classes take the DataType value; reverb.specs numpy dtypes.
+  tensorflow = classes[0] is not specs.TensorSpec
   if kind == 'tensor_spec_value':
     spec = value.tensor_spec_value
-    shape = _shape_from_proto(spec.shape)
-    name = spec.name or None
-    if tf_classes:
-      return tf_classes[0](shape, spec.dtype, name)
-    return specs.TensorSpec(shape, numpy_dtype(spec.dtype), name)
+    dtype = spec.dtype if tensorflow else numpy_dtype(spec.dtype)
+    return classes[0](_shape_from_proto(spec.shape), dtype, spec.name or None)
   if kind == 'bounded_tensor_spec_value':
     spec = value.bounded_tensor_spec_value
-    shape = _shape_from_proto(spec.shape)
-    name = spec.name or None
-    minimum = tensor_proto_to_array(spec.minimum)
-    maximum = tensor_proto_to_array(spec.maximum)
-    if tf_classes:
-      return tf_classes[1](shape, spec.dtype, minimum, maximum, name)
-    return specs.BoundedTensorSpec(shape, numpy_dtype(spec.dtype), minimum,
-                                   maximum, name)
+    dtype = spec.dtype if tensorflow else numpy_dtype(spec.dtype)
+    return classes[1](_shape_from_proto(spec.shape), dtype,
+                      tensor_proto_to_array(spec.minimum),
+                      tensor_proto_to_array(spec.maximum), spec.name or None)
   raise ValueError(f'Unsupported StructuredValue kind {kind!r} in signature.')
 
 

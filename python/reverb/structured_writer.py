@@ -11,14 +11,15 @@ skipped.
 
 import collections
 import copy
+import datetime
 import math
 from typing import Any, Callable, Dict, List, NewType, Optional, Sequence, Tuple
 
 import numpy as np
 
 from reverb import _tree
+from reverb import errors
 from reverb import pybind
-from reverb import specs
 from reverb import structured_value
 from reverb.cc import patterns_pb2
 
@@ -113,8 +114,49 @@ def _node_length(node: patterns_pb2.PatternNode) -> Optional[int]:
   return math.ceil((node.stop - node.start) / (node.step or 1))
 
 
+def _shape_text(shape: List[Optional[int]]) -> str:
+  return f'TensorShape({shape})'
+
+
+def _leaf_spec(spec_class, path: Tuple[Any, ...], nodes: Sequence[Any],
+               flat_step_spec: Sequence[Any]):
+  """The spec of one pattern leaf, made by `nodes` (one per config)."""
+  dtypes = [flat_step_spec[node.flat_source_index].dtype for node in nodes]
+  if any(dtype != dtypes[0] for dtype in dtypes):
+    raise ValueError(
+        f'Configs produce trajectories with multiple dtypes at {path}. '
+        f'Got {dtypes}.')
+  shapes = []
+  for node in nodes:
+    shape = structured_value.spec_shape(flat_step_spec[node.flat_source_index])
+    if shape is None:
+      raise ValueError('Cannot iterate over a shape with unknown rank.')
+    length = _node_length(node)
+    shapes.append(list(shape) if length is None else [length, *shape])
+  if (any(len(s) != len(shapes[0]) for s in shapes) or
+      any(s[1:] != shapes[0][1:] for s in shapes)):
+    raise ValueError(
+        f'Configs produce trajectories with incompatible shapes at {path}. '
+        f'Got [{", ".join(_shape_text(s) for s in shapes)}].')
+  shape = shapes[0] if all(s == shapes[0] for s in shapes) else (
+      [None] + shapes[0][1:])
+  return spec_class(shape, dtypes[0], '/'.join(str(x) for x in path))
+
+
 def infer_signature(configs: Sequence[Config], step_spec: Any) -> Any:
   """The signature of a table whose items all come from `configs`.
+
+  Args:
+    configs: Every config that makes items for the table.
+    step_spec: A nest of specs (anything with `shape` and `dtype`: TensorFlow
+      or `reverb.specs` specs, numpy arrays) of the steps appended.
+
+  Returns:
+    A nest (as the patterns) of `tf.TensorSpec` whenever TensorFlow can be
+    imported (it is imported), else of `reverb.specs.TensorSpec`. Names are
+    the leaves' paths joined by '/'; a leading dimension on which the
+    configs disagree is None. A strided slice `[start:stop:step]` has
+    ceil((stop - start) / step) rows (dm-reverb 0.14 rounds down).
 
   Raises:
     ValueError: If there are no configs, or they differ in structure, table,
@@ -129,39 +171,22 @@ def infer_signature(configs: Sequence[Config], step_spec: Any) -> Any:
     raise ValueError(
         f'All configs must target the same table but provided configs '
         f'included {", ".join(sorted(set(c.table for c in configs)))}.')
+  spec_class = structured_value.spec_classes(import_tensorflow=True)[0]
   flat_step_spec = _tree.flatten(step_spec)
   patterns = [unpack_pattern(config) for config in configs]
   flat_patterns = [_tree.flatten_with_path(p) for p in patterns]
-  leaves = []
-  for k, (path, _) in enumerate(flat_patterns[0]):
-    nodes = [flat[k][1] for flat in flat_patterns]
-    sources = [flat_step_spec[node.flat_source_index] for node in nodes]
-    dtypes = [structured_value.spec_data_type_and_shape(s)[0] for s in sources]
-    if any(dtype != dtypes[0] for dtype in dtypes):
-      raise ValueError(
-          f'Configs produce trajectories with multiple dtypes at {path}. '
-          f'Got {[s.dtype for s in sources]}.')
-    shapes = []
-    for node, source in zip(nodes, sources):
-      shape = list(structured_value.spec_data_type_and_shape(source)[1] or ())
-      length = _node_length(node)
-      shapes.append(shape if length is None else [length] + shape)
-    if (any(len(s) != len(shapes[0]) for s in shapes) or
-        any(s[1:] != shapes[0][1:] for s in shapes)):
-      raise ValueError(
-          f'Configs produce trajectories with incompatible shapes at {path}. '
-          f'Got {shapes}.')
-    shape = shapes[0] if all(s == shapes[0] for s in shapes) else (
-        [None] + shapes[0][1:])
-    spec_class = type(sources[0])
-    if not spec_class.__module__.startswith('tensorflow'):
-      spec_class = specs.TensorSpec
-    else:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      spec_class = tf.TensorSpec
-    leaves.append(spec_class(shape, sources[0].dtype,
-                             '/'.join(str(x) for x in path)))
+  leaves = [
+      _leaf_spec(spec_class, path, [flat[k][1] for flat in flat_patterns],
+                 flat_step_spec)
+      for k, (path, _) in enumerate(flat_patterns[0])
+  ]
   return _tree.unflatten_as(patterns[0], leaves)
+
+
+def _as_int(value: Any) -> Any:
+  """Python and numpy bools as ints (protocol buffers refuse bools for int
+  fields); anything else as given."""
+  return int(value) if isinstance(value, (bool, np.bool_)) else value
 
 
 class _ConditionBuilder:
@@ -172,15 +197,15 @@ class _ConditionBuilder:
 
   def __mod__(self, cmp: int) -> '_ConditionBuilder':
     condition = copy.deepcopy(self._incomplete)
-    condition.mod_eq.mod = cmp
+    condition.mod_eq.mod = _as_int(cmp)
     return _ConditionBuilder(condition)
 
   def __eq__(self, cmp: int) -> ConditionProto:  # type: ignore[override]
     condition = copy.deepcopy(self._incomplete)
     if condition.mod_eq.mod:
-      condition.mod_eq.eq = cmp
+      condition.mod_eq.eq = _as_int(cmp)
     else:
-      condition.eq = cmp
+      condition.eq = _as_int(cmp)
     return condition
 
   def __ne__(self, cmp: int) -> ConditionProto:  # type: ignore[override]
@@ -190,7 +215,7 @@ class _ConditionBuilder:
 
   def __ge__(self, cmp: int) -> ConditionProto:
     condition = copy.deepcopy(self._incomplete)
-    condition.ge = cmp
+    condition.ge = _as_int(cmp)
     return condition
 
   def __gt__(self, cmp: int) -> ConditionProto:
@@ -227,7 +252,9 @@ class Condition:
 
   @staticmethod
   def data(step_structure: Any) -> Any:
-    """Per field of the step: the value of a scalar int or bool field."""
+    """Per field of the step: the value of a scalar int or bool field in
+    the newest step (`data['done'] == True`); a condition on a field that
+    is missing, a float or not a scalar does not hold."""
     count = len(_tree.flatten(step_structure))
     return _tree.unflatten_as(step_structure, [
         _ConditionBuilder(ConditionProto(flat_source_index=i))
@@ -243,63 +270,75 @@ def _node_age(node: patterns_pb2.PatternNode) -> int:
   return -node.start if node.HasField('start') else -node.stop
 
 
-def _validate_node(node: patterns_pb2.PatternNode):
-  error = None
+def _node_error(node: patterns_pb2.PatternNode) -> Optional[str]:
   if node.flat_source_index < 0:
-    error = 'flat_source_index must be >= 0'
-  elif not node.HasField('start') and not node.HasField('stop'):
-    error = 'start or stop must be set'
-  elif node.HasField('start') and node.start >= 0:
-    error = 'start must be < 0'
-  elif node.HasField('stop') and node.stop > 0:
-    error = 'stop must be <= 0'
-  elif (node.HasField('start') and node.HasField('stop') and
-        node.start >= node.stop):
-    error = 'start must be < stop'
-  elif not node.HasField('start') and node.stop >= 0:
-    error = 'stop must be < 0 when start is not set'
-  elif node.HasField('step') and not node.HasField('start'):
-    error = 'step requires start'
-  elif node.HasField('step') and node.step <= 0:
-    error = 'step must be > 0'
-  if error:
-    raise ValueError(f'Invalid PatternNode ({error}): {node}')
+    return (f'`flat_source_index` must be >= 0 but got '
+            f'{node.flat_source_index}.')
+  if not node.HasField('start') and not node.HasField('stop'):
+    return 'At least one of `start` and `stop` must be specified.'
+  if node.HasField('start') and node.start >= 0:
+    return f'`start` must be < 0 but got {node.start}.'
+  if node.HasField('stop') and node.stop > 0:
+    return f'`stop` must be <= 0 but got {node.stop}.'
+  if (node.HasField('start') and node.HasField('stop') and
+      node.start >= node.stop):
+    return (f'`stop` ({node.stop}) must be > `start` ({node.start}) when both '
+            'are specified.')
+  if not node.HasField('start') and node.stop >= 0:
+    return f"`stop` must be < 0 when `start` isn't set but got {node.stop}."
+  if node.HasField('step') and not node.HasField('start'):
+    return '`step` must only be set when `start` is set.'
+  if node.HasField('step') and node.step <= 0:
+    return f'`step` must be > 0 but got {node.step}.'
+  return None
 
 
-def _validate_condition(condition: ConditionProto):
-  error = None
+def _condition_error(condition: ConditionProto) -> Optional[str]:
   if not condition.WhichOneof('left'):
-    error = 'left must be set'
-  elif not condition.WhichOneof('cmp'):
-    error = 'cmp must be set'
-  elif condition.HasField('mod_eq') and condition.mod_eq.mod <= 0:
-    error = 'mod_eq.mod must be > 0'
-  elif condition.HasField('mod_eq') and condition.mod_eq.eq < 0:
-    error = 'mod_eq.eq must be >= 0'
-  elif condition.is_end_episode and (condition.WhichOneof('cmp') != 'eq' or
-                                     condition.eq != 1 or condition.inverse):
-    error = 'is_end_episode only works with eq=1 and no inverse'
-  if error:
-    raise ValueError(f'Invalid Condition ({error}): {condition}')
+    return 'Conditions must specify a value for `left`.'
+  if not condition.WhichOneof('cmp'):
+    return 'Conditions must specify a value for `cmp`.'
+  if condition.HasField('mod_eq') and condition.mod_eq.mod <= 0:
+    return f'`mod_eq.mod` must be > 0 but got {condition.mod_eq.mod}.'
+  if condition.HasField('mod_eq') and condition.mod_eq.eq < 0:
+    return f'`mod_eq.eq` must be >= 0 but got {condition.mod_eq.eq}.'
+  if condition.is_end_episode and (condition.WhichOneof('cmp') != 'eq' or
+                                   condition.eq != 1 or condition.inverse):
+    return 'Condition must use `eq=1` when using `is_end_episode`.'
+  if (condition.WhichOneof('left') == 'flat_source_index' and
+      condition.flat_source_index < 0):
+    return (f'flat_source_index must be >= 0 but got '
+            f'{condition.flat_source_index}.')
+  return None
 
 
-def validated(config: Config) -> Config:
-  """The config, validated, with a buffer_length condition that ensures
-  the history it needs (added unless present)."""
+def _config_error(config: Config) -> Optional[str]:
   if not config.flat:
-    raise ValueError(f'Config has an empty pattern: {config}')
+    return '`flat` must not be empty.'
   if not config.table:
-    raise ValueError(f'Config has no table: {config}')
+    return '`table` must not be empty.'
   for node in config.flat:
-    _validate_node(node)
+    error = _node_error(node)
+    if error:
+      return error
   for condition in config.conditions:
-    _validate_condition(condition)
-  if config.priority.HasField('td_error') and not any(
-      node.flat_source_index == config.priority.td_error.flat_source_index
-      for node in config.flat):
-    raise ValueError(
-        'The td_error priority field must be part of the pattern: '
-        f'{config}')
+    error = _condition_error(condition)
+    if error:
+      return error
+  return None
+
+
+def validated(config: Config, position: int = 0) -> Config:
+  """The config, validated, with a buffer_length condition that ensures
+  the history it needs (added unless present).
+
+  Raises:
+    ValueError: If the config is invalid (`position`: its index among the
+      writer's configs, named in the message as dm-reverb does).
+  """
+  error = _config_error(config)
+  if error:
+    raise ValueError(f'Invalid configuration at position {position}: {error}')
   age = max(_node_age(node) for node in config.flat)
   if not any(c.buffer_length and c.WhichOneof('cmp') == 'ge' and
              not c.inverse and c.ge >= age for c in config.conditions):
@@ -320,12 +359,33 @@ class _ConfigState:
     self.last_applied_step: Optional[int] = None
 
 
-def _scalar(value: Any) -> Optional[np.ndarray]:
-  """`value` as a numeric numpy scalar, else None."""
-  if value is None:
-    return None
-  array = np.asarray(value)
-  return array if array.shape == () and array.dtype.kind in 'biuf' else None
+def _array(value: Any) -> Optional[np.ndarray]:
+  return None if value is None else np.asarray(value)
+
+
+def _at(values: Sequence[Any], index: int) -> Any:
+  """values[index]; None for a field the step does not have."""
+  return values[index] if index < len(values) else None
+
+
+# Dtypes a td_error priority reads, as dm-reverb.
+_TD_ERROR_DTYPES = frozenset(
+    np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
+
+
+def _td_error_value(value: np.ndarray) -> float:
+  """|value| of a td_error field's value.
+
+  Raises:
+    ValueError: Unless it is a float32/float64/int32/int64 scalar.
+  """
+  if value.dtype not in _TD_ERROR_DTYPES:
+    raise ValueError(
+        f'TD Error expects a double/float/int tensor and it is '
+        f'{structured_value.data_type(value.dtype)}')
+  if value.shape:
+    raise ValueError('TD Error expects a scalar tensor')
+  return abs(float(value))
 
 
 class Patterns:
@@ -333,16 +393,18 @@ class Patterns:
   reach back to, evaluates conditions and says which items to create.
 
   A cell is whatever the caller stores for a field of a step (a cell
-  reference of a writer, or the value itself); the raw values of fields that
-  conditions or td_error priorities read are kept as well. Shared by
-  StructuredWriter and PatternDataset.
+  reference of a writer, or the value itself); the values of fields that
+  conditions or td_error priorities read are kept as well. Fields a config
+  names but the steps lack are missing in every step (the config never
+  applies, its data conditions never hold). Shared by StructuredWriter and
+  PatternDataset.
   """
 
   def __init__(self, configs: Sequence[Config]):
     self._states = [_ConfigState(config) for config in configs]
     # History each referenced field needs, in steps.
     self._history_length: Dict[int, int] = collections.defaultdict(int)
-    # Fields whose raw scalar values conditions or priorities read.
+    # Fields whose values conditions or priorities read.
     value_columns = set()
     for config in configs:
       for node in config.flat:
@@ -373,37 +435,52 @@ class Patterns:
     return index in self._cells
 
   def check_length(self, num_leaves: int):
-    """ValueError unless steps keep `num_leaves` fields, all that the
-    configs refer to."""
+    """ValueError unless steps keep the number of fields of the first."""
     if self._num_leaves is None:
-      highest = max(self._history_length, default=-1)
-      if highest >= num_leaves:
-        raise ValueError(
-            f'Configs refer to field {highest} but steps have only '
-            f'{num_leaves} fields.')
       self._num_leaves = num_leaves
     elif num_leaves != self._num_leaves:
       raise ValueError(
-          f'Flattened data has an unexpected length, got {num_leaves} vs '
-          f'expected {self._num_leaves}.')
+          f'Flattened data has an unexpected length, got {num_leaves} but '
+          f'wanted {self._num_leaves}.')
+
+  def check_unset(self, values: Sequence[Any]):
+    """RuntimeError if a field that configs read is given again in the open
+    (partial) step."""
+    if not self._step_is_open:
+      return
+    for index in sorted(self._cells):
+      buffer = self._cells[index]
+      if (_at(values, index) is not None and buffer and
+          buffer[-1] is not None):
+        raise RuntimeError(
+            f'A value for column {index} was provided by multiple '
+            f'Append/AppendPartial calls in the same step. This should never '
+            f'happen so please contact the Reverb team if you encounter this '
+            f'error.')
 
   def append(self, cells: Sequence[Any], values: Sequence[Any],
              partial_step: bool) -> List[Tuple[Config, List[List[Any]],
                                                List[bool], float]]:
     """Records a step (or part of one) and returns the items to create:
-    (config, cells per pattern leaf, squeeze per leaf, priority)."""
+    (config, cells per pattern leaf, squeeze per leaf, priority).
+
+    Raises:
+      ValueError: If a td_error priority reads a value that is not a
+        float32/float64/int32/int64 scalar.
+    """
     new_step = not self._step_is_open
     if new_step:
       self._step_index += 1
       for state in self._states:
         state.steps_since_applied += 1
     for index, buffer in self._cells.items():
+      cell = _at(cells, index)
       if new_step:
-        buffer.append(cells[index])
-      elif cells[index] is not None:
-        buffer[-1] = cells[index]
+        buffer.append(cell)
+      elif cell is not None:
+        buffer[-1] = cell
     for index, buffer in self._values.items():
-      value = _scalar(values[index])
+      value = _array(_at(values, index))
       if new_step:
         buffer.append(value)
       elif value is not None:
@@ -438,9 +515,10 @@ class Patterns:
       return int(end_of_episode)
     values = self._values[condition.flat_source_index]
     # Only scalar ints and bools count; anything else fails the condition.
-    if not values or values[-1] is None or values[-1].dtype.kind == 'f':
+    value = values[-1] if values else None
+    if value is None or value.shape or value.dtype.kind not in 'biu':
       return None
-    return int(values[-1])
+    return int(value)
 
   def _holds(self, condition: ConditionProto, state: _ConfigState,
              end_of_episode: bool) -> bool:
@@ -476,7 +554,7 @@ class Patterns:
       if not all(self._holds(c, state, end_of_episode)
                  for c in config.conditions):
         continue
-      columns, squeeze, td_values = [], [], None
+      columns, squeeze, td_values = [], [], []
       for node in config.flat:
         buffer = self._cells[node.flat_source_index]
         offsets = self._node_offsets(node, len(buffer))
@@ -484,15 +562,12 @@ class Patterns:
           break  # Not all cells are there (yet): skip the config.
         columns.append([buffer[i] for i in offsets])
         squeeze.append(not node.HasField('start'))
-        if (config.priority.HasField('td_error') and td_values is None and
+        # The td_error field's last node in the pattern counts.
+        if (config.priority.HasField('td_error') and
             node.flat_source_index ==
             config.priority.td_error.flat_source_index):
           values = self._values[node.flat_source_index]
           td_values = [values[i] for i in offsets]
-          if any(v is None for v in td_values):
-            raise ValueError(
-                f'The td_error field {node.flat_source_index} must hold '
-                f'numeric scalars.')
       else:
         items.append((config, columns, squeeze,
                       self._priority(config, td_values)))
@@ -501,24 +576,35 @@ class Patterns:
     return items
 
   @staticmethod
-  def _priority(config: Config, td_values: Optional[List[Any]]) -> float:
-    if not config.priority.HasField('td_error'):
+  def _priority(config: Config, td_values: List[np.ndarray]) -> float:
+    """The item's priority (a td_error over no values is 0)."""
+    kind = config.priority.WhichOneof('priority_fn')
+    if kind == 'constant_fn':
       return config.priority.constant_fn.value
+    if kind is None:
+      raise ValueError(
+          'The Priority function undefined. This should never happen')
+    magnitudes = [_td_error_value(value) for value in td_values]
+    if not magnitudes:
+      return 0.0
     weight = config.priority.td_error.max_priority_weight
-    errors = np.abs(np.asarray(td_values, np.float64))
-    return float(weight * errors.max() + (1 - weight) * errors.mean())
+    return (weight * max(magnitudes) +
+            (1 - weight) * sum(magnitudes) / len(magnitudes))
 
 
 class StructuredWriter:
   """Appends steps and inserts the items its configs describe.
 
-  Made by `Client.structured_writer`.
+  Made by `Client.structured_writer`. Every step must flatten to as many
+  fields as the first; fields no config reads are not written.
   """
 
   def __init__(self, internal_writer: pybind.TrajectoryWriter,
                configs: Sequence[Config]):
     self._writer = internal_writer
     self._patterns = Patterns(configs)
+    # The first step's structure (None leaves), to name fields in errors.
+    self._structure = None
 
   @property
   def step_is_open(self) -> bool:
@@ -529,39 +615,82 @@ class StructuredWriter:
     """Appends a step (or part of one, with `partial_step`), then inserts
     the items of the configs that apply.
 
+    Leaves may be None (not given in this call). With `partial_step` the
+    step stays open, and later calls give its other fields; the last call of
+    the step has `partial_step=False`.
+
     Raises:
-      ValueError: If the flattened step changes length, or a pattern refers
-        to a field the step does not have.
+      ValueError: If the flattened step changes length, a field's dtype or
+        shape differs from its first step (nothing of the step is written),
+        or a td_error priority reads a value that is not a
+        float32/float64/int32/int64 scalar.
+      RuntimeError: If a field that configs read was already given in the
+        open step.
     """
     flat = _tree.flatten(data)
+    if self._structure is None:
+      self._structure = _tree.map_structure(lambda _: None, data)
     self._patterns.check_length(len(flat))
-    # Fields no config reads are not written at all.
+    self._patterns.check_unset(flat)
     cells = [value if self._patterns.referenced(index) else None
              for index, value in enumerate(flat)]
-    if partial_step:
-      refs = self._writer.AppendPartial(cells)
-    else:
-      refs = self._writer.Append(cells)
+    try:
+      if partial_step:
+        refs = self._writer.AppendPartial(cells)
+      else:
+        refs = self._writer.Append(cells)
+    except ValueError as e:
+      raise ValueError(self._name_column(str(e))) from e
     self._create(self._patterns.append(refs, flat, partial_step))
+
+  def _name_column(self, message: str) -> str:
+    """`message` with the path of the column it names ("... for column 3
+    (path=('b', 'd', 1)). ..."), as dm-reverb words it."""
+    head, found, tail = message.partition(' for column ')
+    index, found_index, rest = tail.partition('. ')
+    if not found or not found_index or not index.isdigit():
+      return message
+    path = _tree.flatten_with_path(self._structure)[int(index)][0]
+    return f'{head} for column {index} (path={path}). {rest}'
 
   def flush(self, block_until_num_items: int = 0,
             timeout_ms: Optional[int] = None):
     """Waits until at most `block_until_num_items` items are unconfirmed.
 
     Raises:
-      DeadlineExceededError: If `timeout_ms` passes first.
+      ValueError: If `block_until_num_items` < 0.
+      DeadlineExceededError: If `timeout_ms` passes first (the items are
+        still written in the background).
     """
-    self._writer.Flush(block_until_num_items, timeout_ms)
+    if block_until_num_items < 0:
+      raise ValueError(
+          f'block_until_num_items must be >= 0, got {block_until_num_items}')
+    try:
+      self._writer.Flush(block_until_num_items, timeout_ms)
+    except errors.DeadlineExceededError as e:
+      if timeout_ms is None:
+        raise
+      raise errors.DeadlineExceededError(
+          f'Flush call did not complete within provided timeout of '
+          f'{datetime.timedelta(milliseconds=timeout_ms)}') from e
 
   def end_episode(self, clear_buffers: bool = True,
                   timeout_ms: Optional[int] = None):
     """Applies the end-of-episode configs, flushes and starts a new episode.
 
     Raises:
-      DeadlineExceededError: If `timeout_ms` passes first.
+      DeadlineExceededError: If `timeout_ms` passes first (the episode still
+        ends; the items are written in the background).
     """
     self._create(self._patterns.end_episode(clear_buffers))
-    self._writer.EndEpisode(clear_buffers, timeout_ms)
+    try:
+      self._writer.EndEpisode(clear_buffers, timeout_ms)
+    except errors.DeadlineExceededError as e:
+      if timeout_ms is None:
+        raise
+      raise errors.DeadlineExceededError(
+          f'End episode call did not complete within provided timeout of '
+          f'{datetime.timedelta(milliseconds=timeout_ms)}') from e
 
   def close(self):
     self._writer.Close()
@@ -573,10 +702,14 @@ class StructuredWriter:
 
 def make_writer(client: pybind.Client,
                 configs: Sequence[Config]) -> StructuredWriter:
-  """A StructuredWriter over a new TrajectoryWriter of `client`."""
+  """A StructuredWriter over a new TrajectoryWriter of `client`.
+
+  Raises:
+    ValueError: If `configs` is empty or a config is invalid.
+  """
   if not configs:
     raise ValueError('At least one config must be provided.')
-  configs = [validated(config) for config in configs]
+  configs = [validated(config, i) for i, config in enumerate(configs)]
   history = max(_node_age(node) for config in configs for node in config.flat)
   return StructuredWriter(
       client.NewTrajectoryWriter(pybind.AutoTunedChunkerOptions(history, 1.0)),

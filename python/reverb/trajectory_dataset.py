@@ -13,7 +13,6 @@ from typing import Any, Optional
 from reverb import _datasets
 from reverb import _tree
 from reverb import client as client_lib
-from reverb import structured_value
 
 tf = _datasets.import_tensorflow()
 
@@ -108,24 +107,22 @@ class TrajectoryDataset(tf.data.Dataset):
 
     Raises:
       ValueError: If the table does not exist or has no signature.
+      DeadlineExceededError: If the server does not answer within
+        `get_signature_timeout_secs`.
     """
-    tf = _datasets.import_tensorflow()
     infos = client_lib.Client(server_address).server_info(
         get_signature_timeout_secs)
     if table not in infos:
       raise ValueError(
-          f'Server at {server_address} does not have a table named '
-          f'"{table}". Found: {", ".join(sorted(infos))}.')
+          f'Server at {server_address} does not contain any table named '
+          f'{table}. Found: {", ".join(sorted(infos))}.')
     signature = infos[table].signature
-    if signature is None:
+    if not signature:
       raise ValueError(
-          f'Table "{table}" at {server_address} does not have a signature.')
-    # Signatures decode to reverb.specs if TensorFlow was imported late.
-    dtypes = _tree.map_structure(
-        lambda spec: tf.dtypes.as_dtype(structured_value.data_type(spec.dtype)),
-        signature)
-    shapes = _tree.map_structure(
-        lambda spec: tf.TensorShape(spec.shape), signature)
+          f'Table {table} at {server_address} does not have a signature.')
+    # TensorFlow is loaded, so the signature holds tf.TensorSpecs.
+    dtypes = _tree.map_structure(lambda spec: spec.dtype, signature)
+    shapes = _tree.map_structure(lambda spec: spec.shape, signature)
     return cls(server_address, table, dtypes=dtypes, shapes=shapes,
                max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
                num_workers_per_iterator=num_workers_per_iterator,

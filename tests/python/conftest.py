@@ -28,7 +28,8 @@ def make_item_fixture():
 
 @pytest.fixture(name='without_tensorflow_specs')
 def without_tensorflow_specs_fixture(monkeypatch):
-  """Signatures decode as in a process without TensorFlow (to
-  `reverb.specs`), even when other tests of the run imported it."""
+  """Specs are made as in a process without TensorFlow (`reverb.specs`),
+  even when TensorFlow is installed or other tests of the run imported it."""
   from reverb import structured_value  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(structured_value, '_tf_spec_classes', lambda: None)
+  monkeypatch.setattr(structured_value, '_load_tensorflow', lambda: None)

@@ -100,3 +100,64 @@ def test_client_with_tf_signatures_and_sample_info_dtypes():
           tf.uint64, tf.double, tf.int64, tf.double, tf.int32)
       assert all(s == tf.TensorShape([]) for s in reverb.SampleInfo.tf_shapes())
       """)
+
+
+def test_specs_handed_to_users_are_tensorflows_when_it_is_installed():
+  run("""
+      import sys
+      import numpy as np
+      import reverb
+      from reverb import structured_writer as sw
+      assert 'tensorflow' not in sys.modules
+      step = {'a': np.zeros((), np.int32), 'b': np.zeros(3, np.float32)}
+      ref = sw.create_reference_step(step)
+      configs = [sw.create_config({'x': ref['a'][-2:], 'y': ref['b'][-1]}, 't'),
+                 sw.create_config({'x': ref['a'][-3:], 'y': ref['b'][-1]}, 't')]
+      signature = sw.infer_signature(configs, step)
+      import tensorflow as tf
+      assert signature == {'x': tf.TensorSpec([None], tf.int32, 'x'),
+                           'y': tf.TensorSpec([3], tf.float32, 'y')}
+      assert signature['x'].is_compatible_with(tf.zeros([2], tf.int32))
+      table = reverb.Table.queue('t', 10, signature=signature)
+      assert table.info.signature == signature
+      with reverb.Server([table]) as server:
+        client = server.localhost_client()
+        assert client.server_info()['t'].signature == signature
+      """)
+
+
+def test_item_validation_does_not_import_tensorflow():
+  run("""
+      import sys
+      import numpy as np
+      import reverb
+      signature = {'obs': reverb.specs.TensorSpec([2], np.float32)}
+      table = reverb.Table.queue('t', 10, signature=signature)
+      with reverb.Server([table]) as server:
+        client = server.localhost_client()
+        client.insert({'obs': np.ones(2, np.float32)}, priorities={'t': 1.0})
+        with client.trajectory_writer(1) as writer:
+          writer.append({'obs': np.ones(2, np.float32)})
+          writer.create_item('t', 1.0, {'obs': writer.history['obs'][-1]})
+        [sample] = next(client.sample('t', unpack_as_table_signature=True))
+        assert sample.data['obs'].shape == (2,)
+      assert 'tensorflow' not in sys.modules
+      """)
+
+
+def test_specs_are_reverbs_without_tensorflow():
+  run("""
+      import sys
+      sys.modules['tensorflow'] = None  # As if TensorFlow were not installed.
+      import numpy as np
+      import reverb
+      from reverb import structured_writer as sw
+      ref = sw.create_reference_step({'a': None})
+      signature = sw.infer_signature(
+          [sw.create_config({'a': ref['a'][-2:]}, 't')],
+          {'a': np.zeros(3, np.uint8)})
+      assert signature == {
+          'a': reverb.specs.TensorSpec([2, 3], np.uint8, 'a')}, signature
+      table = reverb.Table.queue('t', 10, signature=signature)
+      assert table.info.signature == signature
+      """)
