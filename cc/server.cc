@@ -42,9 +42,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   builder.SetMaxSendMessageSize(-1);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || selected_port == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("Could not start a Reverb server on ", address,
-                     " (address in use or not available?)."));
+    // dm-reverb's code and text (gRPC has logged why, e.g. the port is in
+    // use).
+    return absl::InvalidArgumentError("Failed to BuildAndStart gRPC server");
   }
   std::unique_ptr<Server> result(
       new Server(std::move(service), std::move(server), selected_port));

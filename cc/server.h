@@ -24,8 +24,8 @@ namespace deepmind::reverb {
 
 class REVERB_EXPORT Server {
  public:
-  // INVALID_ARGUMENT for duplicate table names or no tables; UNAVAILABLE if
-  // the address cannot be bound.
+  // INVALID_ARGUMENT for duplicate table names or no tables, and (as
+  // dm-reverb) if the address cannot be bound.
   //
   // With a checkpointer, the tables are first restored from its newest
   // complete checkpoint, else from its fallback checkpoint, else they start

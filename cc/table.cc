@@ -43,11 +43,11 @@ absl::StatusOr<std::shared_ptr<Table>> Table::Create(
     int32_t max_times_sampled, RateLimiter rate_limiter,
     std::optional<tensorflow::StructuredValue> signature) {
   if (name.empty()) {
-    return absl::InvalidArgumentError("Table name must not be empty.");
+    return absl::InvalidArgumentError("name must be nonempty");
   }
   if (max_size < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("max_size (", max_size, ") must be a positive integer."));
+        absl::StrCat("max_size (", max_size, ") must be a positive integer"));
   }
   if (sampler == nullptr || remover == nullptr) {
     return absl::InvalidArgumentError("A table needs a sampler and a remover.");
@@ -382,11 +382,13 @@ TableInfo Table::info() const {
 
 std::string Table::DebugString() const {
   absl::MutexLock lock(&mu_);
-  return absl::StrCat("Table(name=", name_, ", sampler=",
-                      sampler_->DebugString(), ", remover=",
-                      remover_->DebugString(), ", max_size=", max_size_,
-                      ", max_times_sampled=", max_times_sampled_,
-                      ", rate_limiter=", rate_limiter_.DebugString(), ")");
+  // dm-reverb's order and words.
+  return absl::StrCat(
+      "Table(sampler=", sampler_->DebugString(), ", remover=",
+      remover_->DebugString(), ", max_size=", max_size_,
+      ", max_times_sampled=", max_times_sampled_, ", name=", name_,
+      ", rate_limiter=", rate_limiter_.DebugString(), ", signature=",
+      signature_.has_value() ? signature_->DebugString() : "nullptr", ")");
 }
 
 // ---------------------------------------------------------------------------

@@ -50,18 +50,22 @@ Writer::~Writer() {
   }
 }
 
-absl::Status Writer::CheckOpen() const {
-  if (closed_) return absl::FailedPreconditionError("The writer is closed.");
+absl::Status Writer::CheckOpen(absl::string_view method) const {
+  if (closed_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Calling method ", method, " after Close has been called"));
+  }
   return status_;
 }
 
 absl::Status Writer::Append(std::vector<Tensor> step) {
-  REVERB_RETURN_IF_ERROR(CheckOpen());
+  REVERB_RETURN_IF_ERROR(CheckOpen("Append"));
   if (num_columns_ < 0) num_columns_ = static_cast<int>(step.size());
   if (static_cast<int>(step.size()) != num_columns_) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Every step must have the same number of columns: got ",
-                     step.size(), ", expected ", num_columns_, "."));
+        absl::StrCat("Number of tensors per timestep was inconsistent. "
+                     "Previously it was ", num_columns_, ", but is now ",
+                     step.size(), "."));
   }
   buffer_.push_back(std::move(step));
   ++num_steps_;
@@ -72,7 +76,7 @@ absl::Status Writer::Append(std::vector<Tensor> step) {
 }
 
 absl::Status Writer::AppendSequence(std::vector<Tensor> sequence) {
-  REVERB_RETURN_IF_ERROR(CheckOpen());
+  REVERB_RETURN_IF_ERROR(CheckOpen("AppendSequence"));
   if (sequence.empty()) {
     return absl::InvalidArgumentError("A sequence needs at least one column.");
   }
@@ -99,20 +103,17 @@ absl::Status Writer::AppendSequence(std::vector<Tensor> sequence) {
 
 absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
                                 double priority) {
-  REVERB_RETURN_IF_ERROR(CheckOpen());
+  REVERB_RETURN_IF_ERROR(CheckOpen("CreateItem"));
   if (num_timesteps < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num_timesteps (", num_timesteps, ") must be >= 1."));
   }
-  if (num_timesteps > options_.max_timesteps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "num_timesteps (", num_timesteps, ") must be <= max_timesteps (",
-        options_.max_timesteps, ")."));
-  }
-  if (num_timesteps > num_steps_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "num_timesteps (", num_timesteps, ") is more than the ", num_steps_,
-        " steps appended."));
+  // Steps beyond max_timesteps are never buffered (dm-reverb's text).
+  if (num_timesteps >
+      std::min<int64_t>(num_steps_, options_.max_timesteps)) {
+    return absl::InvalidArgumentError(
+        "Argument `num_timesteps` is larger than number of buffered "
+        "timesteps.");
   }
   if (std::isnan(priority)) {
     return absl::InvalidArgumentError("`priority` must not be nan.");
@@ -123,7 +124,7 @@ absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
 }
 
 absl::Status Writer::Flush(absl::Duration timeout) {
-  REVERB_RETURN_IF_ERROR(CheckOpen());
+  REVERB_RETURN_IF_ERROR(CheckOpen("Flush"));
   if (!buffer_.empty()) REVERB_RETURN_IF_ERROR(FinalizeChunk());
   REVERB_RETURN_IF_ERROR(SendReadyItems());
   if (stream_ == nullptr) return absl::OkStatus();
@@ -146,7 +147,7 @@ absl::Status Writer::Flush(absl::Duration timeout) {
 }
 
 absl::Status Writer::NewEpisode() {
-  REVERB_RETURN_IF_ERROR(CheckOpen());
+  REVERB_RETURN_IF_ERROR(CheckOpen("NewEpisode"));
   if (!buffer_.empty() || !pending_items_.empty()) {
     return absl::FailedPreconditionError(
         "Flush the writer before starting a new episode.");

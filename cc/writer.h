@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cc/support/export.h"
@@ -95,7 +96,9 @@ class REVERB_EXPORT Writer {
   Writer(std::shared_ptr<const Connection> connection,
          const WriterOptions& options);
 
-  absl::Status CheckOpen() const;
+  // The stream's error, or FAILED_PRECONDITION naming `method` (as
+  // dm-reverb) once the writer is closed.
+  absl::Status CheckOpen(absl::string_view method) const;
   absl::Status FinalizeChunk();
   // Sends the pending items whose steps are all in chunks.
   absl::Status SendReadyItems();

@@ -9,41 +9,38 @@ namespace deepmind::reverb {
 
 absl::StatusOr<RateLimiter> MinSizeRateLimiter(int64_t min_size_to_sample) {
   if (min_size_to_sample < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "min_size_to_sample must be a positive integer, got ",
-        min_size_to_sample, "."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("min_size_to_sample (", min_size_to_sample,
+                     ") must be a positive integer"));
   }
   return RateLimiter::Create(1.0, min_size_to_sample,
                              std::numeric_limits<double>::lowest(),
                              std::numeric_limits<double>::max());
 }
 
+// The checks, their order and their texts are dm-reverb's.
 absl::StatusOr<RateLimiter> SampleToInsertRatioRateLimiter(
     double samples_per_insert, int64_t min_size_to_sample, double min_diff,
     double max_diff) {
   if (!(samples_per_insert > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "samples_per_insert (", samples_per_insert, ") must be > 0."));
+        "samples_per_insert (", samples_per_insert, ") must be > 0"));
   }
   if (!(max_diff - min_diff >= 2 * std::max(1.0, samples_per_insert))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "The size of the error buffer must be >= 2 * max(1.0, "
-        "samples_per_insert) (",
-        2 * std::max(1.0, samples_per_insert), ") but got ",
-        max_diff - min_diff, " (min_diff=", min_diff, ", max_diff=", max_diff,
-        ")."));
+    return absl::InvalidArgumentError(
+        "The size of error_buffer must be >= max(1.0, samples_per_insert) as "
+        "smaller values could completely block samples and/or insert calls.");
   }
   if (min_diff > samples_per_insert * min_size_to_sample) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "min_diff (", min_diff,
-        ") must be <= samples_per_insert * min_size_to_sample (",
-        samples_per_insert * min_size_to_sample,
-        "), otherwise sampling could never begin."));
+    return absl::InvalidArgumentError(
+        "The range covered by error_buffer is above "
+        "samples_per_insert * min_size_to_sample. This will result in a "
+        "deadlock as soon as min_size_to_sample items have been inserted.");
   }
   if (min_size_to_sample < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "min_size_to_sample must be a positive integer, got ",
-        min_size_to_sample, "."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("min_size_to_sample (", min_size_to_sample,
+                     ") must be a positive integer"));
   }
   return RateLimiter::Create(samples_per_insert, min_size_to_sample, min_diff,
                              max_diff);
@@ -55,10 +52,6 @@ bool MayDeadlockWithoutConcurrentSampling(const RateLimiter& limiter) {
 }
 
 absl::StatusOr<RateLimiter> QueueRateLimiter(int64_t size) {
-  if (size < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("size must be a positive integer, got ", size, "."));
-  }
   return RateLimiter::Create(1.0, 1, 0.0, static_cast<double>(size));
 }
 

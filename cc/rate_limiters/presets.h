@@ -30,6 +30,9 @@ REVERB_EXPORT bool MayDeadlockWithoutConcurrentSampling(
     const RateLimiter& limiter);
 
 // FIFO queue of at most `size` unsampled items (use with max_times_sampled=1).
+// As in dm-reverb, any size >= 0 is accepted (0 still lets one item in: a
+// table at most min_size_to_sample = 1 large always takes inserts); a
+// negative size fails RateLimiter::Create (min_diff 0 > max_diff).
 REVERB_EXPORT absl::StatusOr<RateLimiter> QueueRateLimiter(int64_t size);
 
 // Same numbers as the queue; used with Lifo selectors for a stack.

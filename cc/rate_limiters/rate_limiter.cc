@@ -93,9 +93,10 @@ RateLimiterCheckpoint RateLimiter::CheckpointState() const {
   return checkpoint;
 }
 
+// "min_diff_" is dm-reverb's spelling.
 std::string RateLimiter::DebugString() const {
   return absl::StrCat("RateLimiter(samples_per_insert=", samples_per_insert_,
-                      ", min_diff=", min_diff_, ", max_diff=", max_diff_,
+                      ", min_diff_=", min_diff_, ", max_diff=", max_diff_,
                       ", min_size_to_sample=", min_size_to_sample_, ")");
 }
 

@@ -17,13 +17,13 @@ PrioritizedSelector::PrioritizedSelector(double priority_exponent,
       weights_(kInitialCapacity),
       sums_(kInitialCapacity) {}
 
-absl::Status PrioritizedSelector::CheckPriority(Key key,
-                                                double priority) const {
-  if (std::isnan(priority) || priority < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Priority must be non-negative and not NaN for a prioritized "
-        "selector, got ",
-        priority, " for key ", key, "."));
+absl::Status PrioritizedSelector::CheckPriority(double priority) const {
+  // dm-reverb's texts.
+  if (std::isnan(priority)) {
+    return absl::InvalidArgumentError("Priority must not be NaN.");
+  }
+  if (priority < 0) {
+    return absl::InvalidArgumentError("Priority must not be negative.");
   }
   return absl::OkStatus();
 }
@@ -33,7 +33,7 @@ double PrioritizedSelector::Weight(double priority) const {
 }
 
 absl::Status PrioritizedSelector::Insert(Key key, double priority) {
-  if (auto status = CheckPriority(key, priority); !status.ok()) return status;
+  if (auto status = CheckPriority(priority); !status.ok()) return status;
   if (!index_.emplace(key, size_).second) {
     return absl::InvalidArgumentError(
         absl::StrCat("Key ", key, " already inserted."));
@@ -52,7 +52,7 @@ absl::Status PrioritizedSelector::Insert(Key key, double priority) {
 }
 
 absl::Status PrioritizedSelector::Update(Key key, double priority) {
-  if (auto status = CheckPriority(key, priority); !status.ok()) return status;
+  if (auto status = CheckPriority(priority); !status.ok()) return status;
   auto it = index_.find(key);
   if (it == index_.end()) {
     return absl::InvalidArgumentError(absl::StrCat("Key ", key, " not found."));

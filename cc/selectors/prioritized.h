@@ -43,7 +43,7 @@ class REVERB_EXPORT PrioritizedSelector : public ItemSelector {
   int64_t num_recomputations() const { return num_recomputations_; }
 
  private:
-  absl::Status CheckPriority(Key key, double priority) const;
+  absl::Status CheckPriority(double priority) const;
   double Weight(double priority) const;
   // Sets the weight of node `index` and propagates the change to the root.
   void SetWeight(size_t index, double weight);

@@ -99,7 +99,8 @@ absl::StatusOr<NumpyView> NumpyView::Of(py::handle object) {
     result.strings_.reserve(items.size());
     for (const auto& item : items) {
       if (!PyBytes_Check(item.ptr()) && !PyUnicode_Check(item.ptr())) {
-        return absl::InvalidArgumentError(absl::StrCat(
+        // TypeError, as dm-reverb (whose argument conversion fails).
+        throw py::type_error(absl::StrCat(
             "String tensors take str or bytes elements, got ",
             std::string(py::str(item.get_type())), "."));
       }

@@ -28,7 +28,8 @@ namespace deepmind::reverb {
 // without the GIL.
 class NumpyView {
  public:
-  // INVALID_ARGUMENT for unsupported dtypes.
+  // INVALID_ARGUMENT for unsupported dtypes; throws pybind11::type_error
+  // for object arrays holding anything but str and bytes.
   static absl::StatusOr<NumpyView> Of(pybind11::handle object);
 
   const TensorView& view() const { return view_; }

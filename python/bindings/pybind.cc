@@ -61,8 +61,8 @@ namespace {
       PyErr_SetString(error.ptr(), message.c_str());
       throw py::error_already_set();
     }
-    default:
-      throw std::runtime_error(status.ToString());
+    default:  // The message alone, as dm-reverb.
+      throw std::runtime_error(message);
   }
 }
 

@@ -12,6 +12,7 @@ from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from reverb import _tree
+from reverb import errors
 from reverb import pybind
 from reverb import replay_sample
 from reverb import reverb_types
@@ -125,7 +126,8 @@ class Writer:
         signature, or the arguments are out of range.
     """
     if num_timesteps < 1:
-      raise ValueError(f'num_timesteps ({num_timesteps}) must be >= 1')
+      raise ValueError(
+          f'num_timesteps ({num_timesteps}) must be a positive integer')
     signature = self._client._flat_signature(  # pylint: disable=protected-access
         table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
     if signature is not None and num_timesteps <= len(self._steps):
@@ -241,8 +243,8 @@ class Client:
       ValueError: If an argument is out of range.
     """
     if max_sequence_length < 1:
-      raise ValueError(
-          f'max_sequence_length ({max_sequence_length}) must be >= 1')
+      raise ValueError(f'max_sequence_length ({max_sequence_length}) must be '
+                       'a positive integer')
     if chunk_length is None:
       chunk_length = min(10, max_sequence_length)
     if chunk_length < 1 or chunk_length > max_sequence_length:
@@ -252,8 +254,8 @@ class Client:
     if max_in_flight_items is None:
       max_in_flight_items = 1_000_000
     if max_in_flight_items < 1:
-      raise ValueError(
-          f'max_in_flight_items ({max_in_flight_items}) must be >= 1')
+      raise ValueError(f'max_in_flight_items ({max_in_flight_items}) must be '
+                       'a positive integer')
     return Writer(self._client.NewWriter(
         chunk_length=chunk_length,
         max_timesteps=max_sequence_length,
@@ -314,7 +316,7 @@ class Client:
 
     Args:
       table: Table to sample from.
-      num_samples: Number of samples.
+      num_samples: Number of samples (-1, as in dm-reverb, yields none).
       emit_timesteps: Yield each sample as a list of `ReplaySample`, one per
         timestep (all columns must have the same length); otherwise yield one
         `ReplaySample` holding whole columns.
@@ -324,14 +326,23 @@ class Client:
 
     Raises:
       DeadlineExceededError: If a sample does not arrive within `timeout`.
-      ValueError: If the table is unknown (with unpack_as_table_signature)
-        or the sample cannot be split into timesteps.
+      ValueError: If `num_samples` is 0 or < -1, the table is unknown (with
+        unpack_as_table_signature) or the sample cannot be split into
+        timesteps.
     """
+    if num_samples == -1:
+      # dm-reverb opens an unlimited sampler and reads none of it.
+      return
     if num_samples < 1:
-      raise ValueError(f'num_samples ({num_samples}) must be >= 1')
+      raise ValueError(f'max_samples ({num_samples}) must be -1 or >= 1')
     signature = None
     if unpack_as_table_signature:
-      signature = self._signature(table)
+      signatures = self._known_signatures(table)
+      if table not in signatures:
+        raise ValueError(
+            f'Could not find table "{table}". The following tables exists: '
+            f'{", ".join(signatures)}.')
+      signature = signatures[table]
     timeout_ms = _timeout_ms(timeout)
     streams = self._sample_streams[table]
     reused = bool(streams)
@@ -379,19 +390,29 @@ class Client:
   def _shape(signature: Any, flat: List[np.ndarray]) -> Any:
     return flat if signature is None else _tree.unflatten_as(signature, flat)
 
+  def _known_signatures(self, table: str,
+                        timeout: Optional[float] = None) -> Dict[str, Any]:
+    """The signature of every table (None where it has none), in the
+    server's order; fetched again if `table` is not among them."""
+    if table not in self._signature_cache:
+      self._table_infos(timeout)
+    return self._signature_cache
+
   def _signature(self, table: str, timeout: Optional[float] = None) -> Any:
     """The signature of `table` (None if it has none), fetched once.
 
     Raises:
+      TypeError: If `table` is not a str.
       ValueError: If the server has no such table.
     """
-    if table not in self._signature_cache:
-      self._table_infos(timeout)
-    if table not in self._signature_cache:
+    if not isinstance(table, str):
+      raise TypeError(f'Table names are str, got {table!r}.')
+    signatures = self._known_signatures(table, timeout)
+    if table not in signatures:
       raise ValueError(
           f'Unable to find signatures for table \'{table}\' in signature '
-          f'cache.  Available tables: {sorted(self._signature_cache)}')
-    return self._signature_cache[table]
+          f'cache.  Available tables: {list(signatures)}.')
+    return signatures[table]
 
   def _flat_signature(
       self, table: str,
@@ -435,8 +456,14 @@ class Client:
     Raises:
       DeadlineExceededError: If the server does not answer in time.
     """
+    try:
+      serialized = self._table_infos(timeout)
+    except errors.DeadlineExceededError:
+      raise errors.DeadlineExceededError(
+          'ServerInfo call did not complete within provided timeout of '
+          f'{timeout}s') from None
     infos = {}
-    for proto in self._table_infos(timeout):
+    for proto in serialized:
       info = reverb_types.TableInfo.from_serialized_proto(proto)
       infos[info.name] = info
     return infos

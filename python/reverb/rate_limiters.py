@@ -60,28 +60,26 @@ class SampleToInsertRatio(RateLimiter):
   def __init__(self, samples_per_insert: float, min_size_to_sample: int,
                error_buffer: Union[float, Tuple[float, float]]):
     """Raises ValueError for invalid settings (see the C++ presets)."""
-    if isinstance(error_buffer, (list, tuple)):
-      if len(error_buffer) != 2:
-        raise ValueError('error_buffer must be a number or a (min_diff, '
-                         f'max_diff) pair, got {error_buffer!r}.')
-      min_diff, max_diff = error_buffer
-    else:
+    if isinstance(error_buffer, (int, float)):
       offset = samples_per_insert * min_size_to_sample
       min_diff, max_diff = offset - error_buffer, offset + error_buffer
+    else:
+      # Anything else must unpack into two numbers (ValueError otherwise).
+      min_diff, max_diff = error_buffer
     limiter = pybind.sample_to_insert_ratio_rate_limiter(
         samples_per_insert, min_size_to_sample, min_diff, max_diff)
     if limiter.may_deadlock_without_concurrent_sampling():
       logging.warning(
-          'max_diff (%s) < samples_per_insert * min_size_to_sample (%s): '
-          'inserts will block before the table reaches min_size_to_sample '
-          'unless samples are taken concurrently.', max_diff,
-          samples_per_insert * min_size_to_sample)
+          'The range covered by error_buffer is below '
+          'samples_per_insert * min_size_to_sample. If the sampler cannot '
+          'sample concurrently, this will result in a deadlock as soon as '
+          'min_size_to_sample items have been inserted.')
     self._set_internal(limiter)
 
 
 class Queue(RateLimiter):
   """Lets through at most `size` inserted but unsampled items (use with
-  `Table.queue`)."""
+  `Table.queue`). Raises ValueError if `size` < 0."""
 
   def __init__(self, size: int):
     self._set_internal(pybind.queue_rate_limiter(size))

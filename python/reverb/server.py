@@ -1,6 +1,7 @@
 """Tables, and the server that hosts them."""
 
 import abc
+import collections
 import os
 from typing import Optional, Sequence
 
@@ -202,9 +203,11 @@ class Server:
                checkpoint_every_seconds: Optional[float] = None):
     if not tables:
       raise ValueError('At least one table must be provided')
-    names = [table.name for table in tables]
-    if len(set(names)) != len(names):
-      raise ValueError(f'Duplicate table names: {sorted(names)}')
+    names = collections.Counter(table.name for table in tables)
+    duplicates = [name for name, count in names.items() if count > 1]
+    if duplicates:
+      raise ValueError('Multiple items in tables have the same name: '
+                       f'{", ".join(duplicates)}')
     if checkpointer is None:
       checkpointer = checkpointers_lib.default_checkpointer()
     if checkpoint_every_seconds is not None and checkpoint_every_seconds <= 0:

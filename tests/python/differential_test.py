@@ -33,7 +33,38 @@ _RUN_TIMEOUT = 300
 
 # 'module.scenario': a phrase of docs/migration.md that explains why ours
 # answers differently.
-DELIBERATE = {}
+DELIBERATE = {
+    'client.insert_into_known_and_unknown_table':
+        'raises before inserting anything',
+    'client.insert_with_negative_priority_into_prioritized':
+        "kills the table's worker",
+    'client.insert_without_columns': 'An item with no columns',
+    'client.writer_create_item_of_negative_steps': 'shows `%d` unfilled',
+    'client.writer_create_item_of_zero_steps': 'shows `%d` unfilled',
+    'server.queue_of_negative_size': 'whose min_diff > max_diff',
+    'server.rate_limiter_with_reversed_range': 'whose min_diff > max_diff',
+    'server.rate_limiter_with_zero_min_size': 'aborts the process',
+    'server.rate_limiter_with_zero_ratio': 'aborts the process',
+    'server.server_with_negative_port': 'outside [0, 65535]',
+    'server.server_with_port_above_65535': 'outside [0, 65535]',
+    'server.server_with_port_zero': '`Server(port=0)`',
+    'server.table_queue_of_negative_size': 'whose min_diff > max_diff',
+    'trajectory_writer.dict_then_leaf': 'cannot grow into the history',
+    'trajectory_writer.dict_then_list': 'cannot grow into the history',
+    'trajectory_writer.leaf_then_dict': 'cannot grow into the history',
+    'trajectory_writer.new_dict_in_a_list': 'grow a list by a nest',
+    'trajectory_writer.int_dict_keys_grow': 'grow a list by a nest',
+    'trajectory_writer.history_index_past_the_end': 'at or past the end',
+    'trajectory_writer.history_slices_that_end_at_or_past_the_end':
+        'at or past the end',
+    'trajectory_writer.history_slices_up_to_an_expired_step':
+        'slices without a start that reach an expired step',
+    'trajectory_writer.history_numpy_integer_index': 'indexed by numpy integers',
+    'trajectory_writer.configure_a_column_before_its_first_step':
+        "before the column's first step",
+    'trajectory_writer.end_episode_with_an_open_partial_step':
+        'while a partial step is open',
+}
 
 
 def _load(path: pathlib.Path):

@@ -60,8 +60,10 @@ def test_sample_to_insert_ratio_warns_about_possible_deadlock(caplog):
 def test_queue_and_stack():
   assert settings(rate_limiters.Queue(7)) == (1.0, 1, 0.0, 7.0)
   assert settings(rate_limiters.Stack(7)) == (1.0, 1, 0.0, 7.0)
+  # As dm-reverb, size 0 is accepted; a negative size can never be met.
+  assert settings(rate_limiters.Queue(0)) == (1.0, 1, 0.0, 0.0)
   with pytest.raises(ValueError):
-    rate_limiters.Queue(0)
+    rate_limiters.Queue(-1)
 
 
 def test_base_class_validates_and_is_instantiable():

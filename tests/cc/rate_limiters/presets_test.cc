@@ -45,7 +45,9 @@ TEST(PresetsTest, QueueAndStack) {
     EXPECT_EQ(limiter->min_diff(), 0.0);
     EXPECT_EQ(limiter->max_diff(), 5.0);
   }
-  EXPECT_FALSE(QueueRateLimiter(0).ok());
+  // As dm-reverb, size 0 is accepted; a negative size can never be met.
+  EXPECT_TRUE(QueueRateLimiter(0).ok());
+  EXPECT_FALSE(QueueRateLimiter(-1).ok());
   EXPECT_FALSE(StackRateLimiter(-1).ok());
 }
 
