@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "cc/support/grpc_util.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
 
@@ -65,6 +64,11 @@ void Sampler::Close() {
   for (auto& worker : workers_) {
     if (worker.joinable()) worker.join();
   }
+}
+
+absl::Status Sampler::error() const {
+  absl::MutexLock lock(&mu_);
+  return error_;
 }
 
 bool Sampler::PopReadyLocked(absl::StatusOr<Sample>* sample) {
@@ -246,7 +250,9 @@ void Sampler::RunWorker(int index) {
       if (AllRequested()) break;
       continue;
     }
-    if (!IsTransientError(status)) {
+    // CANCELLED here comes from the server (it cancels its streams when it
+    // stops): the end, as in dm-reverb, not a reason to wait for it.
+    if (!absl::IsUnavailable(status)) {
       final_status = status;
       break;
     }

@@ -15,10 +15,11 @@
 // replaced by a new one after `max_samples_per_stream` samples, so that
 // round_robin channels spread streams over servers.
 //
-// Transient errors (UNAVAILABLE, CANCELLED) reconnect with a backoff from 1 ms to 1 s;
-// a worker that has failed continuously for `reconnect_window` gives up and
-// its error reaches the consumer. Other errors, such as the table's
-// rate-limiter timeout (DEADLINE_EXCEEDED), reach the consumer at once.
+// UNAVAILABLE (the server cannot be reached) reconnects with a backoff from
+// 1 ms to 1 s; a worker that has failed continuously for `reconnect_window`
+// gives up and its error reaches the consumer. Other errors, such as the
+// table's rate-limiter timeout (DEADLINE_EXCEEDED) or CANCELLED from a
+// server that stops, reach the consumer at once.
 #ifndef REVERB_CC_SAMPLER_H_
 #define REVERB_CC_SAMPLER_H_
 
@@ -88,6 +89,11 @@ class REVERB_EXPORT Sampler {
       int batch_size, absl::Duration timeout = absl::InfiniteDuration(),
       absl::Duration fill_timeout = absl::InfiniteDuration());
 
+  // The first error of a worker (OK while there is none): what every
+  // later call returns once the samples before it are taken. A
+  // DEADLINE_EXCEEDED of GetNextSample with error() OK is its own timeout.
+  absl::Status error() const ABSL_LOCKS_EXCLUDED(mu_);
+
   // Cancels the streams and joins the workers. Idempotent.
   void Close();
 
@@ -112,7 +118,7 @@ class REVERB_EXPORT Sampler {
   const SamplerOptions options_;
   const int64_t capacity_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   // A sample's place in the queue, filled in once it is unpacked.
   struct Slot {
     absl::StatusOr<Sample> sample;

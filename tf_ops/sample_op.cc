@@ -7,11 +7,15 @@
 // TensorFlow C++ header; the Reverb client is reached through the
 // standard-types-only SampleSource (see sample_source.h for why).
 //
-// Each kernel instance owns one SampleSource, opened by its first run.
-// tf.data instantiates the functions of every iterator afresh, so each
-// iterator of a dataset samples through its own streams, which close when
-// the iterator is destroyed. Outputs: the five SampleInfo fields, then the
-// data columns, each with a leading dimension of the rows fetched. The end
+// Each kernel instance owns one SampleSource, opened by its first run on
+// the op's inputs (`server_address` and `table`, scalar strings: constants,
+// placeholders or function arguments alike). tf.data instantiates the
+// functions of every iterator afresh, so each iterator of a dataset samples
+// through its own streams, which close when the iterator is destroyed.
+// Outputs: the five SampleInfo fields, then the data columns, each with a
+// leading dimension of the rows fetched. A run returns zero rows when none
+// were ready within the source's wait (100 ms), so that TensorFlow can
+// cancel the iterator between runs; the datasets skip such results. The end
 // of the sequence (`max_samples` reached or the rate limiter timed out) is
 // an OutOfRange error, which ends the dataset: the Python side maps with
 // `preserve_cardinality=False`, where tf.data takes OutOfRange from the
@@ -21,6 +25,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,10 +84,6 @@ bool GetInt64List(TF_OpKernelConstruction* ctx, const char* name,
 // is missing or malformed.
 bool ReadOptions(TF_OpKernelConstruction* ctx, SourceOptions* options,
                  TF_Status* status) {
-  if (!GetString(ctx, "server_address", &options->server_address, status) ||
-      !GetString(ctx, "table", &options->table, status)) {
-    return false;
-  }
   const std::pair<const char*, int64_t*> ints[] = {
       {"max_in_flight_samples_per_worker",
        &options->max_in_flight_samples_per_worker},
@@ -123,12 +124,17 @@ bool ReadOptions(TF_OpKernelConstruction* ctx, SourceOptions* options,
       !GetInt64List(ctx, "dims", &dims, status)) {
     return false;
   }
-  // `dims` holds the dimensions of all columns, one after the other.
+  // `dims` holds the dimensions of all columns, one after the other; a
+  // rank of -1 is an unknown rank (no dimensions).
   size_t next_dim = 0;
   for (size_t c = 0; c < ranks.size(); ++c) {
-    if (ranks[c] < 0 || next_dim + ranks[c] > dims.size()) break;
-    options->shapes.emplace_back(dims.begin() + next_dim,
-                                 dims.begin() + next_dim + ranks[c]);
+    if (ranks[c] < 0) {
+      options->shapes.emplace_back(std::nullopt);
+      continue;
+    }
+    if (next_dim + ranks[c] > dims.size()) break;
+    options->shapes.emplace_back(std::vector<int64_t>(
+        dims.begin() + next_dim, dims.begin() + next_dim + ranks[c]));
     next_dim += ranks[c];
   }
   if (ranks.size() != dtypes.size() || options->shapes.size() != ranks.size() ||
@@ -205,7 +211,8 @@ bool WriteOutputs(TF_OpKernelContext* ctx, const Kernel& kernel,
   for (size_t c = 0; c < dtypes.size(); ++c) {
     const TF_DataType dtype = static_cast<TF_DataType>(dtypes[c]);
     // With no rows there is no shape to report but the expected one.
-    std::vector<int64_t> expected = kernel.options.shapes[c];
+    std::vector<int64_t> expected =
+        kernel.options.shapes[c].value_or(std::vector<int64_t>());
     for (int64_t& d : expected) d = d < 0 ? 0 : d;
     const std::vector<int64_t>& row_shape =
         source.num_rows() > 0 ? source.row_shape(c) : expected;
@@ -225,18 +232,45 @@ bool WriteOutputs(TF_OpKernelContext* ctx, const Kernel& kernel,
   return true;
 }
 
+// The scalar string of input `index`; false (with `status` set) if it is
+// not one.
+bool GetScalarString(TF_OpKernelContext* ctx, int index, std::string* out,
+                     TF_Status* status) {
+  TF_Tensor* tensor = nullptr;
+  TF_GetInput(ctx, index, &tensor, status);
+  if (TF_GetCode(status) != TF_OK) return false;
+  const bool scalar =
+      TF_TensorType(tensor) == TF_STRING && TF_NumDims(tensor) == 0;
+  if (scalar) {
+    const auto* value = static_cast<const TF_TString*>(TF_TensorData(tensor));
+    out->assign(TF_TString_GetDataPointer(value), TF_TString_GetSize(value));
+  } else {
+    TF_SetStatus(status, TF_INVALID_ARGUMENT,
+                 "ReverbSampleRows: server_address and table must be scalar "
+                 "strings.");
+  }
+  TF_DeleteTensor(tensor);
+  return scalar;
+}
+
 void Compute(void* kernel_ptr, TF_OpKernelContext* ctx) {
   Kernel& kernel = *static_cast<Kernel*>(kernel_ptr);
   std::lock_guard<std::mutex> lock(kernel.mu);
   Status status;
   SourceStatus result;
   if (kernel.source == nullptr) {
-    result = SampleSource::Open(kernel.options, &kernel.source);
+    // The first run opens the source on its inputs; later runs sample from
+    // it (an iterator samples one table of one server).
+    SourceOptions& options = kernel.options;
+    if (!GetScalarString(ctx, 0, &options.server_address, status.s) ||
+        !GetScalarString(ctx, 1, &options.table, status.s)) {
+      TF_OpKernelContext_Failure(ctx, status.s);
+      return;
+    }
+    result = SampleSource::Open(options, &kernel.source);
   }
+  // Zero rows: none within the source's wait; the caller asks again.
   if (result.ok()) result = kernel.source->Next();
-  if (result.ok() && kernel.source->num_rows() == 0) {
-    result = {static_cast<int>(TF_OUT_OF_RANGE), "End of sequence."};
-  }
   if (!result.ok()) {
     TF_SetStatus(status.s, static_cast<TF_Code>(result.code),
                  result.message.c_str());
@@ -252,9 +286,11 @@ void UnknownShapes(TF_ShapeInferenceContext* ctx, TF_Status* status) {
 
 void RegisterOp() {
   TF_OpDefinitionBuilder* op = TF_NewOpDefinitionBuilder(kOpName);
+  for (const char* input : {"server_address: string", "table: string"}) {
+    TF_OpDefinitionBuilderAddInput(op, input);
+  }
   for (const char* attr :
-       {"server_address: string", "table: string",
-        "max_in_flight_samples_per_worker: int", "num_workers: int",
+       {"max_in_flight_samples_per_worker: int", "num_workers: int",
         "max_samples_per_stream: int", "rate_limiter_timeout_ms: int",
         "max_samples: int", "dtypes: list(type) >= 1", "ranks: list(int)",
         "dims: list(int)", "emit_timesteps: bool", "batch_size: int",

@@ -1,5 +1,6 @@
 #include "tf_ops/sample_source.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "cc/client.h"
 #include "cc/sample.h"
 #include "cc/sampler.h"
+#include "cc/signature.h"
 #include "cc/tensor.h"
 
 namespace deepmind::reverb::tf_ops {
@@ -18,12 +20,22 @@ namespace deepmind::reverb::tf_ops {
 struct SampleSource::State {
   SourceOptions options;
   std::unique_ptr<Client> client;
-  std::unique_ptr<Sampler> sampler;  // Created by the first Next().
+  // The signature check's deadline, once it has begun.
+  absl::Time signature_deadline = absl::InfiniteFuture();
+  bool signature_checked = false;
+  std::unique_ptr<Sampler> sampler;  // Created after the signature check.
+  // The batch being filled, and when it stops waiting for more.
+  std::vector<Sample> pending;
+  absl::Time fill_deadline = absl::InfiniteFuture();
   // The rows of the last Next(): whole samples, or one sample's timesteps.
   std::vector<Sample> samples;
   int64_t num_rows = 0;
   std::vector<std::vector<int64_t>> row_shapes;
   absl::Status error;  // Sticky once set.
+
+  // Checks the table's signature (once); false while it still waits for
+  // the server (until `deadline` in this call).
+  bool CheckedSignature(absl::Time deadline);
 };
 
 namespace {
@@ -36,13 +48,47 @@ absl::Duration FromMs(int64_t ms) {
   return ms < 0 ? absl::InfiniteDuration() : absl::Milliseconds(ms);
 }
 
-bool Compatible(const std::vector<int64_t>& want,
-                const std::vector<int64_t>& got) {
-  if (want.size() != got.size()) return false;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i] >= 0 && want[i] != got[i]) return false;
+tensorflow::DataType DataTypeOf(int dtype) {
+  return static_cast<tensorflow::DataType>(dtype);
+}
+
+// The dataset's specs, named "?" (they have no names), for messages.
+std::string DescribeRequested(const SourceOptions& options) {
+  std::vector<SignatureSpec> specs;
+  for (size_t c = 0; c < options.dtypes.size(); ++c) {
+    specs.push_back({"?", DataTypeOf(options.dtypes[c]), options.shapes[c]});
   }
-  return true;
+  return DescribeSignature(specs);
+}
+
+// INVALID_ARGUMENT unless the table's signature has the dataset's dtypes
+// and compatible shapes (dm-reverb's texts).
+absl::Status CheckSignature(const SourceOptions& options,
+                            const tensorflow::StructuredValue& signature) {
+  absl::StatusOr<std::vector<SignatureSpec>> specs =
+      FlattenSignature(signature);
+  if (!specs.ok()) return specs.status();
+  if (specs->size() != options.dtypes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Inconsistent number of tensors requested from table '", options.table,
+        "'.  Requested ", options.dtypes.size(),
+        " tensors, but table signature shows ", specs->size(),
+        " tensors.  Table signature: ", DescribeSignature(*specs)));
+  }
+  for (size_t c = 0; c < specs->size(); ++c) {
+    const SignatureSpec& spec = (*specs)[c];
+    if (spec.dtype != DataTypeOf(options.dtypes[c]) ||
+        !ShapesCompatible(spec.shape, options.shapes[c])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Requested incompatible tensor at flattened index ", c,
+          " from table '", options.table, "'.  Requested (dtype, shape): (",
+          DataTypeName(DataTypeOf(options.dtypes[c])), ", ",
+          ShapeString(options.shapes[c]), ").  Signature (dtype, shape): (",
+          DataTypeName(spec.dtype), ", ", ShapeString(spec.shape),
+          ").  Table signature: ", DescribeSignature(*specs)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // Whether `sample` has the dataset's dtypes and rows of `row_shapes` (those
@@ -81,18 +127,29 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> RowShapes(
     std::vector<int64_t> shape = column.shape;
     if (options.emit_timesteps) shape.erase(shape.begin());
     if (column.dtype != options.dtypes[c] ||
-        !Compatible(options.shapes[c], shape)) {
-      Tensor got{column.dtype, shape};
-      Tensor want{static_cast<tensorflow::DataType>(options.dtypes[c]),
-                  options.shapes[c]};
+        !ShapesCompatible(options.shapes[c], shape)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "Sampled ", DescribeTensor(got), " from table '", options.table,
-          "' where the dataset expects ", DescribeTensor(want),
-          " (column ", c, "; -1 is any size)."));
+          "Received incompatible tensor at flattened index ", c,
+          " from table '", options.table,
+          "'.  Specification has (dtype, shape): (",
+          DataTypeName(DataTypeOf(options.dtypes[c])), ", ",
+          ShapeString(options.shapes[c]), ").  Tensor has (dtype, shape): (",
+          DataTypeName(column.dtype), ", ", ShapeString(shape),
+          ").\nTable signature: ", DescribeRequested(options)));
     }
     shapes.push_back(std::move(shape));
   }
   return shapes;
+}
+
+// The end of the sequence (`max_samples` reached, or the table's rate
+// limiter timed out) as OUT_OF_RANGE; other errors as they are.
+SourceStatus EndOrError(const absl::Status& error) {
+  if (absl::IsOutOfRange(error) || absl::IsDeadlineExceeded(error)) {
+    return {static_cast<int>(absl::StatusCode::kOutOfRange),
+            "End of sequence."};
+  }
+  return ToSourceStatus(error);
 }
 
 }  // namespace
@@ -119,10 +176,42 @@ SourceStatus SampleSource::Open(const SourceOptions& options,
   return {};
 }
 
+bool SampleSource::State::CheckedSignature(absl::Time deadline) {
+  State& s = *this;
+  if (s.signature_deadline == absl::InfiniteFuture()) {
+    s.signature_deadline =
+        absl::Now() + absl::Milliseconds(s.options.signature_timeout_ms);
+  }
+  absl::StatusOr<ServerInfoResponse> info = s.client->ServerInfo(
+      std::min(deadline, s.signature_deadline) - absl::Now());
+  if (absl::IsDeadlineExceeded(info.status()) &&
+      absl::Now() < s.signature_deadline) {
+    return false;
+  }
+  s.signature_checked = true;
+  if (absl::IsDeadlineExceeded(info.status())) return true;  // Unchecked.
+  if (!info.ok()) {
+    s.error = info.status();
+    return true;
+  }
+  for (const TableInfo& table : info->table_info()) {
+    if (table.name() == s.options.table && table.has_signature()) {
+      s.error = CheckSignature(s.options, table.signature());
+    }
+  }
+  return true;
+}
+
 SourceStatus SampleSource::Next() {
   State& s = *state_;
   s.samples.clear();
   s.num_rows = 0;
+  const absl::Time deadline =
+      absl::Now() + absl::Milliseconds(s.options.max_wait_ms);
+  if (s.error.ok() && !s.signature_checked &&
+      !s.CheckedSignature(deadline)) {
+    return {};
+  }
   if (s.error.ok() && s.sampler == nullptr) {
     SamplerOptions options;
     options.max_samples = s.options.max_samples;
@@ -139,49 +228,58 @@ SourceStatus SampleSource::Next() {
       s.error = sampler.status();
     }
   }
-  if (s.error.ok()) {
-    const int batch = s.options.emit_timesteps
-                          ? 1
-                          : static_cast<int>(s.options.batch_size);
-    absl::StatusOr<std::vector<Sample>> samples = s.sampler->GetNextBatch(
-        batch, absl::InfiniteDuration(), FromMs(s.options.fill_timeout_ms));
-    if (samples.ok()) {
-      s.samples = *std::move(samples);
+  const size_t batch_size =
+      s.options.emit_timesteps ? 1 : static_cast<size_t>(s.options.batch_size);
+  while (s.error.ok() && s.pending.size() < batch_size) {
+    const absl::Time until =
+        s.pending.empty() ? deadline : std::min(deadline, s.fill_deadline);
+    absl::StatusOr<Sample> sample = s.sampler->GetNextSample(until - absl::Now());
+    if (sample.ok()) {
+      if (s.pending.empty()) {
+        s.fill_deadline = absl::Now() + FromMs(s.options.fill_timeout_ms);
+      }
+      s.pending.push_back(*std::move(sample));
+    } else if (absl::IsDeadlineExceeded(sample.status()) &&
+               s.sampler->error().ok()) {
+      // This call's own wait is over: hand over a batch whose fill timeout
+      // has passed, or nothing yet.
+      if (!s.pending.empty() && absl::Now() >= s.fill_deadline) break;
+      return {};
     } else {
-      s.error = samples.status();
+      s.error = sample.status();
     }
   }
-  // max_samples reached, or the table's rate limiter timed out: the end.
-  if (absl::IsOutOfRange(s.error) || absl::IsDeadlineExceeded(s.error)) {
-    return {};
+  // A full batch, one whose fill timeout passed, or what came before the
+  // end or an error (which the next call returns).
+  if (s.options.drop_remainder && s.pending.size() < batch_size) {
+    s.pending.clear();
   }
-  if (!s.error.ok()) return ToSourceStatus(s.error);
+  if (s.pending.empty()) return EndOrError(s.error);
+  s.samples = std::move(s.pending);
+  s.pending.clear();
 
+  // A sample that does not fit fails the sequence for good.
   for (size_t i = 0; i < s.samples.size(); ++i) {
     if (i > 0 && HasRows(s.options, s.samples[i], s.row_shapes)) continue;
     absl::StatusOr<std::vector<std::vector<int64_t>>> shapes =
         RowShapes(s.options, s.samples[i]);
-    if (!shapes.ok()) {
-      s.error = shapes.status();
-    } else if (i == 0) {
+    absl::Status mismatch = shapes.status();
+    if (shapes.ok() && i == 0) {
       s.row_shapes = *std::move(shapes);
-    } else if (*shapes != s.row_shapes) {
-      s.error = absl::InvalidArgumentError(absl::StrCat(
+    } else if (shapes.ok() && *shapes != s.row_shapes) {
+      mismatch = absl::InvalidArgumentError(absl::StrCat(
           "Samples of table '", s.options.table,
           "' have different shapes and cannot be batched: [",
           absl::StrJoin(s.row_shapes[0], ","), "] and [",
           absl::StrJoin((*shapes)[0], ","), "] (first columns)."));
     }
-    if (!s.error.ok()) {
+    if (!mismatch.ok()) {
+      s.error = mismatch;
       s.samples.clear();
       return ToSourceStatus(s.error);
     }
   }
-  if (s.options.drop_remainder && !s.options.emit_timesteps &&
-      static_cast<int64_t>(s.samples.size()) < s.options.batch_size) {
-    s.samples.clear();
-  }
-  s.num_rows = s.options.emit_timesteps && !s.samples.empty()
+  s.num_rows = s.options.emit_timesteps
                    ? s.samples[0].columns[0].shape[0]
                    : static_cast<int64_t>(s.samples.size());
   return {};

@@ -10,13 +10,21 @@
 // A SampleSource owns one Sampler. Each Next() call fetches "rows": in
 // trajectory mode, up to `batch_size` whole samples (stacked, so all must
 // have the same shapes); in timestep mode, the timesteps of one sample.
-// Every column is checked against the dtypes and shapes the dataset
-// expects before it is handed over.
+// Before the first sample, the table's signature (if it has one) is checked
+// against the dtypes and shapes the dataset expects, and every column of
+// every sample is checked again before it is handed over.
+//
+// Next() never waits longer than `max_wait_ms`: if no rows are ready by
+// then it returns zero rows (OK), and the caller asks again. So a kernel
+// blocked on the rate limiter returns to TensorFlow at least that often,
+// which lets a cancelled iterator or a closed session end it (the C kernel
+// API has no cancellation callback).
 #ifndef REVERB_TF_OPS_SAMPLE_SOURCE_H_
 #define REVERB_TF_OPS_SAMPLE_SOURCE_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,9 +39,10 @@ struct SourceOptions {
   int64_t rate_limiter_timeout_ms = -1;  // -1: wait forever.
   int64_t max_samples = -1;              // -1: no limit.
   // Expected dtype (TF_DataType / tensorflow::DataType value) and shape of
-  // one row of each column; -1 is an unknown dimension.
+  // one row of each column; -1 is an unknown dimension, nullopt an unknown
+  // rank.
   std::vector<int> dtypes;
-  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::optional<std::vector<int64_t>>> shapes;
   bool emit_timesteps = false;
   // Trajectory mode: samples per Next(), and how long Next() waits for the
   // batch to fill once it has a first sample (-1: until it is full).
@@ -41,6 +50,11 @@ struct SourceOptions {
   int64_t fill_timeout_ms = -1;
   // Trajectory mode: a partial batch (the sequence ended) is dropped.
   bool drop_remainder = false;
+  // The longest a Next() call waits (see above).
+  int64_t max_wait_ms = 100;
+  // How long the signature check waits for the server in all, after which
+  // samples are checked one by one only (as dm-reverb).
+  int64_t signature_timeout_ms = 30'000;
 };
 
 // An error: a canonical status code (absl, gRPC and TF_Code agree) and a
@@ -53,14 +67,17 @@ struct SourceStatus {
 
 class SampleSource {
  public:
-  // Connects lazily: the first Next() waits for the server.
+  // Connects lazily: Next() waits for the server.
   static SourceStatus Open(const SourceOptions& options,
                            std::unique_ptr<SampleSource>* source);
   ~SampleSource();
 
-  // Fetches the next rows. Zero rows and OK mean the end of the sequence:
-  // `max_samples` reached or the rate limiter timed out. A partial batch
-  // comes before the end, unless `drop_remainder`.
+  // Fetches the next rows; zero rows if none are ready within
+  // `max_wait_ms` (a partial batch is kept for the next call). OUT_OF_RANGE
+  // at the end of the sequence: `max_samples` reached or the rate limiter
+  // timed out. A partial batch comes before the end, unless
+  // `drop_remainder`. INVALID_ARGUMENT if the signature or a sample does not
+  // match the expected dtypes and shapes.
   SourceStatus Next();
 
   int64_t num_rows() const;
@@ -85,6 +102,7 @@ class SampleSource {
  private:
   struct State;
   explicit SampleSource(std::unique_ptr<State> state);
+
   std::vector<const std::string*> Strings(int column) const;
 
   std::unique_ptr<State> state_;

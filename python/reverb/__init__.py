@@ -67,3 +67,13 @@ def __getattr__(name):
   module_name, attribute = _LAZY[name]
   module = importlib.import_module(module_name)
   return module if attribute is None else getattr(module, attribute)
+
+
+# As with dm-reverb, importing reverb once TensorFlow is imported registers
+# our ops with it, so that graphs holding them (a SavedModel) load.
+if 'tensorflow' in _sys.modules:
+  from reverb import _datasets
+  try:
+    _datasets.load_ops(_sys.modules['tensorflow'])
+  except ImportError:
+    pass  # Built without TensorFlow: datasets say so when made.

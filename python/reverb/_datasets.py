@@ -12,21 +12,10 @@ tf.data, or, for `dataset.batch(n)`, ask the op for exactly n samples.
 
 import functools
 import os
-from typing import Any, Optional, Sequence
-
-import numpy as np
+from typing import Any, Optional
 
 from reverb import _tree
-from reverb import errors
-from reverb import pybind
 from reverb import replay_sample
-from reverb import structured_value
-from reverb.cc import schema_pb2
-
-# How long an iterator waits for the table signature before it samples
-# unvalidated (as dm-reverb).
-_SIGNATURE_TIMEOUT_MS = 30_000
-
 
 def import_tensorflow():
   try:
@@ -121,36 +110,6 @@ def element_spec(tf, dtypes: Any, shapes: Any):
   return replay_sample.ReplaySample(info, data)
 
 
-def _check_signature(table: str, signature: Any, specs: Sequence[Any]):
-  """ValueError unless the table signature fits the dataset's specs."""
-  expected = [structured_value.spec_data_type_and_shape(s)
-              for s in _tree.flatten(signature)]
-  wanted = [structured_value.spec_data_type_and_shape(s) for s in specs]
-  if len(expected) != len(wanted) or any(
-      dtype != want_dtype or
-      not structured_value.shapes_compatible(want_shape, shape)
-      for (dtype, shape), (want_dtype, want_shape) in zip(expected, wanted)):
-    raise ValueError(
-        f'The dtypes and shapes of the dataset do not match the signature of '
-        f'table {table!r}: {signature}; dataset specs: {list(specs)}')
-
-
-def _check_table_signature(server_address: str, table: str,
-                           specs: Sequence[Any]):
-  """ValueError if the table's signature does not fit `specs`; nothing if
-  the table has none or the server does not answer in time (the sampled
-  data is still checked, in C++)."""
-  client = pybind.Client(server_address)
-  try:
-    _, infos = client.ServerInfo(_SIGNATURE_TIMEOUT_MS)
-  except errors.DeadlineExceededError:
-    return
-  for serialized in infos:
-    info = schema_pb2.TableInfo.FromString(serialized)
-    if info.name == table and info.HasField('signature'):
-      _check_signature(table, structured_value.decode(info.signature), specs)
-
-
 @functools.lru_cache(maxsize=None)
 def load_ops(tf):
   """The op library, loaded into `tf` (once).
@@ -205,7 +164,7 @@ def _map_until_out_of_range(dataset, function):
                               preserve_cardinality=False)
 
 
-def sample_rows(tf, server_address: str, table: str, spec: Any,
+def sample_rows(tf, server_address: Any, table: Any, spec: Any,
                 emit_timesteps: bool, options: dict,
                 batch_size: Optional[int] = None,
                 fill_timeout_ms: int = _FILL_TIMEOUT_MS,
@@ -215,25 +174,22 @@ def sample_rows(tf, server_address: str, table: str, spec: Any,
   when `fill_timeout_ms` is -1; never fewer with `drop_remainder`, and then
   the dimension is static), or the timesteps of one sample. The default
   `batch_size` stacks what is ready, up to 64 samples of fully known shapes
-  or else one.
+  or else one. Elements are never empty.
 
-  Each iterator checks the table signature, then samples through its own
-  streams (tf.data instantiates the op's kernel per iterator).
+  `server_address` and `table` are strings or string tensors. Each iterator
+  checks the table signature, then samples through its own streams
+  (tf.data instantiates the op's kernel per iterator); the pipeline holds no
+  Python function, so it can be saved in a graph.
 
   Raises:
-    ValueError: If a shape of `spec` has an unknown rank.
     ImportError: See `load_ops`.
   """
   ops = load_ops(tf)
   specs = _tree.flatten(spec.data)
-  if any(s.shape.rank is None for s in specs):
-    raise ValueError(f'Shapes must have a known rank, got {spec.data}.')
   if batch_size is None:
     batch_size = (_FLEXIBLE_BATCH if all(s.shape.is_fully_defined()
                                          for s in specs) else 1)
   attrs = dict(
-      server_address=server_address,
-      table=table,
       max_in_flight_samples_per_worker=options[
           'max_in_flight_samples_per_worker'],
       num_workers=max(1, options['num_workers_per_iterator']),
@@ -241,33 +197,29 @@ def sample_rows(tf, server_address: str, table: str, spec: Any,
       rate_limiter_timeout_ms=options['rate_limiter_timeout_ms'],
       max_samples=options['max_samples'],
       dtypes=[s.dtype for s in specs],
-      ranks=[s.shape.rank for s in specs],
-      dims=[-1 if d is None else d for s in specs for d in s.shape.as_list()],
+      ranks=[-1 if s.shape.rank is None else s.shape.rank for s in specs],
+      dims=[-1 if d is None else d for s in specs
+            if s.shape.rank is not None for d in s.shape.as_list()],
       emit_timesteps=emit_timesteps,
       batch_size=batch_size,
       fill_timeout_ms=fill_timeout_ms,
       drop_remainder=drop_remainder)
 
-  def check_signature():
-    _check_table_signature(server_address, table, specs)
-    return np.bool_(True)
-
   # With drop_remainder the op hands over only full batches.
-  rows = batch_size if drop_remainder and not emit_timesteps else None
+  rows = tf.TensorShape(
+      [batch_size if drop_remainder and not emit_timesteps else None])
 
   def sample(_):
-    *info, data = ops.reverb_sample_rows(**attrs)
+    *info, data = ops.reverb_sample_rows(server_address, table, **attrs)
     for tensor in info:
-      tensor.set_shape([rows])
+      tensor.set_shape(rows)
     for tensor, s in zip(data, specs):
-      tensor.set_shape([rows] + s.shape.as_list())
+      tensor.set_shape(rows.concatenate(s.shape))
     return replay_sample.ReplaySample(replay_sample.SampleInfo(*info),
                                       _tree.unflatten_as(spec.data, data))
 
-  def samples(_):
-    return _map_until_out_of_range(tf.data.Dataset.from_tensors(0).repeat(),
-                                   sample)
-
-  return tf.data.Dataset.range(1).map(
-      lambda _: tf.numpy_function(check_signature, [], tf.bool,
-                                  stateful=True)).flat_map(samples)
+  # The op returns zero rows when none were ready within its wait, so that
+  # a cancelled iterator ends between two runs.
+  return _map_until_out_of_range(
+      tf.data.Dataset.from_tensors(0).repeat(), sample).filter(
+          lambda sample: tf.size(sample.info.key) > 0)

@@ -17,7 +17,51 @@ from reverb import client as client_lib
 tf = _datasets.import_tensorflow()
 
 
-class TrajectoryDataset(tf.data.Dataset):
+class _DeferredDataset(tf.compat.v1.data.Dataset):
+  """A dataset whose pipeline is built when it is first used (iterated or
+  transformed), in the graph (or eagerly) where the object was made.
+
+  Building a tf.data map registers a function with TensorFlow's runtime,
+  which initializes it; deferring that lets users make a dataset, then
+  configure devices (`tf.config.set_logical_device_configuration`), then
+  use it.
+
+  Args:
+    build: Makes the (v2) dataset.
+    spec: Its element spec.
+  """
+
+  def __init__(self, build, spec):
+    self._build = build
+    self._spec_of_elements = spec
+    self._built = None
+    self._made_eagerly = tf.executing_eagerly()
+    self._made_in = tf.compat.v1.get_default_graph()
+    super().__init__()
+
+  def _as_variant_tensor(self):
+    return None  # See _variant_tensor.
+
+  @property
+  def _variant_tensor(self):
+    if self._built is None:
+      if self._made_eagerly:
+        with tf.init_scope():
+          self._built = self._build()
+      else:
+        with self._made_in.as_default():
+          self._built = self._build()
+    return self._built._variant_tensor  # pylint: disable=protected-access
+
+  @property
+  def element_spec(self):
+    return self._spec_of_elements
+
+  def _inputs(self):
+    return []
+
+
+class TrajectoryDataset(_DeferredDataset):
   """A `tf.data.Dataset` sampling whole items of `table`.
 
   Elements are `ReplaySample(info=SampleInfo(...), data=<dtypes/shapes
@@ -29,9 +73,14 @@ class TrajectoryDataset(tf.data.Dataset):
   the sampler for n samples at a time instead of batching single samples:
   the same elements, one copy less.
 
+  As dm-reverb's, it is a `tf.compat.v1.data.Dataset`, so TF1-style graph
+  code can call `make_one_shot_iterator()` and
+  `make_initializable_iterator()` on it; in TF2 it is an ordinary dataset.
+
   Args:
-    server_address: "host:port" of the server.
-    table: Table to sample from.
+    server_address: "host:port" of the server (a string or a string
+      tensor).
+    table: Table to sample from (a string or a string tensor).
     dtypes: Nest of `tf.DType`s of the item's columns.
     shapes: Nest (as `dtypes`) of the columns' shapes.
     max_in_flight_samples_per_worker: Samples each stream asks for ahead.
@@ -50,8 +99,8 @@ class TrajectoryDataset(tf.data.Dataset):
   _EMIT_TIMESTEPS = False
 
   def __init__(self,
-               server_address: str,
-               table: str,
+               server_address: Any,
+               table: Any,
                dtypes: Any,
                shapes: Any,
                max_in_flight_samples_per_worker: int = 100,
@@ -72,15 +121,7 @@ class TrajectoryDataset(tf.data.Dataset):
              max_samples_per_stream=max_samples_per_stream,
              rate_limiter_timeout_ms=rate_limiter_timeout_ms,
              max_samples=max_samples))
-    self._dataset = self._sample_rows().unbatch()
-    super().__init__(self._dataset._variant_tensor)  # pylint: disable=protected-access
-
-  @property
-  def element_spec(self):
-    return self._dataset.element_spec
-
-  def _inputs(self):
-    return []
+    super().__init__(lambda: self._sample_rows().unbatch(), self._spec)
 
   def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None,
             deterministic=None, name=None):
@@ -90,8 +131,13 @@ class TrajectoryDataset(tf.data.Dataset):
                 for s in _tree.flatten(self._spec))):
       return super().batch(batch_size, drop_remainder, num_parallel_calls,
                            deterministic, name)
-    return self._sample_rows(batch_size=batch_size, fill_timeout_ms=-1,
-                             drop_remainder=drop_remainder)
+    rows = tf.TensorShape([batch_size if drop_remainder else None])
+    return _DeferredDataset(
+        functools.partial(self._sample_rows, batch_size=batch_size,
+                          fill_timeout_ms=-1, drop_remainder=drop_remainder),
+        tf.nest.map_structure(
+            lambda s: tf.TensorSpec(rows.concatenate(s.shape), s.dtype),
+            self._spec))
 
   @classmethod
   def from_table_signature(cls,
