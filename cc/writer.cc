@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/insert_request.h"
+#include "cc/signature.h"
 #include "cc/support/grpc_util.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
@@ -14,6 +15,36 @@
 #include "google/protobuf/util/time_util.h"
 
 namespace deepmind::reverb {
+namespace {
+
+// dm-reverb's checks (and texts) before the steps of a chunk are stacked:
+// column by column, every step must have the first one's shape, then its
+// dtype.
+absl::Status CheckStackable(const std::vector<std::vector<Tensor>>& steps) {
+  for (size_t c = 0; c < steps[0].size(); ++c) {
+    const Tensor& first = steps[0][c];
+    for (size_t s = 1; s < steps.size(); ++s) {
+      if (steps[s][c].shape != first.shape) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Unable to concatenate tensors at index ", c,
+            " due to mismatched shapes.  Tensor 0 has shape: ",
+            ShapeString(first.shape), ", but tensor ", s,
+            " has shape: ", ShapeString(steps[s][c].shape)));
+      }
+    }
+    for (size_t s = 1; s < steps.size(); ++s) {
+      if (steps[s][c].dtype != first.dtype) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Cannot concatenate tensors that have different data types. Got ",
+            DataTypeName(first.dtype), " and ",
+            DataTypeName(steps[s][c].dtype), "."));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
     std::shared_ptr<const Connection> connection,
@@ -70,23 +101,35 @@ absl::Status Writer::Append(std::vector<Tensor> step) {
   buffer_.push_back(std::move(step));
   ++num_steps_;
   if (static_cast<int>(buffer_.size()) == options_.chunk_length) {
-    REVERB_RETURN_IF_ERROR(FinalizeChunk());
+    if (absl::Status status = FinalizeChunk(); !status.ok()) {
+      // As dm-reverb: the step that could not join the chunk is dropped.
+      buffer_.pop_back();
+      --num_steps_;
+      return status;
+    }
   }
   return SendReadyItems();
 }
 
 absl::Status Writer::AppendSequence(std::vector<Tensor> sequence) {
   REVERB_RETURN_IF_ERROR(CheckOpen("AppendSequence"));
+  // dm-reverb's checks and texts.
   if (sequence.empty()) {
-    return absl::InvalidArgumentError("A sequence needs at least one column.");
+    return absl::InvalidArgumentError("AppendSequence called with empty data.");
   }
-  for (const Tensor& column : sequence) {
-    if (column.shape.empty() || column.shape[0] != sequence[0].NumRows() ||
-        sequence[0].shape.empty()) {
+  for (size_t i = 0; i < sequence.size(); ++i) {
+    if (sequence[i].shape.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "Every column of a sequence must have the same leading dimension; "
-          "got ", DescribeTensor(sequence[0]), " and ", DescribeTensor(column),
-          "."));
+          "AppendSequence called with scalar tensor at index ", i, "."));
+    }
+    if (sequence[i].shape[0] != sequence[0].shape[0]) {
+      std::vector<SignatureSpec> specs;
+      for (const Tensor& column : sequence) {
+        specs.push_back({"", column.dtype, column.shape});
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AppendSequence called with tensors of non equal batch dimension: ",
+          DescribeSignature(specs), "."));
     }
   }
   for (int64_t t = 0; t < sequence[0].shape[0]; ++t) {
@@ -125,7 +168,9 @@ absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
 
 absl::Status Writer::Flush(absl::Duration timeout) {
   REVERB_RETURN_IF_ERROR(CheckOpen("Flush"));
-  if (!buffer_.empty()) REVERB_RETURN_IF_ERROR(FinalizeChunk());
+  // Pending items wait for buffered steps; steps no item references stay
+  // buffered (their chunk may still grow), as in dm-reverb.
+  if (!pending_items_.empty()) REVERB_RETURN_IF_ERROR(FinalizeChunk());
   REVERB_RETURN_IF_ERROR(SendReadyItems());
   if (stream_ == nullptr) return absl::OkStatus();
   size_t awaiting = 0;
@@ -180,7 +225,18 @@ absl::Status Writer::Close(absl::Duration timeout) {
   return status.ok() ? finish : status;
 }
 
+std::string Writer::DebugString() const {
+  return absl::StrCat(
+      "Writer(chunk_length=", options_.chunk_length,
+      ", max_timesteps=", options_.max_timesteps,
+      ", delta_encoded=", options_.delta_encoded ? 1 : 0,
+      ", max_in_flight_items=", options_.max_in_flight_items,
+      ", episode_id=", episode_id_, ", index_within_episode=", chunked_steps_,
+      ", closed=", closed_ ? 1 : 0, ")");
+}
+
 absl::Status Writer::FinalizeChunk() {
+  REVERB_RETURN_IF_ERROR(CheckStackable(buffer_));
   const int64_t rows = static_cast<int64_t>(buffer_.size());
   ChunkInfo chunk;
   chunk.key = NewRandomKey();

@@ -54,7 +54,10 @@ class REVERB_EXPORT Writer {
   // Cancels the stream without flushing; call Close() to keep pending items.
   ~Writer();
 
-  // One step: a tensor per column (the same columns every step).
+  // One step: a tensor per column (the same columns every step). A step
+  // that completes a chunk whose steps differ in a column's shape or dtype
+  // is dropped with INVALID_ARGUMENT (as dm-reverb); Flush then fails the
+  // same way while such steps stay buffered.
   absl::Status Append(std::vector<Tensor> step);
 
   // T steps at once: every tensor has leading dimension T.
@@ -66,9 +69,14 @@ class REVERB_EXPORT Writer {
   absl::Status CreateItem(const std::string& table, int num_timesteps,
                           double priority);
 
-  // Chunks the buffered steps, sends every pending item and waits for all
-  // confirmations. DEADLINE_EXCEEDED ("Timeout exceeded ...") on timeout.
+  // Chunks the buffered steps if a pending item needs them, sends every
+  // pending item and waits for all confirmations. DEADLINE_EXCEEDED ("Timeout exceeded ...") on timeout.
   absl::Status Flush(absl::Duration timeout = absl::InfiniteDuration());
+
+  // dm-reverb's description: "Writer(chunk_length=.., max_timesteps=..,
+  // delta_encoded=0|1, max_in_flight_items=.., episode_id=..,
+  // index_within_episode=<steps in chunks>, closed=0|1)".
+  std::string DebugString() const;
 
   // Starts a new episode: a new episode id, and later items may only span
   // steps appended from now on (with any number of columns). Every item

@@ -512,7 +512,8 @@ PYBIND11_MODULE(pybind, m) {
           [](Writer& self, std::optional<int64_t> timeout_ms) {
             RunWithoutGil([&] { return self.Close(TimeoutFromMs(timeout_ms)); });
           },
-          py::arg("timeout_ms") = py::none());
+          py::arg("timeout_ms") = py::none())
+      .def("__repr__", &Writer::DebugString);
 
   py::class_<Sampler>(m, "Sampler")
       .def_property_readonly_static(

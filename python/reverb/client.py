@@ -96,6 +96,9 @@ class Writer:
       raise
     self.close()
 
+  def __repr__(self) -> str:
+    return f'{self._writer!r}, closed: {self._closed}'
+
   def __del__(self):
     if not getattr(self, '_closed', True):
       logging.warning(
@@ -115,8 +118,9 @@ class Writer:
     """Appends T steps: every leaf has the leading dimension T."""
     arrays = _flat_arrays(sequence)
     self._writer.AppendSequence(arrays)
-    step = _step_spec([a[0] for a in arrays])
-    self._steps.extend([step] * min(len(arrays[0]), self._steps.maxlen))
+    if len(arrays[0]):  # A sequence of no steps appends none.
+      step = _step_spec([a[0] for a in arrays])
+      self._steps.extend([step] * min(len(arrays[0]), self._steps.maxlen))
 
   def create_item(self, table: str, num_timesteps: int, priority: float):
     """Inserts an item over the last `num_timesteps` appended steps.

@@ -644,3 +644,101 @@ def scenario_writer_steps_beyond_max_sequence_length(reverb, env):
   [steps] = list(client.sample('t'))
   return [s.data for s in steps]
 
+
+
+def scenario_writer_repr(reverb, env):
+  client = _client(reverb, env)
+  writer = client.writer(4, delta_encoded=True, max_in_flight_items=None)
+  reprs = [repr(writer)]
+  writer.append([np.int32(1)])
+  writer.append([np.int32(2)])
+  reprs.append(repr(writer))
+  writer.create_item('t', 1, 1.0)
+  writer.flush()
+  reprs.append(repr(writer))
+  writer.append_sequence([np.arange(5, dtype=np.int32)])
+  reprs.append(repr(writer))
+  writer.close()
+  reprs.append(repr(writer))
+  return [_without_numbers(r) for r in reprs]
+
+
+def _writer_steps(client, steps, items, chunk_length=None):
+  """Outcomes of appending `steps`, creating items of `items` steps, then
+  flushing and closing a Writer of 4 steps; and the table's size."""
+  writer = client.writer(4, chunk_length=chunk_length)
+  outcomes = [_outcome(lambda s=s: writer.append(s)) for s in steps]
+  outcomes += [_outcome(lambda n=n: writer.create_item('t', n, 1.0))
+               for n in items]
+  outcomes += [_outcome(writer.flush), _outcome(writer.close)]
+  return {'outcomes': outcomes, 'size': _size(client)}
+
+
+def scenario_writer_dtype_change_in_a_chunk(reverb, env):
+  client = _client(reverb, env)
+  return _writer_steps(client, [[np.int32(1)], [np.float32(1)]], [1, 2])
+
+
+def scenario_writer_dtype_change_across_chunks(reverb, env):
+  client = _client(reverb, env)
+  return _writer_steps(client, [[np.int32(1)], [np.float32(1)]], [1, 2],
+                       chunk_length=1)
+
+
+def scenario_writer_shape_change_completing_a_chunk(reverb, env):
+  client = _client(reverb, env)
+  result = _writer_steps(
+      client, [[np.zeros(2), np.int8(1)], [np.zeros(3), np.int8(2)]], [2, 1],
+      chunk_length=2)
+  [[sample]] = list(client.sample('t'))
+  result['kept'] = sample.data
+  return result
+
+
+def scenario_writer_shape_change_in_a_buffered_chunk(reverb, env):
+  client = _client(reverb, env)
+  return _writer_steps(
+      client, [[np.zeros((2, 3), np.float32)], [np.zeros((2, 3))],
+               [np.zeros((2, 4))]], [1])
+
+
+def scenario_writer_bad_steps_without_items(reverb, env):
+  client = _client(reverb, env)
+  return _writer_steps(client, [[np.zeros(2)], [np.zeros(3)]], [])
+
+
+def scenario_writer_dtype_change_in_a_later_column(reverb, env):
+  client = _client(reverb, env)
+  return _writer_steps(
+      client, [[np.int8(1), np.zeros(2)], [np.int16(1), np.zeros(3)],
+               [np.bool_(True), np.zeros(2)], [np.array('s'), np.zeros(2)]],
+      [], chunk_length=2)
+
+
+def scenario_writer_dtype_names(reverb, env):
+  client = _client(reverb, env)
+  pairs = [(np.uint8, np.complex64), (np.float16, np.uint64),
+           (np.int64, np.uint32), (np.uint16, np.complex128),
+           (np.float64, np.int16)]
+  errors = []
+  for first, second in pairs:
+    writer = client.writer(2)
+    writer.append([first(1)])
+    errors.append(_outcome(lambda s=second: writer.append([s(1)])))
+    writer.close()
+  return errors
+
+
+def scenario_writer_append_sequence_errors(reverb, env):
+  client = _client(reverb, env)
+  writer = client.writer(4)
+  sequences = [[np.arange(3), np.arange(2), np.int32(1)],
+               [np.arange(3), np.zeros((3, 2), np.float32),
+                np.array([b'a', b'b'])],
+               [np.int32(1)], [np.arange(3), np.int32(1)], [],
+               {'a': np.zeros((0, 2))}]
+  outcomes = [_outcome(lambda s=s: writer.append_sequence(s))
+              for s in sequences]
+  outcomes.append(_outcome(lambda: writer.create_item('t', 1, 1.0)))
+  writer.close()
+  return outcomes
