@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cc/sample.h"
+#include "cc/signature.h"
 #include "cc/support/buffer_pool.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
@@ -218,8 +219,7 @@ absl::Status Chunker::CanAppendLocked(tensorflow::DataType dtype,
   if (dtype_.has_value() && dtype != *dtype_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Tensor of wrong dtype provided for column ", column_, ". Got ",
-        tensorflow::DataType_Name(dtype), " but expected ",
-        tensorflow::DataType_Name(*dtype_), "."));
+        DataTypeName(dtype), " but expected ", DataTypeName(*dtype_), "."));
   }
   if (dtype_.has_value() && shape != absl::MakeConstSpan(*shape_)) {
     return absl::InvalidArgumentError(absl::StrCat(

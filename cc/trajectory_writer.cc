@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cc/insert_request.h"
+#include "cc/signature.h"
 #include "cc/support/grpc_util.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
@@ -19,6 +21,50 @@ constexpr absl::Duration kMinBackoff = absl::Milliseconds(1);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
 // A stream that lived this long resets the backoff.
 constexpr absl::Duration kHealthyStreamLifetime = absl::Seconds(2);
+// Every call after Close() returns CANCELLED with dm-reverb's message.
+constexpr char kClosed[] = "TrajectoryWriter::Close has been called.";
+
+// Locks the cells of `column` and appends them to `cells`: INVALID_ARGUMENT
+// (dm-reverb's messages) if one has expired, a squeezed column has other
+// than one cell, or the cells differ in dtype or shape. Unlike dm-reverb
+// (which crashes on it), an empty column is an error too.
+absl::Status LockColumn(const TrajectoryColumn& column,
+                        std::vector<std::shared_ptr<CellRef>>* cells) {
+  if (column.refs.empty()) {
+    return absl::InvalidArgumentError("the column is empty.");
+  }
+  const size_t first = cells->size();
+  for (const auto& weak : column.refs) {
+    std::shared_ptr<CellRef> ref = weak.lock();
+    if (ref == nullptr) {
+      return absl::InvalidArgumentError("Column contains expired CellRef.");
+    }
+    cells->push_back(std::move(ref));
+  }
+  if (column.squeeze && column.refs.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TrajectoryColumn must contain exactly one row when squeeze is set "
+        "but got ", column.refs.size(), "."));
+  }
+  const CellRef& head = *(*cells)[first];
+  for (size_t i = 1; i < column.refs.size(); ++i) {
+    const CellRef& cell = *(*cells)[first + i];
+    if (cell.dtype() != head.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column references tensors with different dtypes: ",
+          DataTypeName(head.dtype()), " (index 0) != ",
+          DataTypeName(cell.dtype()), " (index ", i, ")."));
+    }
+    // The cells of one chunker share their shape.
+    if (&cell.shape() != &head.shape() && cell.shape() != head.shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column references tensors with incompatible shapes: [",
+          absl::StrJoin(head.shape(), ","), "] (index 0) not compatible with [",
+          absl::StrJoin(cell.shape(), ","), "] (index ", i, ")."));
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -78,7 +124,7 @@ absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
 TrajectoryWriter::AppendImpl(
     absl::Span<const std::optional<TensorView>> step, bool partial) {
   absl::MutexLock lock(&mu_);
-  if (closed_) return absl::CancelledError("The writer is closed.");
+  if (closed_) return absl::CancelledError(kClosed);
   REVERB_RETURN_IF_ERROR(status_);
   // Check every cell first, so that a bad one appends nothing.
   for (int i = 0; i < static_cast<int>(step.size()); ++i) {
@@ -117,7 +163,7 @@ TrajectoryWriter::AppendBatch(
     num_steps = column.shape[0];
   }
   absl::MutexLock lock(&mu_);
-  if (closed_) return absl::CancelledError("The writer is closed.");
+  if (closed_) return absl::CancelledError(kClosed);
   REVERB_RETURN_IF_ERROR(status_);
   if (step_open_) {
     return absl::FailedPreconditionError(
@@ -145,49 +191,60 @@ TrajectoryWriter::AppendBatch(
   return refs;
 }
 
+absl::Status TrajectoryWriter::LockTrajectory(
+    const std::vector<TrajectoryColumn>& trajectory, Item* item) const {
+  size_t num_cells = 0;
+  for (const TrajectoryColumn& column : trajectory) {
+    num_cells += column.refs.size();
+  }
+  absl::Status status =
+      num_cells == 0
+          ? absl::InvalidArgumentError("trajectory must not be empty.")
+          : absl::OkStatus();
+  item->cells.reserve(num_cells);
+  for (int c = 0; status.ok() && c < static_cast<int>(trajectory.size());
+       ++c) {
+    status = LockColumn(trajectory[c], &item->cells);
+    if (!status.ok()) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("Error in column ", c, ": ", status.message()));
+    }
+    item->columns.push_back(
+        {static_cast<int>(item->cells.size()), trajectory[c].squeeze});
+  }
+  if (!status.ok()) {
+    // As dm-reverb, a closed or failed writer's error comes first (checked
+    // here, off the path of good items: CreateItem checks before queuing).
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::CancelledError(kClosed);
+    REVERB_RETURN_IF_ERROR(status_);
+  }
+  return status;
+}
+
+absl::Status TrajectoryWriter::CheckTrajectory(
+    const std::vector<TrajectoryColumn>& trajectory) const {
+  Item item;
+  REVERB_RETURN_IF_ERROR(LockTrajectory(trajectory, &item));
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::CancelledError(kClosed);
+  return status_;
+}
+
 absl::Status TrajectoryWriter::CreateItem(
     const std::string& table, double priority,
     const std::vector<TrajectoryColumn>& trajectory) {
   if (std::isnan(priority)) {
     return absl::InvalidArgumentError("`priority` must not be nan.");
   }
-  if (trajectory.empty()) {
-    return absl::InvalidArgumentError("An item needs at least one column.");
-  }
   Item item;
+  REVERB_RETURN_IF_ERROR(LockTrajectory(trajectory, &item));
   item.key = NewRandomKey();
   item.table = table;
   item.priority = priority;
   item.inserted_at = absl::Now();
-  size_t num_cells = 0;
-  for (const TrajectoryColumn& column : trajectory) {
-    num_cells += column.refs.size();
-  }
-  item.cells.reserve(num_cells);
-  for (int c = 0; c < static_cast<int>(trajectory.size()); ++c) {
-    const TrajectoryColumn& column = trajectory[c];
-    if (column.refs.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Error in column ", c, ": the column is empty."));
-    }
-    if (column.squeeze && column.refs.size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Error in column ", c, ": a squeezed column must have exactly one "
-          "cell, got ", column.refs.size(), "."));
-    }
-    for (const auto& weak : column.refs) {
-      std::shared_ptr<CellRef> ref = weak.lock();
-      if (ref == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "Error in column ", c, ": Column contains expired CellRef."));
-      }
-      item.cells.push_back(std::move(ref));
-    }
-    item.columns.push_back(
-        {static_cast<int>(item.cells.size()), column.squeeze});
-  }
   absl::MutexLock lock(&mu_);
-  if (closed_) return absl::CancelledError("The writer is closed.");
+  if (closed_) return absl::CancelledError(kClosed);
   REVERB_RETURN_IF_ERROR(status_);
   item.seq = next_seq_++;
   queue_.push_back(std::move(item));
@@ -243,7 +300,7 @@ absl::Status TrajectoryWriter::Flush(int ignore_last_num_items,
 
 absl::Status TrajectoryWriter::FlushLocked(int ignore_last_num_items,
                                            absl::Duration timeout) {
-  if (closed_) return absl::CancelledError("The writer is closed.");
+  if (closed_) return absl::CancelledError(kClosed);
   REVERB_RETURN_IF_ERROR(status_);
   const int keep = std::max(0, ignore_last_num_items);
   const int to_finalize = static_cast<int>(queue_.size()) - keep;
@@ -268,7 +325,7 @@ absl::Status TrajectoryWriter::FlushLocked(int ignore_last_num_items,
         " items waiting to be written and ", in_flight_.size(),
         " items awaiting confirmation."));
   }
-  if (closed_) return absl::CancelledError("The writer is closed.");
+  if (closed_) return absl::CancelledError(kClosed);
   return status_;
 }
 
@@ -386,7 +443,7 @@ absl::Status TrajectoryWriter::RunStream() {
   auto stream = connection_->OpenInsertStream(&context);
   {
     absl::MutexLock lock(&mu_);
-    if (closed_) return absl::CancelledError("The writer is closed.");
+    if (closed_) return absl::CancelledError(kClosed);
     context_ = &context;
     stream_broken_ = false;
   }

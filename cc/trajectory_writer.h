@@ -87,10 +87,18 @@ class REVERB_EXPORT TrajectoryWriter {
   absl::StatusOr<std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>>>
   AppendBatch(absl::Span<const std::optional<TensorView>> columns);
 
-  // Queues an item. INVALID_ARGUMENT for no columns, an empty column, a
-  // squeezed column of more than one cell, an expired ref or a NaN priority.
+  // Queues an item. INVALID_ARGUMENT (dm-reverb's messages, "Error in column
+  // N: ..." for a column) for a NaN priority, no cells at all, an empty
+  // column, an expired ref, a squeezed column of other than one cell or a
+  // column whose cells differ in dtype or shape; CANCELLED once closed.
   absl::Status CreateItem(const std::string& table, double priority,
                           const std::vector<TrajectoryColumn>& trajectory);
+
+  // The error CreateItem would return for `trajectory` (all but the NaN
+  // priority check), without queuing anything: callers that check items
+  // against table signatures report these errors first, as dm-reverb does.
+  absl::Status CheckTrajectory(
+      const std::vector<TrajectoryColumn>& trajectory) const;
 
   // Finalizes the chunks of all but the last `ignore_last_num_items` queued
   // items and waits until at most that many items are unconfirmed.
@@ -105,7 +113,8 @@ class REVERB_EXPORT TrajectoryWriter {
   absl::Status EndEpisode(bool clear_buffers,
                           absl::Duration timeout = absl::InfiniteDuration());
 
-  // Stops streaming; later calls return CANCELLED. Idempotent.
+  // Stops streaming; later calls return CANCELLED ("TrajectoryWriter::Close
+  // has been called."). Idempotent.
   void Close();
 
   // New chunker options for column `column` (before its first append or
@@ -150,6 +159,10 @@ class REVERB_EXPORT TrajectoryWriter {
 
   TrajectoryWriter(std::shared_ptr<const Connection> connection,
                    std::shared_ptr<ChunkerOptions> options);
+
+  // CheckTrajectory's checks; fills the cells and columns of `item`.
+  absl::Status LockTrajectory(const std::vector<TrajectoryColumn>& trajectory,
+                              Item* item) const ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>> AppendImpl(
       absl::Span<const std::optional<TensorView>> step, bool partial);

@@ -177,14 +177,35 @@ py::tuple SampleToPython(Sample sample) {
 struct WeakCellRef {
   std::weak_ptr<CellRef> ref;
 
+  // RuntimeError (dm-reverb's message) once the cell has expired.
   std::shared_ptr<CellRef> Lock() const {
     auto locked = ref.lock();
     if (locked == nullptr) {
-      throw py::value_error("The cell reference has expired.");
+      throw std::runtime_error("Cannot access data from expired WeakCellRef");
     }
     return locked;
   }
 };
+
+// A trajectory as TrajectoryWriter.CreateItem takes it: per column, a
+// sequence of WeakCellRefs and a squeeze flag.
+std::vector<TrajectoryColumn> TrajectoryFromPython(
+    const py::sequence& trajectory, const py::sequence& squeeze) {
+  const size_t num_columns = trajectory.size();
+  if (squeeze.size() != num_columns) {
+    throw py::value_error("CreateItem needs one squeeze flag per column.");
+  }
+  std::vector<TrajectoryColumn> columns(num_columns);
+  for (size_t c = 0; c < num_columns; ++c) {
+    const py::sequence cells = trajectory[c];
+    columns[c].refs.reserve(cells.size());
+    for (py::handle cell : cells) {
+      columns[c].refs.push_back(cell.cast<const WeakCellRef&>().ref);
+    }
+    columns[c].squeeze = squeeze[c].cast<bool>();
+  }
+  return columns;
+}
 
 // The arrays of a step or batch (None for absent columns), viewed.
 struct OptionalViews {
@@ -688,47 +709,50 @@ PYBIND11_MODULE(pybind, m) {
            })
       .def(
           "CreateItem",
-          // Reads the refs straight from the Python tuples (one item per
+          // Reads the refs straight from the Python sequences (one item per
           // step is common: this is on the per-step path).
           [](TrajectoryWriter& self, const std::string& table, double priority,
              const py::sequence& trajectory, const py::sequence& squeeze) {
-            const size_t num_columns = trajectory.size();
-            if (squeeze.size() != num_columns) {
-              throw py::value_error(
-                  "CreateItem needs one squeeze flag per column.");
-            }
-            std::vector<TrajectoryColumn> columns(num_columns);
-            for (size_t c = 0; c < num_columns; ++c) {
-              const py::sequence cells = trajectory[c];
-              columns[c].refs.reserve(cells.size());
-              for (py::handle cell : cells) {
-                columns[c].refs.push_back(cell.cast<const WeakCellRef&>().ref);
-              }
-              columns[c].squeeze = squeeze[c].cast<bool>();
-            }
+            std::vector<TrajectoryColumn> columns =
+                TrajectoryFromPython(trajectory, squeeze);
             RunWithoutGil(
                 [&] { return self.CreateItem(table, priority, columns); });
           },
           py::arg("table"), py::arg("priority"), py::arg("trajectory"),
           py::arg("squeeze_column"))
       .def(
+          "CheckTrajectory",
+          [](TrajectoryWriter& self, const py::sequence& trajectory,
+             const py::sequence& squeeze) {
+            std::vector<TrajectoryColumn> columns =
+                TrajectoryFromPython(trajectory, squeeze);
+            RunWithoutGil([&] { return self.CheckTrajectory(columns); });
+          },
+          py::arg("trajectory"), py::arg("squeeze_column"))
+      .def(
           "Flush",
+          // As dm-reverb's: a timeout <= 0 (or None) waits forever.
           [](TrajectoryWriter& self, int ignore_last_num_items,
              std::optional<int64_t> timeout_ms) {
-            RunWithoutGil([&] {
-              return self.Flush(ignore_last_num_items,
-                                TimeoutFromMs(timeout_ms));
-            });
+            const absl::Duration timeout =
+                timeout_ms.has_value() && *timeout_ms > 0
+                    ? absl::Milliseconds(*timeout_ms)
+                    : absl::InfiniteDuration();
+            RunWithoutGil(
+                [&] { return self.Flush(ignore_last_num_items, timeout); });
           },
           py::arg("ignore_last_num_items") = 0,
           py::arg("timeout_ms") = py::none())
       .def(
           "EndEpisode",
+          // As dm-reverb's: None waits forever, a timeout <= 0 not at all.
           [](TrajectoryWriter& self, bool clear_buffers,
              std::optional<int64_t> timeout_ms) {
-            RunWithoutGil([&] {
-              return self.EndEpisode(clear_buffers, TimeoutFromMs(timeout_ms));
-            });
+            const absl::Duration timeout =
+                timeout_ms.has_value() ? absl::Milliseconds(*timeout_ms)
+                                       : absl::InfiniteDuration();
+            RunWithoutGil(
+                [&] { return self.EndEpisode(clear_buffers, timeout); });
           },
           py::arg("clear_buffers"), py::arg("timeout_ms") = py::none())
       .def("Close", &TrajectoryWriter::Close,

@@ -126,19 +126,24 @@ def map_structure(fn: Callable[[Any], Any], structure: Any) -> Any:
 def union(a: Any, b: Any) -> Any:
   """A structure holding the fields of both `a` and `b` (leaves of `a` win).
 
-  Mappings merge their keys; sequences of the same type and length merge
-  element-wise. Raises ValueError for structures that cannot be merged.
+  Mappings merge their keys. Lists and tuples merge element-wise, keep the
+  extra elements of the longer one and the type of `a` (a list and a tuple
+  merge); namedtuples merge only with their own type. Raises ValueError for
+  structures that cannot be merged (a leaf and a nest, a mapping and a
+  sequence).
   """
-  if isinstance(a, collections.abc.Mapping) and isinstance(
-      b, collections.abc.Mapping):
+  a_nested, b_nested = _is_nested(a), _is_nested(b)
+  if not a_nested and not b_nested:
+    return a
+  a_mapping = isinstance(a, collections.abc.Mapping)
+  b_mapping = isinstance(b, collections.abc.Mapping)
+  if a_nested != b_nested or a_mapping != b_mapping or (
+      (_is_namedtuple(a) or _is_namedtuple(b)) and type(a) is not type(b)):
+    raise ValueError(f'Cannot merge structures {a!r} and {b!r}.')
+  if a_mapping:
     merged = {key: union(a[key], b[key]) if key in b else a[key] for key in a}
     merged.update({key: b[key] for key in b if key not in a})
     return type(a)(merged) if not isinstance(a, dict) else merged
-  if _is_nested(a) and _is_nested(b):
-    if type(a) is not type(b) or len(a) != len(b):
-      raise ValueError(f'Cannot merge structures {a!r} and {b!r}.')
-    children = [union(x, y) for x, y in zip(a, b)]
-    return type(a)(*children) if _is_namedtuple(a) else type(a)(children)
-  if _is_nested(a) != _is_nested(b):
-    raise ValueError(f'Cannot merge structures {a!r} and {b!r}.')
-  return a
+  children = ([union(x, y) for x, y in zip(a, b)] + list(a[len(b):]) +
+              list(b[len(a):]))
+  return type(a)(*children) if _is_namedtuple(a) else type(a)(children)

@@ -285,7 +285,8 @@ class Client:
     """
     if num_keep_alive_refs < 1:
       raise ValueError(
-          f'num_keep_alive_refs ({num_keep_alive_refs}) must be >= 1')
+          f'num_keep_alive_refs ({num_keep_alive_refs}) must be a positive '
+          f'integer')
     get_signature = None
     if validate_items:
       self._table_infos(_SIGNATURE_TIMEOUT_SECONDS)

@@ -7,14 +7,26 @@ such columns. Cells are chunked per column in C++ and streamed in the
 background: `append` and `create_item` do not wait for the server;
 `flush` and `end_episode` do (with optional timeouts).
 
+As in dm-reverb, the writer drives an internal writer (`pybind.
+TrajectoryWriter`, or any object with its interface) through `Append(cells)`,
+`AppendPartial(cells)`, `CreateItem(table, priority, refs_per_column,
+squeeze_per_column)`, `Flush(block_until_num_items, timeout_ms)` (-1: no
+timeout), `EndEpisode(clear_buffers, timeout_ms)`, `ConfigureChunker(column,
+options)`, `Close()`, `episode_steps` and `max_num_keep_alive_refs`, all
+called positionally; the history holds exactly the references `Append` and
+`AppendPartial` return.
+
 Beyond dm-reverb: `append_batch` appends T steps given with a leading time
 dimension in one call.
 """
 
 import collections
+import datetime
+import itertools
 import operator
 import re
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence,
+                    Tuple, Union)
 
 import numpy as np
 
@@ -22,15 +34,19 @@ from reverb import _tree
 from reverb import errors
 from reverb import pybind
 from reverb import structured_value
+from reverb import tf_protos
 
 Path = Tuple[Union[int, str], ...]
+
+# The structure before the first append.
+_NO_STEPS = object()
 
 
 class TrajectoryColumn:
   """Cells of one column, to be inserted as (part of) an item.
 
   Args:
-    data_references: `pybind.WeakCellRef`s, oldest first.
+    data_references: Cell references (`pybind.WeakCellRef`), oldest first.
     squeeze: Insert the single cell without a time dimension.
     path: Where the column comes from, for error messages.
 
@@ -39,7 +55,7 @@ class TrajectoryColumn:
       (expired from the history, or never set).
   """
 
-  __slots__ = ('_data_references', '_squeeze', '_path')
+  __slots__ = ('_data_references', 'is_squeezed', '_path')
 
   def __init__(self,
                data_references: Sequence[pybind.WeakCellRef],
@@ -52,42 +68,48 @@ class TrajectoryColumn:
           f'set, got {len(data_references)}')
     if any(ref is None for ref in data_references):
       raise ValueError(
-          f'TrajectoryColumns cannot contain any None data references, got '
-          f'{list(data_references)} for TrajectoryColumn at path {path}')
-    self._data_references = tuple(data_references)
-    self._squeeze = squeeze
+          f'TrajectoryColumns cannot contain any None data references: '
+          f'TrajectoryColumn at path {path} got {data_references}.')
+    # A list: create_item hands it to the internal writer as it is.
+    self._data_references = list(data_references)
+    self.is_squeezed = squeeze
     self._path = path
 
   def __len__(self) -> int:
     return len(self._data_references)
 
-  def __iter__(self):
+  def __iter__(self) -> Iterator[pybind.WeakCellRef]:
     return iter(self._data_references)
 
   def __getitem__(self, val) -> 'TrajectoryColumn':
-    path = None if self._path is None else self._path + (val,)
+    """A column of some of the cells: `[i]` squeezed, `[a:b]`, `[[i, j]]`.
+
+    Raises:
+      IndexError: If an index is out of range.
+      TypeError: If `val` is none of these (numpy integers work too).
+    """
     if isinstance(val, slice):
-      return TrajectoryColumn(self._data_references[val], path=path)
+      return TrajectoryColumn(self._data_references[val])
     if isinstance(val, list):
-      return TrajectoryColumn([self._data_references[i] for i in val],
-                              path=path)
+      return TrajectoryColumn([self._cell(i) for i in val])
     try:
       index = operator.index(val)
     except TypeError:
-      raise TypeError(
-          f'TrajectoryColumn indices must be integers, slices or lists of '
-          f'integers, not {type(val).__name__}') from None
-    return TrajectoryColumn([self._data_references[index]], squeeze=True,
-                            path=path)
+      raise TypeError(f'TrajectoryColumn indices must be integers or slices, '
+                      f'not {type(val)}') from None
+    return TrajectoryColumn([self._cell(index)], squeeze=True)
 
-  @property
-  def is_squeezed(self) -> bool:
-    return self._squeeze
+  def _cell(self, index: int) -> pybind.WeakCellRef:
+    references = self._data_references
+    if not -len(references) <= index < len(references):
+      # dm-reverb's message (it keeps the references in a tuple).
+      raise IndexError('tuple index out of range')
+    return references[index]
 
   @property
   def shape(self) -> Tuple[Optional[int], ...]:
     cell_shape = tuple(self._data_references[0].shape)
-    return cell_shape if self._squeeze else (len(self),) + cell_shape
+    return cell_shape if self.is_squeezed else (len(self),) + cell_shape
 
   @property
   def dtype(self) -> np.dtype:
@@ -104,19 +126,24 @@ class TrajectoryColumn:
           'Cannot convert TrajectoryColumn with expired data references to '
           'numpy array.')
     arrays = [ref.numpy() for ref in self._data_references]
-    return arrays[0] if self._squeeze else np.stack(arrays)
+    return arrays[0] if self.is_squeezed else np.stack(arrays)
 
 
 class _ColumnHistory:
-  """The cells of one column in this episode; the last `buffer_size` are
-  kept, older (and never set) ones are None."""
+  """The cells of one column in this episode, step by step: the last
+  `buffer_size` are kept, older (and never set) ones read None.
+
+  Indexing is a list's over the steps, except that positions before the
+  first step read None (as an expired step does, which makes the column
+  raise ValueError), as in dm-reverb.
+  """
 
   def __init__(self, path: Path, buffer_size: int, history_padding: int = 0):
     self._path = path
     self._references = collections.deque(maxlen=buffer_size)
-    self._length = 0
-    for _ in range(history_padding):
-      self.append(None)
+    for _ in range(min(buffer_size, history_padding)):
+      self._references.append(None)
+    self._length = history_padding
 
   def append(self, reference: Optional[pybind.WeakCellRef]):
     self._references.append(reference)
@@ -142,62 +169,134 @@ class _ColumnHistory:
   def __len__(self) -> int:
     return self._length
 
+  def __iter__(self) -> Iterator[Optional[pybind.WeakCellRef]]:
+    """The reference of every step (None where expired or never set)."""
+    yield from itertools.repeat(None, self._length - len(self._references))
+    yield from self._references
+
   def _reference(self, index: int) -> Optional[pybind.WeakCellRef]:
+    if index >= self._length:
+      raise IndexError('list index out of range')
     if index < 0:
       index += self._length
-    if not 0 <= index < self._length:
-      raise IndexError(
-          f'Index {index} out of range for the {self._length} steps of '
-          f'column {self._path}.')
     first_kept = self._length - len(self._references)
     return None if index < first_kept else self._references[index - first_kept]
 
+  def _slice(self, val: slice) -> List[Optional[pybind.WeakCellRef]]:
+    step = 1 if val.step is None else operator.index(val.step)
+    if step < 0:
+      return [self._reference(i) for i in range(*val.indices(self._length))]
+    if step == 0:
+      raise ValueError('slice step cannot be zero')
+    length = self._length
+    start = 0 if val.start is None else operator.index(val.start)
+    start = start + length if start < 0 else min(start, length)
+    stop = length if val.stop is None else operator.index(val.stop)
+    stop = stop + length if stop < 0 else min(stop, length)
+    # Positions before step 0 (start < 0) read None.
+    return [self._reference(i) if i >= 0 else None
+            for i in range(start, stop, step)]
+
   def __getitem__(self, val) -> TrajectoryColumn:
+    """A column of some steps: `[i]` squeezed, `[a:b]`, `[[i, j]]`.
+
+    Raises:
+      IndexError: If an index is past the last step.
+      TypeError: If `val` is none of these (numpy integers work too).
+      ValueError: If a step asked for has expired or was never set.
+    """
     if type(val) is int:  # The common case (one per column and item), inlined.
       references = self._references
       reference = (references[val] if -len(references) <= val < 0 else
                    self._reference(val))
       if reference is not None:
         column = TrajectoryColumn.__new__(TrajectoryColumn)
-        column._data_references = (reference,)
-        column._squeeze = True
+        column._data_references = [reference]
+        column.is_squeezed = True
         column._path = self._path + (val,)
         return column
+      return TrajectoryColumn([reference], squeeze=True,
+                              path=self._path + (val,))
     path = self._path + (val,)
     if isinstance(val, slice):
-      return TrajectoryColumn(
-          [self._reference(i) for i in range(*val.indices(self._length))],
-          path=path)
+      return TrajectoryColumn(self._slice(val), path=path)
     if isinstance(val, list):
       return TrajectoryColumn([self._reference(i) for i in val], path=path)
     try:
       index = operator.index(val)
     except TypeError:
-      raise TypeError(
-          f'History indices must be integers, slices or lists of integers, '
-          f'not {type(val).__name__}') from None
+      raise TypeError(f'_ColumnHistory indices must be integers or slices, '
+                      f'not {type(val)}') from None
     return TrajectoryColumn([self._reference(index)], squeeze=True, path=path)
 
 
-def _check_item(table: str, signature: structured_value.FlatSignature,
-                trajectory: Any,
-                columns: Sequence[TrajectoryColumn]):
-  """ValueError unless the columns match the table's signature."""
+def _data_type_name(data_type: int) -> str:
+  """TensorFlow's name of a `tensorflow.DataType` value: float, int64, ..."""
+  for name, value in vars(tf_protos).items():
+    if name.startswith('DT_') and value == data_type:
+      return name[len('DT_'):].lower()
+  return str(data_type)
+
+
+def _shape_string(shape: Optional[Sequence[Optional[int]]]) -> str:
+  """TensorFlow's shape DebugString: [?,2], [] or <unknown>."""
+  if shape is None:
+    return '<unknown>'
+  return '[' + ','.join('?' if d is None else str(d) for d in shape) + ']'
+
+
+def _specs_string(specs: Sequence[Tuple[str, int, Any]]) -> str:
+  return ', '.join(
+      f"{i}: Tensor<name: '{name}', dtype: {_data_type_name(data_type)}, "
+      f'shape: {_shape_string(shape)}>'
+      for i, (name, data_type, shape) in enumerate(specs))
+
+
+def _signature_mismatch(table: str,
+                        signature: structured_value.FlatSignature,
+                        columns: Sequence[TrajectoryColumn]) -> Optional[str]:
+  """dm-reverb's message if the columns do not match the table's signature,
+  else None.
+
+  Raises:
+    RuntimeError: If a column's first cell has expired.
+    IndexError: If a column is empty.
+  """
   specs = signature.specs
-  if len(specs) != len(columns):
-    raise ValueError(
-        f'Unable to create item in table \'{table}\': the trajectory has '
-        f'{len(columns)} columns but the table signature has {len(specs)}: '
-        f'{signature.signature}.')
-  for column, (spec, spec_dtype, spec_shape) in zip(columns, specs):
-    shape = column.shape
-    if (structured_value.data_type(column.dtype) != spec_dtype or
-        not structured_value.shapes_compatible(spec_shape, shape)):
-      raise ValueError(
-          f'Unable to create item in table \'{table}\' since the provided '
-          f'trajectory is inconsistent with the table signature: column '
-          f'{column._path} has dtype {column.dtype} and shape {shape} but '  # pylint: disable=protected-access
-          f'the signature expects {spec}. Trajectory: {trajectory}')
+  if len(specs) == len(columns):
+    for column, (_, spec_data_type, spec_shape) in zip(columns, specs):
+      if (structured_value.data_type(column.dtype) != spec_data_type or
+          not structured_value.shapes_compatible(spec_shape, column.shape)):
+        break
+    else:
+      return None
+  # The error path: spell both signatures out as dm-reverb does.
+  got = [(structured_value.data_type(column.dtype), column.shape)
+         for column in columns]
+  wanted = [('/'.join([str(p) for p in path] + ([spec.name] if spec.name
+                                                  else [])), data_type, shape)
+            for (path, spec), (_, data_type, shape) in zip(
+                _tree.flatten_with_path(signature.signature), specs)]
+  provided = [(str(i), data_type, shape)
+              for i, (data_type, shape) in enumerate(got)]
+  prefix = (f"Unable to create item in table '{table}' since the provided "
+            f'trajectory is inconsistent with the table signature.')
+  if len(wanted) != len(provided):
+    return (f'{prefix} The trajectory has {len(provided)} columns but the '
+            f'table signature has {len(wanted)} columns.\n\nThe table '
+            f'signature is:\n\t{_specs_string(wanted)}\n\nThe provided '
+            f'trajectory signature was:\n\t{_specs_string(provided)}.\n')
+  for i, ((_, want_type, want_shape), (_, got_type, got_shape)) in enumerate(
+      zip(wanted, provided)):
+    if (want_type != got_type or
+        not structured_value.shapes_compatible(want_shape, got_shape)):
+      return (f'{prefix} The table expects column {i} to be a '
+              f'{_data_type_name(want_type)} {_shape_string(want_shape)} '
+              f'tensor but got a {_data_type_name(got_type)} '
+              f'{_shape_string(got_shape)} tensor.\n\nThe table signature '
+              f'is:\n\t{_specs_string(wanted)}\n\nThe provided trajectory '
+              f'signature is:\n\t{_specs_string(provided)}.\n')
+  return None
 
 
 class TrajectoryWriter:
@@ -205,19 +304,24 @@ class TrajectoryWriter:
 
   Made by `Client.trajectory_writer`. Use as a context manager to flush on
   exit, and call `close()` when done.
+
+  Args:
+    internal_writer: The `pybind.TrajectoryWriter` (or an object with its
+      interface, see the module docstring).
+    get_signature: Item validation: table name -> its `FlatSignature` (None
+      if it has none); raises ValueError for an unknown table. None: items
+      are not validated.
   """
 
   def __init__(self,
                internal_writer: pybind.TrajectoryWriter,
                get_signature: Optional[Callable[[str], Any]] = None):
     self._writer = internal_writer
-    # Client-side item validation: table name -> flattened signature (or
-    # None), or raises ValueError for unknown tables. None disables
-    # validation.
     self._get_signature = get_signature
     self._signatures: Dict[str, Optional[structured_value.FlatSignature]] = {}
-    self._template = None  # Union of the appended structures, None leaves.
-    self._history = None  # The template with _ColumnHistory leaves.
+    # Union of the appended structures, None leaves.
+    self._structure = _NO_STEPS
+    self._history = None  # The structure with _ColumnHistory leaves.
     self._columns: List[_ColumnHistory] = []
     self._column_index: Dict[Path, int] = {}
     self._column_config: Dict[Path, pybind.ChunkerOptions] = {}
@@ -237,9 +341,16 @@ class TrajectoryWriter:
 
   @property
   def history(self):
-    """The appended structure, each leaf the history of its column."""
-    if self._history is None:
-      raise RuntimeError('history not accessible before the first append.')
+    """The appended structure (the union of all steps' structures), each
+    leaf the `_ColumnHistory` of its column.
+
+    Raises:
+      RuntimeError: Before the first append.
+    """
+    if not self._columns:
+      raise RuntimeError(
+          'history cannot be accessed before `append` is called at least '
+          'once.')
     return self._history
 
   @property
@@ -252,19 +363,27 @@ class TrajectoryWriter:
     """Chunking of the column at `path` (as from flatten_with_path).
 
     `max_chunk_length=None` tunes the chunk length automatically.
+
+    Raises:
+      ValueError: If `num_keep_alive_refs` < 1, or `max_chunk_length` is
+        not None and outside [1, num_keep_alive_refs].
     """
     if num_keep_alive_refs < 1:
       raise ValueError(
-          f'num_keep_alive_refs ({num_keep_alive_refs}) must be >= 1')
-    if max_chunk_length is None:
-      options = pybind.AutoTunedChunkerOptions(num_keep_alive_refs, 1.0)
-    elif not 1 <= max_chunk_length <= num_keep_alive_refs:
+          f'num_keep_alive_refs ({num_keep_alive_refs}) must be a positive '
+          f'integer')
+    if max_chunk_length is not None and not (
+        1 <= max_chunk_length <= num_keep_alive_refs):
       raise ValueError(
-          f'max_chunk_length ({max_chunk_length}) must be in [1, '
-          f'num_keep_alive_refs ({num_keep_alive_refs})]')
+          f'max_chunk_length ({max_chunk_length}) must be None or a positive '
+          f'integer <= num_keep_alive_refs ({num_keep_alive_refs})')
+    if max_chunk_length is None:
+      options = pybind.AutoTunedChunkerOptions(
+          num_keep_alive_refs=num_keep_alive_refs, throughput_weight=1.0)
     else:
-      options = pybind.ConstantChunkerOptions(max_chunk_length,
-                                              num_keep_alive_refs)
+      options = pybind.ConstantChunkerOptions(
+          max_chunk_length=max_chunk_length,
+          num_keep_alive_refs=num_keep_alive_refs)
     if path in self._column_index:
       self._writer.ConfigureChunker(self._column_index[path], options)
     else:
@@ -273,21 +392,25 @@ class TrajectoryWriter:
   def append(self, data: Any, *, partial_step: bool = False):
     """Appends a step (a nest of arrays; leaves may be None).
 
-    The structure may grow: new fields become new columns, whose history is
-    None for the earlier steps. With `partial_step=True` the step stays open
-    and later calls fill its other fields.
+    The structure may grow: a step may bring new dict keys or longer lists
+    and tuples (at any depth), which become new columns whose history reads
+    None for the earlier steps; fields a step omits read None for it. With
+    `partial_step=True` the step stays open and later calls fill (or add)
+    its other fields.
 
     Raises:
-      ValueError: If a field was already set in the open step, or its dtype
-        or shape differs from its first step.
+      ValueError: If a field was already set in the open step, its dtype or
+        shape differs from its first step, or the structure cannot grow
+        into the new one (a leaf where a nest was, or the reverse).
     """
     flat = _tree.flatten_with_path(data)
-    if self._template is None or any(
-        path not in self._column_index for path, _ in flat):
+    column_index = self._column_index
+    if self._structure is _NO_STEPS or any(
+        path not in column_index for path, _ in flat):
       self._add_columns(data)
     cells = [None] * len(self._columns)
     for path, value in flat:
-      cells[self._column_index[path]] = value
+      cells[column_index[path]] = value
     if self._last_step_is_open:
       for column, value in zip(self._columns, cells):
         if value is not None and not column.can_set_last:
@@ -301,7 +424,10 @@ class TrajectoryWriter:
       else:
         references = self._writer.Append(cells)
     except ValueError as e:
-      raise ValueError(self._name_columns(str(e))) from e
+      message = self._with_column_path(str(e))
+      if message is None:
+        raise
+      raise ValueError(message) from e
     for column, reference in zip(self._columns, references):
       if not self._last_step_is_open:
         column.append(reference)
@@ -311,7 +437,8 @@ class TrajectoryWriter:
 
   def append_batch(self, steps: Any):
     """Appends T complete steps given as arrays with a leading dimension T,
-    in one call (chunked in C++ without a Python loop over steps).
+    in one call (chunked in C++ without a Python loop over steps). Not in
+    dm-reverb; needs the `pybind.TrajectoryWriter`.
 
     Raises:
       ValueError: If the leaves disagree on T, a partial step is open, or a
@@ -327,7 +454,7 @@ class TrajectoryWriter:
           f'All leaves of a batch need the same leading dimension, got '
           f'{sorted(lengths)}')
     num_steps = lengths.pop()
-    if self._template is None or any(
+    if self._structure is _NO_STEPS or any(
         path not in self._column_index for path, _ in flat):
       self._add_columns(steps)
     columns = [None] * len(self._columns)
@@ -336,7 +463,10 @@ class TrajectoryWriter:
     try:
       references = self._writer.AppendBatch(columns)
     except ValueError as e:
-      raise ValueError(self._name_columns(str(e))) from e
+      message = self._with_column_path(str(e))
+      if message is None:
+        raise
+      raise ValueError(message) from e
     for column, cells in zip(self._columns, references):
       column.extend(cells if cells is not None else [None] * num_steps)
 
@@ -345,8 +475,10 @@ class TrajectoryWriter:
 
     Raises:
       TypeError: If a leaf is not a TrajectoryColumn.
-      ValueError: If the table is unknown or the trajectory does not match
-        its signature (with item validation on), or a cell has expired.
+      ValueError: If the trajectory has no cells, a column's cells have
+        expired or differ in dtype or shape, or (with item validation) the
+        table is unknown or the trajectory does not match its signature.
+      RuntimeError: If the writer is closed.
     """
     columns = _tree.flatten(trajectory)
     references = []
@@ -357,19 +489,11 @@ class TrajectoryWriter:
         raise TypeError(
             f'All leaves of `trajectory` must be `TrajectoryColumn` but got '
             f'{trajectory}')
-      # pylint: disable=protected-access
-      references.append(column._data_references)
-      squeeze.append(column._squeeze)
-      # pylint: enable=protected-access
+      references.append(column._data_references)  # pylint: disable=protected-access
+      squeeze.append(column.is_squeezed)
     if self._get_signature is not None:
-      if table not in self._signatures:
-        self._signatures[table] = self._get_signature(table)
-      if self._signatures[table] is not None:
-        _check_item(table, self._signatures[table], trajectory, columns)
-    try:
-      self._writer.CreateItem(table, priority, references, squeeze)
-    except ValueError as e:
-      raise ValueError(self._name_columns(str(e), columns)) from e
+      self._check_signature(table, columns, references, squeeze)
+    self._writer.CreateItem(table, priority, references, squeeze)
 
   def flush(self,
             block_until_num_items: int = 0,
@@ -377,17 +501,28 @@ class TrajectoryWriter:
     """Sends pending items; waits until at most `block_until_num_items` are
     unconfirmed.
 
+    Args:
+      block_until_num_items: Items that may stay unconfirmed.
+      timeout_ms: Milliseconds to wait at most; None or <= 0 waits forever.
+
     Raises:
       ValueError: If `block_until_num_items` < 0.
-      DeadlineExceededError: If `timeout_ms` (> 0) passes first; the items
-        are still sent in the background.
+      DeadlineExceededError: If `timeout_ms` passes first; the items are
+        still sent in the background.
     """
     if block_until_num_items < 0:
       raise ValueError(
           f'block_until_num_items must be >= 0, got {block_until_num_items}')
-    # As dm-reverb: a timeout <= 0 waits forever.
-    self._writer.Flush(block_until_num_items,
-                       timeout_ms if timeout_ms and timeout_ms > 0 else None)
+    if timeout_ms is None:
+      timeout_ms = -1
+    try:
+      self._writer.Flush(block_until_num_items, timeout_ms)
+    except (RuntimeError, errors.DeadlineExceededError) as e:
+      if 'Timeout exceeded' in str(e):
+        raise errors.DeadlineExceededError(
+            f'Flush call did not complete within provided timeout of '
+            f'{datetime.timedelta(milliseconds=timeout_ms)}') from e
+      raise
 
   def end_episode(self,
                   clear_buffers: bool = True,
@@ -397,51 +532,95 @@ class TrajectoryWriter:
     With `clear_buffers` the history is cleared too; otherwise it stays
     usable for items of the next episode.
 
+    Args:
+      clear_buffers: Whether to clear the history.
+      timeout_ms: Milliseconds to wait at most (<= 0: not at all); None
+        waits forever.
+
     Raises:
       DeadlineExceededError: If `timeout_ms` passes before every item is
-        confirmed.
+        confirmed; the episode then goes on (nothing is reset).
     """
-    self._writer.EndEpisode(clear_buffers, timeout_ms)
+    try:
+      self._writer.EndEpisode(clear_buffers, timeout_ms)
+    except (RuntimeError, errors.DeadlineExceededError) as e:
+      if 'Timeout exceeded' in str(e) and timeout_ms is not None:
+        raise errors.DeadlineExceededError(
+            f'End episode call did not complete within provided timeout of '
+            f'{datetime.timedelta(milliseconds=timeout_ms)}') from e
+      raise
     if clear_buffers:
       for column in self._columns:
         column.reset()
     self._last_step_is_open = False
 
   def close(self):
-    """Stops the writer; unsent items are dropped (flush first)."""
+    """Stops the writer; unsent items are dropped (flush first). Later calls
+    raise RuntimeError."""
     if self._closed:
       return
     self._closed = True
     self._writer.Close()
 
+  def _check_signature(self, table: str,
+                       columns: Sequence[TrajectoryColumn],
+                       references: List[List[pybind.WeakCellRef]],
+                       squeeze: List[bool]):
+    """Raises ValueError unless `table` exists and the columns match its
+    signature; errors of the columns themselves (expired or mixed cells, a
+    closed writer) come first, as in dm-reverb."""
+    if table not in self._signatures:
+      try:
+        self._signatures[table] = self._get_signature(table)
+      except ValueError:
+        self._writer.CheckTrajectory(references, squeeze)
+        raise ValueError(
+            f"Unable to create item in table '{table}' since the table could "
+            f'not be found.') from None
+    signature = self._signatures[table]
+    if signature is None:
+      return
+    try:
+      mismatch = _signature_mismatch(table, signature, columns)
+    except (RuntimeError, IndexError):  # Expired or empty: CheckTrajectory.
+      mismatch = None
+      self._writer.CheckTrajectory(references, squeeze)
+    if mismatch is not None:
+      self._writer.CheckTrajectory(references, squeeze)
+      raise ValueError(mismatch)
+
   def _add_columns(self, data: Any):
-    """Extends the template by the fields of `data` not seen before."""
+    """Extends the structure by the fields of `data` not seen before.
+
+    Raises:
+      ValueError: If `data` has a leaf where the structure has a nest, or
+        the reverse.
+    """
     structure = _tree.map_structure(lambda _: None, data)
-    self._template = (structure if self._template is None else
-                      _tree.union(self._template, structure))
+    self._structure = (structure if self._structure is _NO_STEPS else
+                       _tree.union(self._structure, structure))
     padding = len(self._columns[0]) if self._columns else 0
-    for path, _ in _tree.flatten_with_path(self._template):
+    for path, _ in _tree.flatten_with_path(self._structure):
       if path in self._column_index:
         continue
       index = len(self._columns)
       self._column_index[path] = index
+      # Configured first, so that the history keeps as many steps as the
+      # column's chunker does (dm-reverb's keeps the writer's default).
       if path in self._column_config:
         self._writer.ConfigureChunker(index, self._column_config.pop(path))
       self._columns.append(
           _ColumnHistory(path, self._writer.max_num_keep_alive_refs, padding))
     self._history = _tree.map_structure_with_path(
         lambda path, _: self._columns[self._column_index[path]],
-        self._template)
+        self._structure)
 
-  def _name_columns(self, message: str,
-                    columns: Optional[Sequence[TrajectoryColumn]] = None) -> str:
-    """Replaces "column N" in C++ errors by the column's path."""
-    def name(match):
-      index = int(match.group(1))
-      if columns is not None:
-        if index < len(columns):
-          return f'column {columns[index]._path}'  # pylint: disable=protected-access
-      elif index < len(self._columns):
-        return f'column {self._columns[index]._path}'  # pylint: disable=protected-access
-      return match.group(0)
-    return re.sub(r'column (\d+)', name, message)
+  def _with_column_path(self, message: str) -> Optional[str]:
+    """An error message of the internal writer with "for column N" naming
+    the column's path instead, as dm-reverb's (None unless the message
+    names exactly one column)."""
+    indices = re.findall(r' for column (\d+)', message)
+    if len(indices) != 1 or int(indices[0]) >= len(self._columns):
+      return None
+    path = self._columns[int(indices[0])]._path  # pylint: disable=protected-access
+    return message.replace(f' for column {indices[0]}', f' for column {path}')

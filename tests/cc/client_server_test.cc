@@ -179,6 +179,48 @@ TEST_F(ClientServerTest, TrajectoryWriterAppendsNothingOfABadStep) {
   writer->Close();
 }
 
+TEST_F(ClientServerTest, TrajectoryWriterRejectsColumnsOfMixedCells) {
+  StartServer({MakeTable("fifo", *MinSizeRateLimiter(1))});
+  auto writer = *client_->NewTrajectoryWriter(
+      std::make_shared<ConstantChunkerOptions>(1, 2));
+  Tensor as_float = Int32({1}, {});
+  as_float.dtype = tensorflow::DT_FLOAT;
+  auto refs = writer->Append({Int32({1}, {}), Int32({1, 2}, {2}), as_float});
+  ASSERT_TRUE(refs.ok()) << refs.status();
+  auto ref = [&](int c) { return *(*refs)[c]; };
+  struct Case {
+    std::vector<TrajectoryColumn> trajectory;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{{{ref(0)}}, {{ref(0), ref(2)}}},
+       "Error in column 1: Column references tensors with different dtypes: "
+       "int32 (index 0) != float (index 1)."},
+      {{{{ref(0), ref(1)}}},
+       "Error in column 0: Column references tensors with incompatible "
+       "shapes: [] (index 0) not compatible with [2] (index 1)."},
+      {{{{}}, {{}}}, "trajectory must not be empty."},
+      {{{{ref(0)}}, {{}}}, "Error in column 1: the column is empty."},
+  };
+  for (const Case& c : cases) {
+    for (const absl::Status& status :
+         {writer->CreateItem("fifo", 1, c.trajectory),
+          writer->CheckTrajectory(c.trajectory)}) {
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_EQ(status.message(), c.message);
+    }
+  }
+  EXPECT_TRUE(writer->CheckTrajectory({{{ref(0)}, true}}).ok());
+  EXPECT_EQ(writer->num_pending_items(), 0);  // Nothing was queued.
+  writer->Close();
+  for (const absl::Status& status :
+       {writer->CreateItem("fifo", 1, {{{ref(0)}}}),
+        writer->CheckTrajectory({{{ref(0)}}}), writer->Flush()}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+    EXPECT_EQ(status.message(), "TrajectoryWriter::Close has been called.");
+  }
+}
+
 TEST_F(ClientServerTest, SamplerKeepsTheTableOrderOfSmallAndLargeSamples) {
   // A queue: each item is sampled once, oldest first. Items alternate
   // between one step (400 bytes, unpacked by the stream's worker and queued

@@ -96,7 +96,8 @@ def test_whole_episodes_and_episode_steps(client):
     writer.create_item('queue', 1.0, writer.history['obs'][:])
     writer.end_episode(timeout_ms=TIMEOUT_MS)
     assert writer.episode_steps == 0
-    with pytest.raises(IndexError):
+    assert not writer.history['obs']  # Cleared: no steps.
+    with pytest.raises(ValueError, match='None'):  # As dm-reverb.
       writer.history['obs'][-1]  # pylint: disable=pointless-statement
   writer.close()
   items = drain(client)
@@ -331,4 +332,295 @@ def test_flush_and_end_episode_raise_when_the_server_is_gone(server, client):
   with pytest.raises(RuntimeError):
     writer.end_episode()
   assert time.monotonic() - start < TIMEOUT
+  writer.close()
+
+
+class FakeCellRef:
+  """What the internal writer's Append returns: a cell reference."""
+
+  def __init__(self, value):
+    self.value = value
+    self.expired = False
+    self.shape = list(np.shape(value))
+    self.dtype = np.asarray(value).dtype
+
+  def numpy(self):
+    return np.asarray(self.value)
+
+
+class FakeInternalWriter:
+  """The internal writer's interface as dm-reverb's TrajectoryWriter uses
+  it, recording every call (a plain class, as users' tests write one)."""
+
+  max_num_keep_alive_refs = 3
+
+  def __init__(self):
+    self.calls = []
+    self.returned = []  # What each Append and AppendPartial returned.
+    self.episode_steps = 0
+
+  def _refs(self, data):
+    refs = [None if x is None else FakeCellRef(x) for x in data]
+    self.returned.append(refs)
+    return refs
+
+  def Append(self, data):  # pylint: disable=invalid-name
+    self.calls.append(('Append', data))
+    self.episode_steps += 1
+    return self._refs(data)
+
+  def AppendPartial(self, data):  # pylint: disable=invalid-name
+    self.calls.append(('AppendPartial', data))
+    return self._refs(data)
+
+  def CreateItem(self, table, priority, trajectory, squeeze_column):  # pylint: disable=invalid-name
+    self.calls.append(('CreateItem', table, priority, trajectory,
+                       squeeze_column))
+
+  def Flush(self, ignore_last_num_items, timeout_ms):  # pylint: disable=invalid-name
+    self.calls.append(('Flush', ignore_last_num_items, timeout_ms))
+
+  def EndEpisode(self, clear_buffers, timeout_ms):  # pylint: disable=invalid-name
+    self.calls.append(('EndEpisode', clear_buffers, timeout_ms))
+    self.episode_steps = 0
+
+  def ConfigureChunker(self, column, options):  # pylint: disable=invalid-name
+    self.calls.append(('ConfigureChunker', column,
+                       options.num_keep_alive_refs))
+
+  def Close(self):  # pylint: disable=invalid-name
+    self.calls.append(('Close',))
+
+
+def values(column):
+  return [None if ref is None else ref.value for ref in column]
+
+
+def test_a_plain_python_internal_writer_is_called_as_dm_reverb_calls_it():
+  internal = FakeInternalWriter()
+  writer = reverb.TrajectoryWriter(internal)
+  writer.configure(('b',), num_keep_alive_refs=5, max_chunk_length=2)
+  writer.append({'a': 1})
+  writer.append({'a': 2, 'b': 20}, partial_step=True)
+  writer.append({'c': 30})
+  history = writer.history
+  assert [values(history[k]) for k in 'abc'] == [[1, 2], [None, 20],
+                                                 [None, 30]]
+  # The history holds exactly the references Append/AppendPartial returned.
+  first, partial, last = internal.returned
+  for column, expected in ((history['a'], [first[0], partial[0]]),
+                           (history['b'], [None, partial[1]]),
+                           (history['c'], [None, last[2]])):
+    assert all(ref is want for ref, want in zip(column, expected))
+  refs = list(history['a'])
+  writer.create_item('t', 0.5, {'x': history['a'][-2:], 'y': history['c'][-1]})
+  writer.flush()
+  writer.flush(1, 100)
+  writer.end_episode()
+  writer.end_episode(False, 50)
+  assert writer.episode_steps == 0
+  writer.close()
+  assert internal.calls[:3] == [
+      ('Append', [1]),
+      ('ConfigureChunker', 1, 5),  # Once the column exists.
+      ('AppendPartial', [2, 20]),
+  ]
+  assert internal.calls[3] == ('Append', [None, None, 30])
+  name, table, priority, trajectory, squeeze = internal.calls[4]
+  assert (name, table, priority, squeeze) == ('CreateItem', 't', 0.5,
+                                              [False, True])
+  assert all(type(column) is list for column in trajectory)  # pylint: disable=unidiomatic-typecheck
+  assert trajectory[0] == refs and trajectory[1][0].value == 30
+  assert internal.calls[5:] == [('Flush', 0, -1), ('Flush', 1, 100),
+                                ('EndEpisode', True, None),
+                                ('EndEpisode', False, 50), ('Close',)]
+
+
+def test_timeouts_of_a_plain_python_internal_writer():
+  class Blocked(FakeInternalWriter):
+
+    def Flush(self, ignore_last_num_items, timeout_ms):  # pylint: disable=invalid-name
+      raise RuntimeError('Timeout exceeded with 1 items waiting.')
+
+    def EndEpisode(self, clear_buffers, timeout_ms):  # pylint: disable=invalid-name
+      raise RuntimeError('Timeout exceeded with 1 items waiting.')
+
+  writer = reverb.TrajectoryWriter(Blocked())
+  with pytest.raises(reverb.DeadlineExceededError,
+                     match=r'^Flush call did not complete within provided '
+                     r'timeout of 0:00:00.020000$'):
+    writer.flush(timeout_ms=20)
+  with pytest.raises(reverb.DeadlineExceededError, match='End episode call'):
+    writer.end_episode(timeout_ms=30)
+  with pytest.raises(RuntimeError, match='Timeout exceeded'):
+    writer.end_episode()  # No timeout given: the error as it is.
+
+
+@pytest.mark.parametrize('steps, expected', [
+    # New dict key; a field omitted later.
+    ([{'a': 1}, {'a': 2, 'b': 3}, {'b': 4}],
+     {'a': [1, 2, None], 'b': [None, 3, 4]}),
+    ([[1], [2, 3], [4, 5, 6]], [[1, 2, 4], [None, 3, 5], [None, None, 6]]),
+    ([(1,), (2, 3)], ([1, 2], [None, 3])),
+    # A list then a longer tuple: the list type stays.
+    ([[1], (2, 3)], [[1, 2], [None, 3]]),
+    ([[1, 2, 3], [4]], [[1, 4], [2, None], [3, None]]),
+    # Nested growth, a new nest in a longer list, int keys.
+    ([{'x': {'a': 1}}, {'x': {'a': 2, 'b': 3}, 'y': [4]},
+      {'x': {'b': 5}, 'y': [6, {'z': 7}]}],
+     {'x': {'a': [1, 2, None], 'b': [None, 3, 5]},
+      'y': [[None, 4, 6], {'z': [None, None, 7]}]}),
+    ([{1: 1}, {1: 2, 2: 3}], {1: [1, 2], 2: [None, 3]}),
+])
+def test_history_structure_grows_with_the_data(steps, expected):
+  writer = reverb.TrajectoryWriter(FakeInternalWriter())
+  for step in steps:
+    writer.append(step)
+
+  def as_values(node):
+    if isinstance(node, dict):
+      return {k: as_values(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+      return type(node)(as_values(v) for v in node)
+    return values(node)
+
+  assert as_values(writer.history) == expected
+
+
+def test_partial_steps_grow_the_open_step():
+  writer = reverb.TrajectoryWriter(FakeInternalWriter())
+  writer.append({'a': 1, 'b': 10})
+  writer.append({'a': 2}, partial_step=True)
+  writer.append({'c': 30}, partial_step=True)
+  writer.append({'b': 20, 'd': [40]})
+  writer.append({'a': 3})
+  history = writer.history
+  assert [values(history[k]) for k in 'abc'] == [[1, 2, 3], [10, 20, None],
+                                                 [None, 30, None]]
+  assert values(history['d'][0]) == [None, 40, None]
+
+
+@pytest.mark.parametrize('first, second', [
+    ({'a': 1}, [2]), ({'a': 1}, 2), (1, {'a': 2}), ({'a': [1]}, {'a': 2})])
+def test_structures_that_cannot_grow_raise_value_error(first, second):
+  writer = reverb.TrajectoryWriter(FakeInternalWriter())
+  writer.append(first)
+  with pytest.raises(ValueError, match='Cannot merge structures'):
+    writer.append(second)
+
+
+def test_history_indices_as_dm_reverb():
+  writer = reverb.TrajectoryWriter(FakeInternalWriter())  # Keeps 3 steps.
+  for t in range(4):
+    writer.append(t)
+  history = writer.history
+  assert values(history[[1, 3]]) == [1, 3]
+  assert values(history[-3:]) == [1, 2, 3] == values(history[1:4])
+  assert values(history[::-2]) == [3, 1]
+  assert not values(history[4:9])
+  assert list(history) == [None] + list(history[1:])  # Raw references.
+  # Expired steps and positions before step 0 read None: ValueError.
+  for index in (0, -4, -5, slice(None), slice(-6, None), slice(None, -1)):
+    with pytest.raises(ValueError, match='cannot contain any None'):
+      history[index]  # pylint: disable=pointless-statement
+  for index in (4, [4]):
+    with pytest.raises(IndexError, match='list index out of range'):
+      history[index]  # pylint: disable=pointless-statement
+  with pytest.raises(TypeError, match="_ColumnHistory indices must be "
+                     "integers or slices, not <class 'str'>"):
+    history['x']  # pylint: disable=pointless-statement
+  assert values(history[np.int64(-1)]) == [3]  # Unlike dm-reverb.
+
+
+def test_end_episode_closes_an_open_partial_step():
+  writer = reverb.TrajectoryWriter(FakeInternalWriter())
+  writer.append({'a': 1}, partial_step=True)
+  writer.end_episode(clear_buffers=False)
+  writer.append({'a': 2})  # dm-reverb: "already been set".
+  assert values(writer.history['a']) == [1, 2]
+
+
+def test_error_messages_are_dm_reverbs(client):
+  writer = client.trajectory_writer(num_keep_alive_refs=2)
+  writer.append({'scalar': np.int64(1), 'f': np.zeros([2], np.float32)})
+  with pytest.raises(ValueError) as error:
+    writer.append({'scalar': np.float64(1)})
+  assert str(error.value) == (
+      "Tensor of wrong dtype provided for column ('scalar',). Got double but "
+      'expected int64.')
+  with pytest.raises(ValueError) as error:
+    writer.append({'f': np.zeros([3], np.float32)})
+  assert str(error.value) == (
+      "Tensor of incompatible shape provided for column ('f',). Got [3] "
+      'which is incompatible with [2].')
+  history = writer.history
+  mixed = reverb.TrajectoryColumn(list(history['scalar'][-1]) +
+                                  list(history['f'][-1]))
+  with pytest.raises(ValueError) as error:
+    writer.create_item('queue', 1.0, mixed)
+  assert str(error.value) == (
+      'Error in column 0: Column references tensors with different dtypes: '
+      'int64 (index 0) != float (index 1).')
+  with pytest.raises(ValueError, match='^trajectory must not be empty.$'):
+    writer.create_item('queue', 1.0, reverb.TrajectoryColumn([]))
+  old = history['f'][-1]
+  [ref] = list(old)
+  for _ in range(2):
+    writer.append({'f': np.zeros([2], np.float32)})
+  with pytest.raises(ValueError) as error:
+    writer.create_item('queue', 1.0, [writer.history['f'][-1], old])
+  assert str(error.value) == (
+      'Error in column 1: Column contains expired CellRef.')
+  with pytest.raises(RuntimeError,
+                     match='^Cannot access data from expired WeakCellRef$'):
+    ref.numpy()
+  with pytest.raises(ValueError) as error:
+    writer.create_item('nope', 1.0, writer.history['f'][-1])
+  assert str(error.value) == (
+      "Unable to create item in table 'nope' since the table could not be "
+      'found.')
+  with pytest.raises(RuntimeError,
+                     match='^history cannot be accessed before `append`'):
+    client.trajectory_writer(1).history  # pylint: disable=expression-not-assigned
+  writer.close()
+  for call in (lambda: writer.append({'f': np.zeros([2], np.float32)}),
+               lambda: writer.create_item('queue', 1.0,
+                                          writer.history['f'][-1]),
+               writer.flush, writer.end_episode):
+    with pytest.raises(RuntimeError,
+                       match='^TrajectoryWriter::Close has been called.$'):
+      call()
+
+
+def test_signature_errors_spell_both_signatures_out(client):
+  writer = client.trajectory_writer(num_keep_alive_refs=2)
+  writer.append({'obs': np.zeros([3], np.float64)})
+  with pytest.raises(ValueError) as error:
+    writer.create_item('signed', 1.0, {'obs': writer.history['obs'][-1:]})
+  assert str(error.value) == (
+      "Unable to create item in table 'signed' since the provided trajectory "
+      'is inconsistent with the table signature. The table expects column 0 '
+      'to be a float [?,2] tensor but got a double [1,3] tensor.\n\nThe table '
+      "signature is:\n\t0: Tensor<name: 'obs', dtype: float, shape: [?,2]>"
+      "\n\nThe provided trajectory signature is:\n\t0: Tensor<name: '0', "
+      'dtype: double, shape: [1,3]>.\n')
+  with pytest.raises(ValueError, match='The trajectory has 2 columns but the '
+                     'table signature has 1 columns'):
+    writer.create_item('signed', 1.0, [writer.history['obs'][-1]] * 2)
+  writer.close()
+
+
+def test_timeouts_as_dm_reverb(client):
+  writer = client.trajectory_writer(num_keep_alive_refs=1)
+  for t in range(2):
+    writer.append(obs(t))
+    writer.create_item('tiny', 1.0, writer.history[-1])
+  with pytest.raises(reverb.DeadlineExceededError) as error:
+    writer.flush(timeout_ms=100)
+  assert str(error.value) == (
+      'Flush call did not complete within provided timeout of 0:00:00.100000')
+  for timeout_ms in (0, -5):  # No time at all.
+    with pytest.raises(reverb.DeadlineExceededError, match='End episode call'):
+      writer.end_episode(timeout_ms=timeout_ms)
+  assert writer.episode_steps == 2  # The episode goes on.
   writer.close()

@@ -1,5 +1,7 @@
 """Differential scenarios: reverb.TrajectoryWriter, its history and errors."""
 
+import re
+
 import numpy as np
 
 
@@ -39,10 +41,13 @@ def _describe(history):
 
 
 def _error(callable_, *args, **kwargs):
+  """[exception class name, message] of the call, or None if it returns;
+  object reprs in the message read <WeakCellRef> and the like."""
   try:
     callable_(*args, **kwargs)
   except Exception as e:  # pylint: disable=broad-except
-    return [type(e).__name__, str(e)]
+    return [type(e).__name__,
+            re.sub(r'<[\w.]*?(\w+) object at 0x[0-9a-f]+>', r'<\1>', str(e))]
   return None
 
 
@@ -200,21 +205,60 @@ def _three_steps(reverb, env, num_keep_alive_refs=2):
   return writer
 
 
-def scenario_history_indices(reverb, env):
-  column = _three_steps(reverb, env)
-  column = column.history['a']
+def _index_outcomes(column, indices):
   outcomes = {}
-  for index in (0, 1, 2, 3, 4, -1, -2, -3, -4, slice(None), slice(1, None),
-                slice(-2, None), slice(0, 2), slice(None, -1), slice(5, 9),
-                slice(-9, None), slice(None, None, -1), [1, 2], [2, 0], [3]):
-    try:
+  for index in indices:
+    def read(index=index):
       trajectory_column = column[index]
-      outcomes[repr(index)] = [trajectory_column.numpy(),
-                               list(trajectory_column.shape),
-                               trajectory_column.is_squeezed]
-    except Exception as e:  # pylint: disable=broad-except
-      outcomes[repr(index)] = [type(e).__name__, str(e)]
+      return [trajectory_column.numpy(), list(trajectory_column.shape),
+              trajectory_column.is_squeezed]
+    try:
+      outcomes[repr(index)] = read()
+    except Exception:  # pylint: disable=broad-except
+      outcomes[repr(index)] = _error(read)
   return outcomes
+
+
+def scenario_history_indices(reverb, env):
+  writer = _three_steps(reverb, env)  # Step 0 has expired.
+  return _index_outcomes(writer.history['a'], [
+      0, 1, 2, 4, -1, -2, -3, -4, slice(None), slice(1, None), slice(-2, None),
+      slice(0, 2), slice(1, -1), slice(-9, None), slice(None, None, -1),
+      slice(None, None, 2), [1, 2], [2, 0], [2, 1], [4]])
+
+
+def scenario_history_indices_of_a_short_episode(reverb, env):
+  writer = _three_steps(reverb, env, num_keep_alive_refs=5)
+  return _index_outcomes(writer.history['a'], [
+      0, 2, -3, -4, slice(None), slice(-2, None), slice(0, 2), slice(None, 2),
+      slice(None, -1), slice(-3, -1), [0, 2]])
+
+
+def scenario_history_index_past_the_end(reverb, env):
+  # dm-reverb reads index len(history) as the oldest kept step.
+  writer = _three_steps(reverb, env)
+  return _index_outcomes(writer.history['a'], [3, [3]])
+
+
+def scenario_history_slices_that_end_at_or_past_the_end(reverb, env):
+  # dm-reverb shifts starts and stops past the end into the kept steps: [1:3]
+  # of three steps is empty there, [4:9] is not.
+  writer = _three_steps(reverb, env, num_keep_alive_refs=3)
+  return _index_outcomes(writer.history['a'], [slice(1, 3), slice(4, 9),
+                                               slice(1, 5)])
+
+
+def scenario_history_slices_up_to_an_expired_step(reverb, env):
+  # dm-reverb leaves expired steps out of slices without a start.
+  writer = _three_steps(reverb, env)
+  return _index_outcomes(writer.history['a'], [slice(None, -1),
+                                               slice(None, 2)])
+
+
+def scenario_history_numpy_integer_index(reverb, env):
+  # dm-reverb takes only Python ints.
+  writer = _three_steps(reverb, env)
+  return _index_outcomes(writer.history['a'], [np.int64(-1)])
 
 
 def scenario_history_index_of_wrong_type(reverb, env):
@@ -290,7 +334,8 @@ def scenario_append_of_another_shape(reverb, env):
 
 def scenario_append_of_an_unsupported_dtype(reverb, env):
   _, writer = _writer(reverb, env)
-  return _error(writer.append, {'x': np.array([object()])})
+  # dm-reverb's message is pybind11's, naming its argument types.
+  return _error(writer.append, {'x': np.array([object()])})[0]
 
 
 def scenario_bad_append_appends_nothing(reverb, env):
@@ -327,7 +372,7 @@ def scenario_items_of_grown_history(reverb, env):
 def scenario_create_item_of_a_leaf_that_is_no_column(reverb, env):
   _, writer = _writer(reverb, env)
   writer.append({'a': np.int32(1)})
-  return _error(writer.create_item, 't', 1.0, {'a': np.int32(1)})
+  return _error(writer.create_item, 't', 1.0, {'a': 1})
 
 
 def scenario_create_item_with_expired_references(reverb, env):
@@ -340,19 +385,25 @@ def scenario_create_item_with_expired_references(reverb, env):
                                                'y': old})
 
 
-def scenario_create_item_of_an_empty_column(reverb, env):
-  client, writer = _writer(reverb, env)
-  writer.append({'a': np.int32(0)})
-  error = _error(writer.create_item, 't', 1.0, writer.history['a'][1:])
-  return [error, _error(writer.flush, timeout_ms=5000)]
-
-
-def scenario_create_item_of_mixed_shapes(reverb, env):
+def scenario_create_item_of_no_cells(reverb, env):
+  # An empty column next to others: dm-reverb crashes (not run here).
   _, writer = _writer(reverb, env)
-  writer.append({'a': np.zeros([2], np.float32), 'b': np.zeros([3], np.float32)})
-  column = reverb.TrajectoryColumn(list(writer.history['a'][-1]) +
-                                   list(writer.history['b'][-1]))
-  return _error(writer.create_item, 't', 1.0, column)
+  writer.append({'a': np.int32(0)})
+  return [_error(writer.create_item, 't', 1.0, reverb.TrajectoryColumn([])),
+          _error(writer.create_item, 't', 1.0, []),
+          _error(writer.create_item, 't', 1.0, {})]
+
+
+def scenario_create_item_of_mixed_cells(reverb, env):
+  _, writer = _writer(reverb, env)
+  writer.append({'a': np.zeros([2], np.float32), 'b': np.zeros([3], np.float32),
+                 'c': np.zeros([2], np.float64)})
+  history = writer.history
+  return [_error(writer.create_item, 't', 1.0, reverb.TrajectoryColumn(
+      list(history['a'][-1]) + list(history['b'][-1]))),
+          _error(writer.create_item, 't', 1.0, [history['a'][-1],
+                                                reverb.TrajectoryColumn(
+              list(history['a'][-1]) + list(history['c'][-1]))])]
 
 
 def scenario_create_item_with_nan_priority(reverb, env):
@@ -371,57 +422,6 @@ def scenario_create_item_in_an_unknown_table_unvalidated(reverb, env):
   _, writer = _writer(reverb, env, validate_items=False)
   writer.append({'a': np.int32(0)})
   writer.create_item('missing', 1.0, writer.history['a'][-1])
-  return _error(writer.flush, timeout_ms=5000)
-
-
-def _signed(reverb, env, **kwargs):
-  signature = {'obs': env.tf.TensorSpec([None, 2], env.tf.float32),
-               'act': env.tf.TensorSpec([], env.tf.int32)}
-  return _writer(reverb, env, tables=[_table(reverb, 's', signature=signature)],
-                 **kwargs)
-
-
-def scenario_signature_match(reverb, env):
-  client, writer = _signed(reverb, env)
-  for t in range(3):
-    writer.append({'obs': np.full([2], t, np.float32), 'act': np.int32(t)})
-  writer.create_item('s', 1.0, {'obs': writer.history['obs'][-2:],
-                                'act': writer.history['act'][-1]})
-  writer.flush()
-  return _sample_all(client, 's')
-
-
-def scenario_signature_mismatches(reverb, env):
-  _, writer = _signed(reverb, env)
-  for t in range(3):
-    writer.append({'obs': np.full([2], t, np.float32), 'act': np.int32(t),
-                   'obs64': np.full([2], t, np.float64),
-                   'wide': np.full([3], t, np.float32)})
-  history = writer.history
-  return [
-      _error(writer.create_item, 's', 1.0, {'obs': history['obs'][-2:]}),
-      _error(writer.create_item, 's', 1.0, {'obs': history['obs64'][-2:],
-                                            'act': history['act'][-1]}),
-      _error(writer.create_item, 's', 1.0, {'obs': history['wide'][-2:],
-                                            'act': history['act'][-1]}),
-      # A squeezed column where the signature has a time dimension.
-      _error(writer.create_item, 's', 1.0, {'obs': history['obs'][-1],
-                                            'act': history['act'][-1]}),
-      _error(writer.create_item, 's', 1.0, {'obs': history['obs'][-2:],
-                                            'act': history['act'][-1:]}),
-      _error(writer.create_item, 's', 1.0, {'obs': history['obs'][-2:],
-                                            'act': history['act'][-1],
-                                            'x': history['act'][-1]}),
-      _error(writer.create_item, 's', 1.0, [history['obs'][-2:],
-                                            history['act'][-1]]),
-  ]
-
-
-def scenario_signature_mismatch_unvalidated(reverb, env):
-  _, writer = _signed(reverb, env, validate_items=False)
-  writer.append({'obs': np.zeros([2], np.float64), 'act': np.int32(0)})
-  writer.create_item('s', 1.0, {'obs': writer.history['obs'][-1:],
-                                'act': writer.history['act'][-1]})
   return _error(writer.flush, timeout_ms=5000)
 
 
@@ -468,10 +468,23 @@ def scenario_end_episode_timeout(reverb, env):
 
 
 def scenario_end_episode_zero_timeout(reverb, env):
-  _, writer = _writer(reverb, env, num_keep_alive_refs=1)
-  writer.append(np.int32(0))
-  writer.create_item('t', 1.0, writer.history[-1])
+  _, writer = _blocked(reverb, env)
   return [_error(writer.end_episode, timeout_ms=0), writer.episode_steps]
+
+
+def scenario_end_episode_negative_timeout(reverb, env):
+  _, writer = _blocked(reverb, env)
+  return [_error(writer.end_episode, timeout_ms=-5), writer.episode_steps]
+
+
+def scenario_end_episode_with_an_open_partial_step(reverb, env):
+  # dm-reverb keeps the step open in its history but not in C++: the next
+  # append of a field set in it fails.
+  _, writer = _writer(reverb, env)
+  writer.append({'a': np.int32(0)}, partial_step=True)
+  writer.end_episode(clear_buffers=False)
+  error = _error(writer.append, {'a': np.int32(1)})
+  return [error, writer.episode_steps, _describe(writer.history)]
 
 
 def scenario_end_episode_arguments(reverb, env):
@@ -489,6 +502,15 @@ def scenario_configure_errors(reverb, env):
                  max_chunk_length=3),
           _error(writer.configure, ('a',), num_keep_alive_refs=2,
                  max_chunk_length=0)]
+
+
+def scenario_configure_a_column_before_its_first_step(reverb, env):
+  # dm-reverb's history of the column keeps the writer's 2 steps only.
+  _, writer = _writer(reverb, env, num_keep_alive_refs=2)
+  writer.configure(('a',), num_keep_alive_refs=4, max_chunk_length=2)
+  for t in range(4):
+    writer.append({'a': np.int32(t)})
+  return _index_outcomes(writer.history['a'], [slice(None)])
 
 
 def scenario_configure_a_column_with_buffered_steps(reverb, env):
@@ -522,3 +544,92 @@ def scenario_context_manager_flushes(reverb, env):
     writer.append(np.int32(7))
     writer.create_item('t', 1.0, writer.history[-1])
   return _sample_all(client)
+
+
+# --- The internal writer's interface ------------------------------------------
+
+
+class _FakeCellRef:
+
+  def __init__(self, value):
+    self.value = value
+    self.expired = False
+    self.shape = list(np.shape(value))
+    self.dtype = np.asarray(value).dtype
+
+  def numpy(self):
+    return np.asarray(self.value)
+
+  def __repr__(self):
+    return f'ref({self.value!r})'
+
+
+class _FakeInternalWriter:
+  """Records how reverb.TrajectoryWriter calls its internal writer."""
+
+  max_num_keep_alive_refs = 2
+
+  def __init__(self):
+    self.calls = []
+    self.episode_steps = 0
+
+  def _record(self, name, *args, **kwargs):
+    self.calls.append([name, repr(args), repr(sorted(kwargs.items()))])
+
+  def Append(self, *args, **kwargs):  # pylint: disable=invalid-name
+    self._record('Append', *args, **kwargs)
+    self.episode_steps += 1
+    return [None if x is None else _FakeCellRef(x) for x in args[0]]
+
+  def AppendPartial(self, *args, **kwargs):  # pylint: disable=invalid-name
+    self._record('AppendPartial', *args, **kwargs)
+    return [None if x is None else _FakeCellRef(x) for x in args[0]]
+
+  def __getattr__(self, name):
+    if name.startswith('_'):
+      raise AttributeError(name)
+    return lambda *args, **kwargs: self._record(name, *args, **kwargs)
+
+
+def scenario_calls_of_the_internal_writer(reverb, env):
+  del env
+  internal = _FakeInternalWriter()
+  writer = reverb.TrajectoryWriter(internal)
+  writer.configure(('b',), num_keep_alive_refs=2, max_chunk_length=1)
+  writer.append({'a': 1})
+  writer.append({'a': 2, 'b': [3]}, partial_step=True)
+  writer.append({'b': [None, 4]})
+  writer.create_item('t', 0.5, {'x': writer.history['a'][-2:],
+                                'y': writer.history['b'][1][-1]})
+  writer.flush()
+  writer.flush(1, 100)
+  writer.flush(block_until_num_items=2, timeout_ms=0)
+  writer.end_episode()
+  writer.end_episode(False, 50)
+  writer.end_episode(clear_buffers=True, timeout_ms=None)
+  steps = writer.episode_steps
+  writer.close()
+  # The chunker options are pybind objects: name their type only.
+  calls = [[name, re.sub(r'<reverb\.\w+\.(\w+) object at 0x[0-9a-f]+>',
+                         r'<\1>', args), kwargs]
+           for name, args, kwargs in internal.calls]
+  return [calls, steps,
+          [[None if ref is None else ref.value for ref in column]
+           for column in (writer.history['a'], writer.history['b'][0],
+                          writer.history['b'][1])]]
+
+
+def scenario_timeouts_of_the_internal_writer(reverb, env):
+  del env
+
+  class Blocked(_FakeInternalWriter):
+
+    def Flush(self, *args):  # pylint: disable=invalid-name
+      raise RuntimeError('Timeout exceeded with 1 items waiting.')
+
+    def EndEpisode(self, *args):  # pylint: disable=invalid-name
+      raise RuntimeError('Timeout exceeded with 1 items waiting.')
+
+  writer = reverb.TrajectoryWriter(Blocked())
+  return [_error(writer.flush), _error(writer.flush, timeout_ms=20),
+          _error(writer.end_episode), _error(writer.end_episode, True, 30)]
