@@ -52,6 +52,8 @@ DELIBERATE = {
     'trajectory_writer.dict_then_leaf': 'cannot grow into the history',
     'trajectory_writer.dict_then_list': 'cannot grow into the history',
     'trajectory_writer.leaf_then_dict': 'cannot grow into the history',
+    'trajectory_writer.namedtuple_of_more_fields':
+        'cannot grow into the history',
     'trajectory_writer.new_dict_in_a_list': 'grow a list by a nest',
     'trajectory_writer.int_dict_keys_grow': 'grow a list by a nest',
     'trajectory_writer.history_index_past_the_end': 'at or past the end',

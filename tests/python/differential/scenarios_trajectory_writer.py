@@ -1,5 +1,6 @@
 """Differential scenarios: reverb.TrajectoryWriter, its history and errors."""
 
+import collections
 import re
 
 import numpy as np
@@ -162,6 +163,33 @@ def scenario_dict_then_leaf(reverb, env):
   _, writer = _writer(reverb, env)
   writer.append({'a': np.int32(1)})
   return _error(writer.append, np.int32(2))
+
+
+def scenario_python_values_and_their_dtypes(reverb, env):
+  _, writer = _writer(reverb, env)
+  writer.append({'i': 1, 'f': 1.5, 'b': True, 's': 'text', 'y': b'bytes'})
+  history = writer.history
+  cells = {key: [str(history[key][-1].dtype), history[key][-1].numpy()]
+           for key in history}
+  return [cells, _error(writer.append, {'i': 2.5}),
+          _error(writer.append, {'f': 1}), _error(writer.append, {'s': 1})]
+
+
+_Pair = collections.namedtuple('Pair', ['zz', 'aa'])
+_Triple = collections.namedtuple('Triple', ['zz', 'aa', 'bb'])
+
+
+def scenario_namedtuple_steps(reverb, env):
+  _, writer = _writer(reverb, env)
+  writer.append(_Pair(np.int32(1), {'x': np.int32(2)}))
+  writer.append(_Pair(np.int32(3), {'x': np.int32(4), 'y': np.int32(5)}))
+  return _describe(writer.history)
+
+
+def scenario_namedtuple_of_more_fields(reverb, env):
+  _, writer = _writer(reverb, env)
+  writer.append(_Pair(np.int32(1), np.int32(2)))
+  return _error(writer.append, _Triple(np.int32(1), np.int32(2), np.int32(3)))
 
 
 def scenario_history_keeps_num_keep_alive_refs(reverb, env):
