@@ -49,22 +49,44 @@ def _step_spec(arrays: Sequence[np.ndarray]) -> _StepSpec:
 
 def _check_item(table: str, signature: structured_value.FlatSignature,
                 steps: Sequence[_StepSpec]):
-  """Raises ValueError unless every step of an item matches `signature`
-  (each column's spec describes one step, or the whole trajectory)."""
+  """Raises ValueError (dm-reverb's texts) unless every step of an item
+  matches `signature` (each column's spec describes one step, or the whole
+  trajectory). Steps are checked newest first: "timestep offset" 0 is the
+  last step."""
   specs = signature.specs
-  for step in steps:
-    mismatch = len(step) != len(specs) or any(
-        dtype != spec_dtype or not (
-            structured_value.shapes_compatible(spec_shape, shape) or
-            structured_value.shapes_compatible(spec_shape,
-                                               (len(steps),) + shape))
-        for (dtype, shape), (_, spec_dtype, spec_shape) in zip(step, specs))
-    if mismatch:
+  for offset, step in enumerate(reversed(steps)):
+    if len(step) != len(specs):
       raise ValueError(
-          f'Unable to create item in table \'{table}\' since the provided data '
-          f'does not match the table signature. The table signature is '
-          f'{signature.signature}; the data has (dtype, shape) per column '
-          f'{list(step)}.')
+          f"Unable to CreateItem in table '{table}' because Append was called "
+          'with a tensor signature inconsistent with table signature.  Append '
+          f'for timestep offset {offset} was called with {len(step)} tensors, '
+          f'but table requires {len(specs)} tensors per entry.  Table '
+          f'signature: {structured_value.describe_specs(signature.named_specs)}'
+          f', data signature: {_describe_step(step)}.')
+    for index, ((dtype, shape), (_, spec_dtype, spec_shape)) in enumerate(
+        zip(step, specs)):
+      if dtype == spec_dtype and (
+          structured_value.shapes_compatible(spec_shape, shape) or
+          structured_value.shapes_compatible(spec_shape,
+                                             (len(steps),) + shape)):
+        continue
+      name, _, _ = signature.named_specs[index]
+      raise ValueError(
+          f"Unable to CreateItem in table '{table}' because Append was called "
+          'with a tensor signature inconsistent with the table signature. At '
+          f'timestep offset {offset}, flattened index {index}, saw a tensor of '
+          f'dtype {structured_value.data_type_name(dtype)}, shape '
+          f'{structured_value.shape_string(shape)}, but expected tensor '
+          f"'{name}' of dtype {structured_value.data_type_name(spec_dtype)} "
+          'and shape compatible with '
+          f'{structured_value.shape_string(spec_shape)}.  (Flattened) table '
+          f'signature: {structured_value.describe_specs(signature.named_specs)}'
+          f', data signature: {_describe_step(step)}.')
+
+
+def _describe_step(step: _StepSpec) -> str:
+  return structured_value.describe_specs(
+      [('', dtype, shape) for dtype, shape in step])
 
 
 class Writer:

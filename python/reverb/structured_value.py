@@ -47,6 +47,11 @@ _NUMPY_TO_DT = {
 }
 _DT_TO_NUMPY = {dt: dtype for dtype, dt in _NUMPY_TO_DT.items()}
 
+# dtypes whose values TensorFlow never writes as `tensor_content`; the
+# others use it for tensors of more than one element.
+_VALUES_ONLY = frozenset([tf_protos.DT_BOOL, tf_protos.DT_COMPLEX64,
+                          tf_protos.DT_COMPLEX128, tf_protos.DT_UINT16])
+
 # Which repeated field of TensorProto holds the values of each dtype when
 # `tensor_content` is not used.
 _VALUE_FIELDS = {
@@ -100,8 +105,17 @@ def array_to_tensor_proto(array: Any, dtype: Any = None):
     proto.string_val.extend(
         v if isinstance(v, bytes) else str(v).encode('utf-8')
         for v in array.reshape(-1))
-  else:
+  elif array.size > 1 and proto.dtype not in _VALUES_ONLY:
     proto.tensor_content = np.ascontiguousarray(array).tobytes()
+  else:  # As TensorFlow's make_tensor_proto: the typed value field.
+    flat = array.reshape(-1)
+    if proto.dtype == tf_protos.DT_HALF:
+      values = flat.view(np.uint16).tolist()
+    elif proto.dtype in (tf_protos.DT_COMPLEX64, tf_protos.DT_COMPLEX128):
+      values = np.stack([flat.real, flat.imag], axis=-1).reshape(-1).tolist()
+    else:
+      values = flat.tolist()
+    getattr(proto, _VALUE_FIELDS[proto.dtype]).extend(values)
   return proto
 
 
@@ -231,9 +245,9 @@ def encode(nest: Any, *, none_leaves: bool = False):
     target.SetInParent()
     for item in nest:
       target.values.add().CopyFrom(encode(item, none_leaves=none_leaves))
-  elif hasattr(nest, 'shape') and hasattr(nest, 'dtype') and (
-      isinstance(nest, specs.TensorSpec) or
-      type(nest).__module__.startswith('tensorflow')):
+  elif isinstance(nest, specs.TensorSpec) or any(
+      cls.__name__ == 'TensorSpec' and cls.__module__.startswith('tensorflow')
+      for cls in type(nest).__mro__):  # tf.TensorSpec and its subclasses.
     name = nest.name or ''
     shape = _shape_proto(_tf_shape(nest.shape))
     dtype = data_type(nest.dtype)
@@ -250,7 +264,7 @@ def encode(nest: Any, *, none_leaves: bool = False):
       value.tensor_spec_value.shape.CopyFrom(shape)
       value.tensor_spec_value.dtype = dtype
   else:
-    raise ValueError(f'Unsupported signature spec: {nest!r}')
+    raise ValueError(f'Unsupported signature spec: {nest}')
   return value
 
 
@@ -291,6 +305,30 @@ def _decode(value, classes) -> Any:
   raise ValueError(f'Unsupported StructuredValue kind {kind!r} in signature.')
 
 
+def data_type_name(data_type_value: int) -> str:
+  """TensorFlow's name of a `tensorflow.DataType` value: float, int64, ..."""
+  for name, value in vars(tf_protos).items():
+    if name.startswith('DT_') and value == data_type_value:
+      return name[len('DT_'):].lower()
+  return str(data_type_value)
+
+
+def shape_string(shape: Optional[Sequence[Optional[int]]]) -> str:
+  """TensorFlow's shape DebugString: [?,2], [] or <unknown>."""
+  if shape is None:
+    return '<unknown>'
+  return '[' + ','.join('?' if d is None else str(d) for d in shape) + ']'
+
+
+def describe_specs(named_specs: Sequence[tuple]) -> str:
+  """dm-reverb's description of (name, `tensorflow.DataType` value, shape)
+  triples: "0: Tensor<name: 'a', dtype: float, shape: [2]>, 1: ..."."""
+  return ', '.join(
+      f"{i}: Tensor<name: '{name}', dtype: {data_type_name(data_type_value)}, "
+      f'shape: {shape_string(shape)}>'
+      for i, (name, data_type_value, shape) in enumerate(named_specs))
+
+
 class FlatSignature:
   """A table signature with its leaves' (spec, `tensorflow.DataType` value,
   shape), worked out once (item validation compares every item to them)."""
@@ -299,3 +337,12 @@ class FlatSignature:
     self.signature = signature
     self.specs = [(spec,) + spec_data_type_and_shape(spec)
                   for spec in _tree.flatten(signature)]
+
+  @property
+  def named_specs(self) -> list:
+    """(name, dtype value, shape) of each leaf, named as dm-reverb's
+    messages name them: its path joined by '/', then the spec's own name."""
+    return [('/'.join([str(p) for p in path] + ([spec.name] if spec.name
+                                                  else [])), data_type, shape)
+            for (path, _), (spec, data_type, shape) in zip(
+                _tree.flatten_with_path(self.signature), self.specs)]

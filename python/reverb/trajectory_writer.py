@@ -34,7 +34,6 @@ from reverb import _tree
 from reverb import errors
 from reverb import pybind
 from reverb import structured_value
-from reverb import tf_protos
 
 Path = Tuple[Union[int, str], ...]
 
@@ -230,26 +229,9 @@ class _ColumnHistory:
     return TrajectoryColumn([self._reference(index)], squeeze=True, path=path)
 
 
-def _data_type_name(data_type: int) -> str:
-  """TensorFlow's name of a `tensorflow.DataType` value: float, int64, ..."""
-  for name, value in vars(tf_protos).items():
-    if name.startswith('DT_') and value == data_type:
-      return name[len('DT_'):].lower()
-  return str(data_type)
-
-
-def _shape_string(shape: Optional[Sequence[Optional[int]]]) -> str:
-  """TensorFlow's shape DebugString: [?,2], [] or <unknown>."""
-  if shape is None:
-    return '<unknown>'
-  return '[' + ','.join('?' if d is None else str(d) for d in shape) + ']'
-
-
-def _specs_string(specs: Sequence[Tuple[str, int, Any]]) -> str:
-  return ', '.join(
-      f"{i}: Tensor<name: '{name}', dtype: {_data_type_name(data_type)}, "
-      f'shape: {_shape_string(shape)}>'
-      for i, (name, data_type, shape) in enumerate(specs))
+_data_type_name = structured_value.data_type_name
+_shape_string = structured_value.shape_string
+_specs_string = structured_value.describe_specs
 
 
 def _signature_mismatch(table: str,
@@ -273,10 +255,7 @@ def _signature_mismatch(table: str,
   # The error path: spell both signatures out as dm-reverb does.
   got = [(structured_value.data_type(column.dtype), column.shape)
          for column in columns]
-  wanted = [('/'.join([str(p) for p in path] + ([spec.name] if spec.name
-                                                  else [])), data_type, shape)
-            for (path, spec), (_, data_type, shape) in zip(
-                _tree.flatten_with_path(signature.signature), specs)]
+  wanted = signature.named_specs
   provided = [(str(i), data_type, shape)
               for i, (data_type, shape) in enumerate(got)]
   prefix = (f"Unable to create item in table '{table}' since the provided "
