@@ -108,6 +108,17 @@ bool HasRows(const SourceOptions& options, const Sample& sample,
   return true;
 }
 
+// Whether every column of `sample` is squeezed (a single step without a
+// time dimension): in timestep mode such a sample is one timestep, whole.
+bool AllSqueezed(const Sample& sample) {
+  const auto& columns = sample.info->item().flat_trajectory().columns();
+  if (columns.empty()) return false;
+  for (const auto& column : columns) {
+    if (!column.squeeze()) return false;
+  }
+  return true;
+}
+
 // Checks every column of `sample` against the expected dtypes and shapes
 // and returns the shape of one row of each.
 absl::StatusOr<std::vector<std::vector<int64_t>>> RowShapes(
@@ -117,15 +128,16 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> RowShapes(
         "Table '", options.table, "' returned ", sample.columns.size(),
         " columns but the dataset expects ", options.dtypes.size(), "."));
   }
-  if (options.emit_timesteps) {
-    absl::StatusOr<int64_t> steps = NumTimesteps(sample);
-    if (!steps.ok()) return steps.status();
+  const bool split = options.emit_timesteps && !AllSqueezed(sample);
+  if (split && !NumTimesteps(sample).ok()) {
+    return absl::InvalidArgumentError(
+        "Sampled trajectory cannot be decomposed into timesteps.");
   }
   std::vector<std::vector<int64_t>> shapes;
   for (size_t c = 0; c < sample.columns.size(); ++c) {
     const Tensor& column = sample.columns[c];
     std::vector<int64_t> shape = column.shape;
-    if (options.emit_timesteps) shape.erase(shape.begin());
+    if (split) shape.erase(shape.begin());
     if (column.dtype != options.dtypes[c] ||
         !ShapesCompatible(options.shapes[c], shape)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -279,7 +291,7 @@ SourceStatus SampleSource::Next() {
       return ToSourceStatus(s.error);
     }
   }
-  s.num_rows = s.options.emit_timesteps
+  s.num_rows = s.options.emit_timesteps && !AllSqueezed(s.samples[0])
                    ? s.samples[0].columns[0].shape[0]
                    : static_cast<int64_t>(s.samples.size());
   return {};

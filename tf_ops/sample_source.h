@@ -9,7 +9,8 @@
 //
 // A SampleSource owns one Sampler. Each Next() call fetches "rows": in
 // trajectory mode, up to `batch_size` whole samples (stacked, so all must
-// have the same shapes); in timestep mode, the timesteps of one sample.
+// have the same shapes); in timestep mode, the timesteps of one sample (a
+// sample whose columns are all squeezed is one timestep, as in dm-reverb).
 // Before the first sample, the table's signature (if it has one) is checked
 // against the dtypes and shapes the dataset expects, and every column of
 // every sample is checked again before it is handed over.
