@@ -345,8 +345,8 @@ class Client:
       table: Table to sample from.
       num_samples: Number of samples (-1, as in dm-reverb, yields none).
       emit_timesteps: Yield each sample as a list of `ReplaySample`, one per
-        timestep (all columns must have the same length); otherwise yield one
-        `ReplaySample` holding whole columns.
+        timestep (all columns must have the same length, and none may be
+        squeezed); otherwise yield one `ReplaySample` holding whole columns.
       unpack_as_table_signature: Shape the data as the table's signature
         (fetched with `server_info`); tables without one give flat lists.
       timeout: Seconds to wait for each sample (None: forever, as dm-reverb).
@@ -354,8 +354,9 @@ class Client:
     Raises:
       DeadlineExceededError: If a sample does not arrive within `timeout`.
       ValueError: If `num_samples` is 0 or < -1, the table is unknown (with
-        unpack_as_table_signature) or the sample cannot be split into
-        timesteps.
+        unpack_as_table_signature) or the columns' lengths differ (with
+        emit_timesteps).
+      TypeError: If a column is squeezed (with emit_timesteps).
     """
     if num_samples == -1:
       # dm-reverb opens an unlimited sampler and reads none of it.
@@ -392,17 +393,20 @@ class Client:
             continue
         else:
           sample = stream.Read()
-        info, columns, timesteps = sample
+        info, columns, _ = sample
         info = replay_sample.SampleInfo(*info)
         yielded += 1
         if emit_timesteps:
-          if timesteps < 0:
+          # As dm-reverb: columns of one length are split along it (a
+          # squeezed column raises TypeError: it has no len()).
+          lengths = {len(c) for c in columns}
+          if len(lengths) != 1:
             raise ValueError(
                 "Can't split non timestep trajectory into timesteps.")
           yield [
               replay_sample.ReplaySample(
                   info, self._shape(signature, [c[t, ...] for c in columns]))
-              for t in range(timesteps)
+              for t in range(lengths.pop())
           ]
         else:
           yield replay_sample.ReplaySample(info, self._shape(signature, columns))

@@ -742,3 +742,64 @@ def scenario_writer_append_sequence_errors(reverb, env):
   outcomes.append(_outcome(lambda: writer.create_item('t', 1, 1.0)))
   writer.close()
   return outcomes
+
+
+def scenario_sample_timesteps_of_an_item_with_unequal_columns(reverb, env):
+  client = _client(reverb, env)
+  with client.trajectory_writer(2) as writer:
+    writer.append({'x': np.int32(1), 'y': np.float32(1)})
+    writer.append({'x': np.int32(2)})
+    writer.create_item('t', 1.0, {'x': writer.history['x'][:],
+                                  'y': writer.history['y'][-2]})
+  [sample] = list(client.sample('t', emit_timesteps=False))
+  return {'data': sample.data,
+          'timesteps': _outcome(lambda: list(client.sample('t')))}
+
+
+def scenario_sample_probabilities_of_prioritized_table(reverb, env):
+  client = _client(reverb, env,
+                   _table(reverb, sampler=reverb.selectors.Prioritized(1.0)))
+  client.insert([np.int32(1)], priorities={'t': 1.0})
+  client.insert([np.int32(3)], priorities={'t': 3.0})
+  seen = {}
+  for [sample] in client.sample('t', 60):
+    seen[str(sample.info.priority)] = round(float(sample.info.probability), 6)
+  return seen
+
+
+def scenario_mutate_priorities_with_a_list(reverb, env):
+  _client(reverb, env).mutate_priorities('t', updates=[(1, 1.0)])
+
+
+def scenario_checkpoint_into_a_given_directory(reverb, env):
+  directory = tempfile.mkdtemp()
+  checkpointer = reverb.checkpointers.DefaultCheckpointer(directory)
+  client = reverb.Client(env.server([_table(reverb)],
+                                    checkpointer=checkpointer))
+  client.insert([np.int32(1)], priorities={'t': 1.0})
+  path = client.checkpoint()
+  return {'parent': os.path.dirname(path) == directory,
+          'names': sorted(os.listdir(path))}
+
+
+def scenario_insert_dtypes_then_sample(reverb, env):
+  client = _client(reverb, env)
+  data = [np.float16(1.5), np.complex64(1 + 2j), np.complex128(3 - 1j),
+          np.uint64(2**63 + 1), np.int16(-7), np.uint16(9), np.bool_(False),
+          np.array([['a', 'bc'], ['', 'd']]), np.array([b'\x00\xff']),
+          np.zeros((2, 0, 3), np.float32), np.arange(6).reshape(2, 3).T]
+  client.insert(data, priorities={'t': 1.0})
+  [[sample]] = list(client.sample('t'))
+  return [{'dtype': str(np.asarray(d).dtype), 'shape': np.shape(d),
+           'value': repr(np.asarray(d).tolist())} for d in sample.data]
+
+
+def scenario_delta_encoded_writer(reverb, env):
+  client = _client(reverb, env)
+  with client.writer(4, delta_encoded=True, chunk_length=4) as writer:
+    for i in range(4):
+      writer.append([np.full(3, i * i, np.int32), np.float32(i),
+                     np.array(str(i))])
+    writer.create_item('t', 3, 1.0)
+  [steps] = list(client.sample('t'))
+  return [s.data for s in steps]
