@@ -229,11 +229,6 @@ class _ColumnHistory:
     return TrajectoryColumn([self._reference(index)], squeeze=True, path=path)
 
 
-_data_type_name = structured_value.data_type_name
-_shape_string = structured_value.shape_string
-_specs_string = structured_value.describe_specs
-
-
 def _signature_mismatch(table: str,
                         signature: structured_value.FlatSignature,
                         columns: Sequence[TrajectoryColumn]) -> Optional[str]:
@@ -258,23 +253,28 @@ def _signature_mismatch(table: str,
   wanted = signature.named_specs
   provided = [(str(i), data_type, shape)
               for i, (data_type, shape) in enumerate(got)]
+  describe = structured_value.describe_specs
+
+  def tensor(data_type, shape):
+    return (f'{structured_value.data_type_name(data_type)} '
+            f'{structured_value.shape_string(shape)}')
+
   prefix = (f"Unable to create item in table '{table}' since the provided "
             f'trajectory is inconsistent with the table signature.')
   if len(wanted) != len(provided):
     return (f'{prefix} The trajectory has {len(provided)} columns but the '
             f'table signature has {len(wanted)} columns.\n\nThe table '
-            f'signature is:\n\t{_specs_string(wanted)}\n\nThe provided '
-            f'trajectory signature was:\n\t{_specs_string(provided)}.\n')
+            f'signature is:\n\t{describe(wanted)}\n\nThe provided '
+            f'trajectory signature was:\n\t{describe(provided)}.\n')
   for i, ((_, want_type, want_shape), (_, got_type, got_shape)) in enumerate(
       zip(wanted, provided)):
     if (want_type != got_type or
         not structured_value.shapes_compatible(want_shape, got_shape)):
       return (f'{prefix} The table expects column {i} to be a '
-              f'{_data_type_name(want_type)} {_shape_string(want_shape)} '
-              f'tensor but got a {_data_type_name(got_type)} '
-              f'{_shape_string(got_shape)} tensor.\n\nThe table signature '
-              f'is:\n\t{_specs_string(wanted)}\n\nThe provided trajectory '
-              f'signature is:\n\t{_specs_string(provided)}.\n')
+              f'{tensor(want_type, want_shape)} tensor but got a '
+              f'{tensor(got_type, got_shape)} tensor.\n\nThe table '
+              f'signature is:\n\t{describe(wanted)}\n\nThe provided '
+              f'trajectory signature is:\n\t{describe(provided)}.\n')
   return None
 
 
