@@ -33,6 +33,7 @@
 #include "tensorflow/c/ops.h"
 #include "tensorflow/c/tf_status.h"
 #include "tensorflow/c/tf_tensor.h"
+#include "tf_ops/kernel_support.h"
 #include "tf_ops/sample_source.h"
 
 namespace deepmind::reverb::tf_ops {
@@ -41,44 +42,11 @@ namespace {
 constexpr char kOpName[] = "ReverbSampleRows";
 constexpr int kNumInfoOutputs = 5;
 
-// Owns a TF_Status.
-struct Status {
-  TF_Status* s = TF_NewStatus();
-  ~Status() { TF_DeleteStatus(s); }
-  bool ok() const { return TF_GetCode(s) == TF_OK; }
-};
-
 struct Kernel {
   SourceOptions options;
   std::mutex mu;
   std::unique_ptr<SampleSource> source;
 };
-
-bool GetString(TF_OpKernelConstruction* ctx, const char* name,
-               std::string* out, TF_Status* status) {
-  int32_t list_size = 0;
-  int32_t total_size = 0;
-  TF_OpKernelConstruction_GetAttrSize(ctx, name, &list_size, &total_size,
-                                      status);
-  if (TF_GetCode(status) != TF_OK) return false;
-  out->resize(total_size);
-  TF_OpKernelConstruction_GetAttrString(ctx, name, out->data(), total_size,
-                                        status);
-  return TF_GetCode(status) == TF_OK;
-}
-
-bool GetInt64List(TF_OpKernelConstruction* ctx, const char* name,
-                  std::vector<int64_t>* out, TF_Status* status) {
-  int32_t list_size = 0;
-  int32_t total_size = 0;
-  TF_OpKernelConstruction_GetAttrSize(ctx, name, &list_size, &total_size,
-                                      status);
-  if (TF_GetCode(status) != TF_OK) return false;
-  out->resize(list_size);
-  TF_OpKernelConstruction_GetAttrInt64List(ctx, name, out->data(), list_size,
-                                           status);
-  return TF_GetCode(status) == TF_OK;
-}
 
 // The options from the node's attributes; false (with `status` set) if one
 // is missing or malformed.
