@@ -34,6 +34,10 @@ _RUN_TIMEOUT = 300
 # 'module.scenario': a phrase of docs/migration.md that explains why ours
 # answers differently.
 DELIBERATE = {
+    'structured_writer.infer_signature_of_strided_slices':
+        'rounds the length down (2)',
+    'structured_writer.a_field_given_twice_with_other_fields':
+        'the failed append writes nothing',
     'client.insert_into_known_and_unknown_table':
         'raises before inserting anything',
     'client.insert_with_negative_priority_into_prioritized':
