@@ -490,13 +490,13 @@ class Patterns:
 
   def end_episode(self, clear_buffers: bool
                  ) -> List[Tuple[Config, List[List[Any]], List[bool], float]]:
-    """The end-of-episode items; then a new episode starts."""
+    """The end-of-episode items; then a new episode starts (the step index
+    restarts; steps since a config applied keep counting, as dm-reverb's)."""
     items = self._apply(end_of_episode=True) if self._step_index >= 0 else []
     if clear_buffers:
       for buffer in list(self._cells.values()) + list(self._values.values()):
         buffer.clear()
     for state in self._states:
-      state.steps_since_applied = 0
       state.last_applied_step = None
     self._step_index = -1
     self._step_is_open = False

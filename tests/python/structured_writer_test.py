@@ -60,6 +60,25 @@ def test_conditions_choose_the_steps(client, condition, expected):
   assert [int(d[0]) for d in drain(client)] == expected
 
 
+def test_steps_since_applied_keeps_counting_across_episodes(client):
+  writer = client.structured_writer([sw.create_config(
+      REF['a'][-1], 'queue', [sw.Condition.steps_since_applied() >= 3])])
+  for episode in range(3):
+    for t in range(4):
+      writer.append({'a': np.int32(10 * episode + t), 'b': None})
+    writer.end_episode(clear_buffers=episode != 1,
+                       timeout_ms=TIMEOUT * 1000)
+  assert [int(d[0]) for d in drain(client)] == [2, 11, 20, 23]
+
+
+def test_an_inverted_buffer_length_condition_is_no_history_guard(client):
+  # buffer_length < 4 always holds; the items still wait for 3 steps.
+  condition = sw.ConditionProto(buffer_length=True, ge=4, inverse=True)
+  write(client, [sw.create_config(REF['a'][-3:], 'queue', [condition])],
+        steps=4)
+  assert [list(d[0]) for d in drain(client)] == [[0, 1, 2], [1, 2, 3]]
+
+
 def test_end_of_episode_condition(client):
   write(client, [sw.create_config(REF['a'][-1], 'queue',
                                   [sw.Condition.is_end_episode()])], steps=5)

@@ -510,3 +510,80 @@ def scenario_infer_signature_errors(reverb, env):
       lambda: sw.infer_signature(
           one(sw.create_reference_step([None] * 5)[4][-1]), arrays),
   )
+
+
+def scenario_buffer_length_conditions(reverb, env):
+  sw = reverb.structured_writer
+  ref = sw.create_reference_step(STEP)
+  client = _server(reverb, env)
+
+  def buffer_length(ge):
+    return sw.ConditionProto(buffer_length=True, ge=ge)
+
+  # (An inverted one, `buffer_length < 4`, is left out: dm-reverb takes it
+  # for the history guard and builds items from missing steps, or hangs.)
+  return [_write(client, [sw.create_config(ref['a'][-3:], 'p', conditions)],
+                 _steps(5))
+          for conditions in ([buffer_length(-5)], [buffer_length(1)],
+                             [buffer_length(3)], [buffer_length(4)])]
+
+
+def scenario_steps_since_applied_across_episodes(reverb, env):
+  sw = reverb.structured_writer
+  ref = sw.create_reference_step(STEP)
+  client = _server(reverb, env)
+  writer = client.structured_writer([sw.create_config(
+      ref['a'][-1], 'p', [sw.Condition.steps_since_applied() >= 3])])
+  for episode, clear in ((0, True), (1, False), (2, True)):
+    for t in range(4):
+      writer.append({'a': np.int32(10 * episode + t), 'b': None})
+    writer.end_episode(clear_buffers=clear)
+  return _drain(client)
+
+
+def scenario_fresh_writer(reverb, env):
+  sw = reverb.structured_writer
+  ref = sw.create_reference_step(STEP)
+  client = _server(reverb, env)
+  writer = client.structured_writer([
+      sw.create_config(ref['a'][-1], 'p', [sw.Condition.is_end_episode()])])
+  opened = writer.step_is_open
+  writer.flush()
+  writer.end_episode()
+  writer.end_episode(clear_buffers=False, timeout_ms=1000)
+  return [opened, writer.step_is_open, _drain(client)]
+
+
+def scenario_data_condition_on_a_pattern_field(reverb, env):
+  sw = reverb.structured_writer
+  ref = sw.create_reference_step(STEP)
+  data = sw.Condition.data(STEP)
+  client = _server(reverb, env)
+  return _write(client, [sw.create_config(
+      {'a': ref['a'][-2:], 'b': ref['b'][-1]}, 'p', [data['a'] % 2 == 1])],
+                _steps(6), end_episode=True)
+
+
+def scenario_conditions_over_partial_steps(reverb, env):
+  sw = reverb.structured_writer
+  step = {'a': None, 'b': None, 'done': None}
+  ref = sw.create_reference_step(step)
+  data = sw.Condition.data(step)
+  client = _server(reverb, env)
+  writer = client.structured_writer([
+      sw.create_config({'a': ref['a'][-1]}, 'p',
+                       [sw.Condition.step_index() % 2 == 0]),
+      sw.create_config({'b': ref['b'][-1]}, 'p',
+                       [sw.Condition.steps_since_applied() >= 2]),
+      sw.create_config({'a': ref['a'][-2:], 'b': ref['b'][-1]}, 'p',
+                       [data['done'] == True]),  # pylint: disable=singleton-comparison
+  ])
+  sizes = []
+  for t in range(5):
+    writer.append({'a': np.int32(t), 'b': None, 'done': None},
+                  partial_step=True)
+    writer.flush()
+    sizes.append(client.server_info()['p'].current_size)
+    writer.append({'a': None, 'b': np.float32(t), 'done': np.bool_(t % 2)})
+  writer.flush()
+  return [sizes, _drain(client)]
