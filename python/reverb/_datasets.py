@@ -171,10 +171,13 @@ def sample_rows(tf, server_address: Any, table: Any, spec: Any,
                 drop_remainder: bool = False):
   """A dataset of ReplaySamples with a leading dimension of rows: up to
   `batch_size` samples per element (all of them unless the sequence ends,
-  when `fill_timeout_ms` is -1; never fewer with `drop_remainder`, and then
-  the dimension is static), or the timesteps of one sample. The default
+  when `fill_timeout_ms` is -1; never fewer with `drop_remainder`), or the
+  timesteps of one sample. The default
   `batch_size` stacks what is ready, up to 64 samples of fully known shapes
-  or else one. Elements are never empty.
+  or else one. An element has zero rows when none were ready within the
+  op's wait (100 ms): the op returns to TensorFlow that often, so that a
+  cancelled iterator or a closed session ends between two runs (see
+  `skip_empty`).
 
   `server_address` and `table` are strings or string tensors. Each iterator
   checks the table signature, then samples through its own streams
@@ -205,9 +208,9 @@ def sample_rows(tf, server_address: Any, table: Any, spec: Any,
       fill_timeout_ms=fill_timeout_ms,
       drop_remainder=drop_remainder)
 
-  # With drop_remainder the op hands over only full batches.
-  rows = tf.TensorShape(
-      [batch_size if drop_remainder and not emit_timesteps else None])
+  # Even with drop_remainder the number of rows is not static: a run may
+  # return none (see skip_empty, which must not be folded away).
+  rows = tf.TensorShape([None])
 
   def sample(_):
     *info, data = ops.reverb_sample_rows(server_address, table, **attrs)
@@ -218,8 +221,11 @@ def sample_rows(tf, server_address: Any, table: Any, spec: Any,
     return replay_sample.ReplaySample(replay_sample.SampleInfo(*info),
                                       _tree.unflatten_as(spec.data, data))
 
-  # The op returns zero rows when none were ready within its wait, so that
-  # a cancelled iterator ends between two runs.
-  return _map_until_out_of_range(
-      tf.data.Dataset.from_tensors(0).repeat(), sample).filter(
-          lambda sample: tf.size(sample.info.key) > 0)
+  return _map_until_out_of_range(tf.data.Dataset.from_tensors(0).repeat(),
+                                 sample)
+
+
+def skip_empty(tf, dataset):
+  """`dataset` (of `sample_rows`) without its elements of zero rows (which
+  `unbatch` skips by itself)."""
+  return dataset.filter(lambda sample: tf.size(sample.info.key) > 0)

@@ -111,6 +111,7 @@ class TrajectoryDataset(_DeferredDataset):
     _datasets.check_arguments(max_in_flight_samples_per_worker,
                               num_workers_per_iterator, max_samples_per_stream,
                               rate_limiter_timeout_ms, max_samples)
+    _datasets.load_ops(tf)  # ImportError now rather than on first use.
     self._spec = _datasets.element_spec(tf, dtypes, shapes)
     # sample_rows(batch_size=..., ...) for this table and these options.
     self._sample_rows = functools.partial(
@@ -133,8 +134,9 @@ class TrajectoryDataset(_DeferredDataset):
                            deterministic, name)
     rows = tf.TensorShape([batch_size if drop_remainder else None])
     return _DeferredDataset(
-        functools.partial(self._sample_rows, batch_size=batch_size,
-                          fill_timeout_ms=-1, drop_remainder=drop_remainder),
+        lambda: _datasets.skip_empty(tf, self._sample_rows(
+            batch_size=batch_size, fill_timeout_ms=-1,
+            drop_remainder=drop_remainder)),
         tf.nest.map_structure(
             lambda s: tf.TensorSpec(rows.concatenate(s.shape), s.dtype),
             self._spec))

@@ -279,3 +279,21 @@ def test_a_server_that_stops_ends_a_waiting_iterator():
   # The server's CANCELLED ends it (a retry would end in UNAVAILABLE, after
   # the reconnect window).
   assert ended == ['CancelledError']
+
+
+@pytest.mark.parametrize('drop_remainder', [False, True])
+def test_batches_that_wait_come_out_whole(server, drop_remainder):
+  # Items of one step: the op itself stacks the batch.
+  dataset = reverb.TrajectoryDataset(
+      f'localhost:{server.port}', 'queue', tf.float32, tf.TensorShape([1]),
+      max_in_flight_samples_per_worker=2).batch(2, drop_remainder)
+  client = server.localhost_client()
+
+  def insert_later():
+    time.sleep(0.5)  # Several of the op's waits pass with nothing.
+    for value in (1, 2):
+      client.insert(np.float32(value), {'queue': 1.0})
+
+  threading.Thread(target=insert_later, daemon=True).start()
+  batch = next(iter(dataset))
+  assert sorted(batch.data.numpy()[:, 0].tolist()) == [1.0, 2.0]

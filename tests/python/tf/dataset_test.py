@@ -204,7 +204,8 @@ def test_signature_mismatch_is_an_error(server):
   dataset = reverb.TrajectoryDataset(
       address(server), 'unsigned', dtypes=(tf.float32,), shapes=([1],),
       max_in_flight_samples_per_worker=1)
-  with pytest.raises(tf.errors.InvalidArgumentError, match='expects'):
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match='Received incompatible tensor'):
     next(iter(dataset))
 
 
