@@ -40,11 +40,16 @@ class _RefNode:
     self._index = index
 
   def __getitem__(self, key) -> patterns_pb2.PatternNode:
+    """`[i]` (Python or numpy int) is the single cell i; `[a:b:c]` a slice.
+
+    Raises:
+      ValueError: For other keys (worded as dm-reverb's, "by got" included).
+    """
     if isinstance(key, (int, np.integer)):
       key = slice(int(key))
     elif not isinstance(key, slice):
       raise ValueError(
-          f'Key must be int or slice but got {key} (type {type(key)}).')
+          f'Key must be int or slice by got {key} (type {type(key)}).')
     return patterns_pb2.PatternNode(
         flat_source_index=self._index, start=key.start, stop=key.stop,
         step=key.step)

@@ -38,11 +38,15 @@ DELIBERATE = {
         'rounds the length down (2)',
     'structured_writer.a_field_given_twice_with_other_fields':
         'the failed append writes nothing',
+    'structured_writer.reference_step_numpy_int_keys':
+        'as by Python ints: `ref',
     'client.insert_into_known_and_unknown_table':
         'raises before inserting anything',
     'client.insert_with_negative_priority_into_prioritized':
         "kills the table's worker",
     'client.insert_without_columns': 'An item with no columns',
+    'client.insert_after_the_server_stopped': 'samplers retry for 10 s',
+    'client.sample_after_the_server_stopped': 'samplers retry for 10 s',
     'client.writer_create_item_of_negative_steps': 'shows `%d` unfilled',
     'client.writer_create_item_of_zero_steps': 'shows `%d` unfilled',
     'server.queue_of_negative_size': 'whose min_diff > max_diff',

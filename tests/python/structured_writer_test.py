@@ -377,6 +377,14 @@ def test_condition_builders_make_protos():
   assert reverb.structured is sw
 
 
+def test_reference_step_keys():
+  assert REF['a'][np.int64(-2)] == REF['a'][-2]
+  with pytest.raises(ValueError) as e:
+    REF['a']['x']  # pylint: disable=pointless-statement
+  assert str(e.value) == ("Key must be int or slice by got x (type "
+                          "<class 'str'>).")
+
+
 @pytest.mark.parametrize('value, expected', [
     (True, 1), (False, 0), (np.bool_(True), 1), (np.int64(3), 3)])
 def test_condition_builders_take_bools_and_numpy_ints(value, expected):

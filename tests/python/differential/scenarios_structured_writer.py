@@ -587,3 +587,17 @@ def scenario_conditions_over_partial_steps(reverb, env):
     writer.append({'a': None, 'b': np.float32(t), 'done': np.bool_(t % 2)})
   writer.flush()
   return [sizes, _drain(client)]
+
+
+def scenario_reference_step_keys(reverb, env):
+  del env
+  ref = reverb.structured_writer.create_reference_step({'a': None})['a']
+  return _errors(lambda: ref['x'], lambda: ref[-1.0], lambda: ref[-1, -2],
+                 lambda: ref[-2.0:], lambda: str(ref[-1]), lambda: str(ref[-3:-1]))
+
+
+def scenario_reference_step_numpy_int_keys(reverb, env):
+  # dm-reverb takes only Python ints.
+  del env
+  ref = reverb.structured_writer.create_reference_step({'a': None})['a']
+  return _errors(lambda: ref[np.int64(-1)].stop)
