@@ -3,9 +3,9 @@
   .venv/bin/python -m bench [--quick] [--runs 3] [--out bench-results]
       [--only ours] [--scripts NAME ...] [--same-process]
 
-Runs client_bench, writer_bench, dataset_bench, checkpoint_bench,
-prioritized_bench, ratelimit_bench and import_bench (each a script of its
-own: see their docstrings) with our package (this interpreter) and, when
+Runs client_bench, writer_bench, dataset_bench, tf_client_bench,
+checkpoint_bench, prioritized_bench, ratelimit_bench and import_bench (each a
+script of its own: see their docstrings) with our package (this interpreter) and, when
 `.venv-dmreverb` exists (`.ci/dmreverb_venv`), with dm-reverb, alternating
 the two (A B A B ...) `--runs` times. Every run validates what it received
 and fails rather than score wrong data. The JSON reports go to `--out`,
@@ -27,8 +27,9 @@ import sys
 from bench import compare
 
 BENCH = pathlib.Path(__file__).resolve().parent
-SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'checkpoint_bench',
-           'prioritized_bench', 'ratelimit_bench', 'import_bench']
+SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'tf_client_bench',
+           'checkpoint_bench', 'prioritized_bench', 'ratelimit_bench',
+           'import_bench']
 DMREVERB_PYTHON = BENCH.parent / '.venv-dmreverb' / 'bin' / 'python'
 
 
