@@ -1,8 +1,9 @@
 """Client: talks to a Reverb server (insert, sample, update, inspect).
 
 Beyond dm-reverb: `sample`, `mutate_priorities` and `reset` take an optional
-`timeout` (seconds), and every call raises instead of hanging when the server
-is gone.
+`timeout` (seconds), and inserts, writers and samples raise instead of
+hanging when the server is gone (`server_info`, `mutate_priorities` and
+`reset` wait for it, as dm-reverb's, unless given a timeout).
 """
 
 import collections

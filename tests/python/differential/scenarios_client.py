@@ -803,3 +803,39 @@ def scenario_delta_encoded_writer(reverb, env):
     writer.create_item('t', 3, 1.0)
   [steps] = list(client.sample('t'))
   return [s.data for s in steps]
+
+
+# Calls that wait (neither package has a timeout on them by default).
+
+
+def scenario_sample_of_an_empty_table_waits(reverb, env):
+  client = _client(reverb, env)
+  return _within(2, lambda: list(client.sample('t')))
+
+
+def scenario_insert_into_a_full_queue_waits(reverb, env):
+  client = _client(reverb, env, reverb.Table.queue('t', 1))
+  client.insert([np.int32(1)], priorities={'t': 1.0})
+  return _within(2, lambda: client.insert([np.int32(2)], priorities={'t': 1.0}))
+
+
+def scenario_insert_after_the_server_stopped(reverb, env):
+  del env
+  server = reverb.Server([_table(reverb)])
+  client = server.localhost_client()
+  client.insert([np.int32(1)], priorities={'t': 1.0})
+  server.stop()
+  outcome = _within(30, lambda: client.insert([np.int32(1)],
+                                              priorities={'t': 1.0}))
+  return _without_numbers(re.sub(r'localhost:\d+', 'ADDRESS', str(outcome)))
+
+
+def scenario_sample_after_the_server_stopped(reverb, env):
+  # dm-reverb's sampler waits for the server forever.
+  del env
+  server = reverb.Server([_table(reverb)])
+  client = server.localhost_client()
+  client.insert([np.int32(1)], priorities={'t': 1.0})
+  server.stop()
+  outcome = _within(15, lambda: list(client.sample('t')))
+  return re.sub(r'localhost:\d+', 'ADDRESS', str(outcome))
