@@ -89,9 +89,10 @@ class TFClient:
     return self._server_address
 
   def _address(self) -> Any:
-    """The address as an op input: in eager mode a tensor made once (as
-    dm-reverb's client handle, it takes TensorFlow's fast path, whose error
-    messages name the op)."""
+    """The address as an op input: in eager mode a tensor made once. (With
+    a tensor there, as dm-reverb's client handle, an eager op takes
+    TensorFlow's fast path, whose errors end with the op's name as
+    dm-reverb's do.)"""
     if not tf.executing_eagerly() or not isinstance(self._server_address,
                                                     str):
       return self._server_address
