@@ -216,7 +216,7 @@ class Client:
     if not priorities:
       raise ValueError('priorities must contain at least one item')
     arrays = _flat_arrays(data)
-    for table in priorities:
+    for table, _ in priorities.items():
       signature = self._flat_signature(table,
                                        timeout=_SIGNATURE_TIMEOUT_SECONDS)
       if signature is not None:

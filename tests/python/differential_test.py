@@ -47,6 +47,8 @@ DELIBERATE = {
     'client.insert_without_columns': 'An item with no columns',
     'client.insert_after_the_server_stopped': 'samplers retry for 10 s',
     'client.sample_after_the_server_stopped': 'samplers retry for 10 s',
+    'client.server_info_with_a_float_timeout':
+        'takes fractions of a second too',
     'client.writer_create_item_of_negative_steps': 'shows `%d` unfilled',
     'client.writer_create_item_of_zero_steps': 'shows `%d` unfilled',
     'server.queue_of_negative_size': 'whose min_diff > max_diff',

@@ -839,3 +839,24 @@ def scenario_sample_after_the_server_stopped(reverb, env):
   server.stop()
   outcome = _within(15, lambda: list(client.sample('t')))
   return re.sub(r'localhost:\d+', 'ADDRESS', str(outcome))
+
+
+def scenario_insert_with_priorities_as_pairs(reverb, env):
+  _client(reverb, env).insert([np.int32(1)], priorities=[('t', 1.0)])
+
+
+def scenario_table_names_not_strings(reverb, env):
+  client = _client(reverb, env)
+  writer = client.writer(2)
+  writer.append([np.int32(1)])
+  outcomes = [_type_error(lambda: list(client.sample(1))),
+              _type_error(lambda: client.mutate_priorities(1, {})),
+              _type_error(lambda: client.reset(1)),
+              _type_error(lambda: writer.create_item(1, 1, 1.0))]
+  writer.close()
+  return outcomes
+
+
+def scenario_server_info_with_a_float_timeout(reverb, env):
+  client = _client(reverb, env)
+  return _outcome(lambda: sorted(client.server_info(timeout=0.5)))
