@@ -224,7 +224,9 @@ absl::StatusOr<reverb::Sample> ClientBridge::State::SampleOne(
       return sample;
     }
     REVERB_RETURN_IF_ERROR(waits.Check(generation));
-    if (!reused) return sample.status();
+    if (!reused || !absl::IsUnavailable(sample.status())) {
+      return sample.status();
+    }
     // An idle stream the server has dropped (e.g. it restarted): once more
     // on a new one.
     reused = false;
@@ -366,7 +368,7 @@ ClientStatus ClientBridge::Insert(const std::vector<TensorRef>& data,
       state_->idle_writers.push_back(std::move(writer));
       return {};
     }
-    if (!reused || absl::IsCancelled(status)) return ToClientStatus(status);
+    if (!reused || !absl::IsUnavailable(status)) return ToClientStatus(status);
     // An idle writer whose stream the server has dropped: once more on a
     // new one (which the dropped one's items never reached).
     reused = false;

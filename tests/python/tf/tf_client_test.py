@@ -367,6 +367,26 @@ def test_variable_container_pattern(server):
     variables_server.stop()
 
 
+def test_ops_reconnect_after_the_server_restarts():
+  """The kernels' idle streams break when the server stops; the next calls
+  reconnect to the new server on the same port."""
+  server = reverb.Server([reverb.Table.queue('queue', 10)])
+  port = server.port
+  client = reverb.TFClient(f'localhost:{port}')
+  insert = lambda value: client.insert(  # pylint: disable=g-long-lambda
+      [tf.constant(value)], tf.constant(['queue']),
+      tf.constant([1.0], tf.float64))
+  insert(1.0)
+  assert client.sample('queue', [tf.float32]).data[0].numpy() == 1.0
+  server.stop()
+  server = reverb.Server([reverb.Table.queue('queue', 10)], port=port)
+  try:
+    insert(2.0)
+    assert client.sample('queue', [tf.float32]).data[0].numpy() == 2.0
+  finally:
+    server.stop()
+
+
 def test_unreachable_server_times_out():
   """A server that does not answer in 10 s: DeadlineExceededError."""
   client = reverb.TFClient('localhost:1')
