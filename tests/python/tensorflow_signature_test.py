@@ -147,8 +147,19 @@ def test_item_validation_does_not_import_tensorflow():
 
 def test_specs_are_reverbs_without_tensorflow():
   run("""
-      import sys
-      sys.modules['tensorflow'] = None  # As if TensorFlow were not installed.
+      import importlib.abc, importlib.machinery, sys
+
+      class NoTensorFlow(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        # TensorFlow as if it were not importable.
+        def find_spec(self, name, path=None, target=None):
+          if name == 'tensorflow':
+            return importlib.machinery.ModuleSpec(name, self)
+          return None
+
+        def exec_module(self, module):
+          raise ImportError('No module named tensorflow')
+
+      sys.meta_path.insert(0, NoTensorFlow())
       import numpy as np
       import reverb
       from reverb import structured_writer as sw
