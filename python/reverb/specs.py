@@ -3,7 +3,10 @@
 `Table(signature=...)` takes a nest of `tf.TensorSpec` when TensorFlow is
 used, or of these classes otherwise; both are stored in the same form
 (a `tensorflow.StructuredValue`, as TensorFlow's nested_structure_coder
-writes it) and are interchangeable on the wire.
+writes it) and are interchangeable on the wire. Specs handed back
+(`Table.info`, `Client.server_info`, `structured_writer.infer_signature`)
+are these classes only where TensorFlow cannot be imported; elsewhere they
+are `tf.TensorSpec`s, as in dm-reverb.
 """
 
 from typing import Any, Optional, Sequence
