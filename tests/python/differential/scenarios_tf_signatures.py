@@ -160,3 +160,16 @@ def scenario_trajectory_dataset_argument_errors(reverb, env):
 
 def scenario_timestep_dataset_argument_errors(reverb, env):
   return _argument_errors(reverb, env, reverb.TimestepDataset)
+
+
+def scenario_structured_writer_items_are_not_checked_against_signatures(
+    reverb, env):
+  tf = env.tf
+  sw = reverb.structured_writer
+  ref = sw.create_reference_step({'a': None, 'b': None})
+  table = reverb.Table.queue('q', 10, signature=tf.TensorSpec([2], tf.float32))
+  client = reverb.Client(env.server([table]))
+  writer = client.structured_writer([sw.create_config(ref['a'][-1], 'q')])
+  writer.append({'a': np.int32(3), 'b': None})
+  writer.flush()
+  return [s[0].data for s in client.sample('q', 1)]
