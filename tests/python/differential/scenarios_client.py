@@ -13,6 +13,7 @@ import pickle
 import re
 import tempfile
 import threading
+import time
 
 import numpy as np
 
@@ -109,8 +110,17 @@ def _table_info(info):
   }
 
 
-def _size(client, table='t'):
-  return client.server_info()[table].current_size
+def _size(client, table='t', expected=None, within=10.0):
+  """The size of `table`; with `expected`, read again (for up to `within`
+  seconds) until it is reached: dm-reverb confirms an insert before its
+  table worker has applied it."""
+  deadline = time.monotonic() + within
+  size = client.server_info()[table].current_size
+  while (expected is not None and size != expected and
+         time.monotonic() < deadline):
+    time.sleep(0.01)
+    size = client.server_info()[table].current_size
+  return size
 
 
 # Client.insert.
@@ -135,7 +145,7 @@ def scenario_insert_into_known_and_unknown_table(reverb, env):
   client = _client(reverb, env)
   error = _outcome(lambda: client.insert([np.int32(3)],
                                          priorities={'t': 1.0, 'missing': 1.0}))
-  return {'error': error, 'size': _size(client)}
+  return {'error': error, 'size': _size(client, expected=1, within=3)}
 
 
 def scenario_insert_with_empty_priorities(reverb, env):
@@ -172,7 +182,7 @@ def scenario_insert_with_infinite_priority(reverb, env):
   client = _client(reverb, env,
                    _table(reverb, sampler=reverb.selectors.Prioritized(1.0)))
   client.insert([np.int32(3)], priorities={'t': float('inf')})
-  return _size(client)
+  return _size(client, expected=1)
 
 
 def scenario_insert_with_negative_priority_into_uniform(reverb, env):
@@ -226,6 +236,8 @@ def scenario_insert_python_values_then_sample(reverb, env):
 def scenario_insert_into_two_tables(reverb, env):
   client = _client(reverb, env, _table(reverb, 'a'), _table(reverb, 'b'))
   client.insert([np.int32(1)], priorities={'a': 1.0, 'b': 2.0})
+  _size(client, 'a', expected=1)
+  _size(client, 'b', expected=1)
   info = client.server_info()
   return {name: [info[name].current_size, info[name].num_episodes]
           for name in ('a', 'b')}
@@ -272,9 +284,10 @@ def scenario_sample_info_of_prioritized_table(reverb, env):
       reverb, sampler=reverb.selectors.MaxHeap(), max_times_sampled=2))
   client.insert([np.int32(1)], priorities={'t': 1.0})
   client.insert([np.int32(2)], priorities={'t': 3.0})
+  _size(client, expected=2)
   samples = [(s[0].data, _info(s[0].info))
              for s in client.sample('t', num_samples=3)]
-  return {'samples': samples, 'size': _size(client)}
+  return {'samples': samples, 'size': _size(client, expected=1)}
 
 
 def scenario_sample_without_timesteps(reverb, env):
@@ -309,13 +322,14 @@ def scenario_sample_of_queue_removes_items(reverb, env):
   for i in range(3):
     client.insert([np.int32(i)], priorities={'t': 1.0})
   data = [s[0].data for s in client.sample('t', 2)]
-  return {'data': data, 'size': _size(client)}
+  return {'data': data, 'size': _size(client, expected=1)}
 
 
 def scenario_sample_of_stack(reverb, env):
   client = _client(reverb, env, reverb.Table.stack('t', 5))
   for i in range(3):
     client.insert([np.int32(i)], priorities={'t': 1.0})
+  _size(client, expected=3)
   return [s[0].data for s in client.sample('t', 3)]
 
 
@@ -330,7 +344,7 @@ def scenario_mutate_priorities_of_unknown_keys(reverb, env):
   client = _client(reverb, env)
   client.insert([np.int32(1)], priorities={'t': 1.0})
   client.mutate_priorities('t', updates={12345: 2.0}, deletes=[999])
-  return _size(client)
+  return _size(client, expected=1)
 
 
 def scenario_mutate_priorities_with_nothing(reverb, env):
@@ -368,6 +382,7 @@ def scenario_mutate_priorities_then_sample(reverb, env):
   client = _client(reverb, env, _table(reverb, sampler=reverb.selectors.MaxHeap()))
   for i in range(3):
     client.insert([np.int32(i)], priorities={'t': float(i)})
+  _size(client, expected=3)
   keys = {}
   for _ in range(3):
     [[sample]] = list(client.sample('t'))
@@ -376,7 +391,7 @@ def scenario_mutate_priorities_then_sample(reverb, env):
   client.mutate_priorities('t', updates={keys[0]: 10.0}, deletes=[keys[2]])
   [[sample]] = list(client.sample('t'))
   return {'data': sample.data, 'info': _info(sample.info),
-          'size': _size(client)}
+          'size': _size(client, expected=2)}
 
 
 def scenario_mutate_priorities_with_string_key(reverb, env):
@@ -426,6 +441,8 @@ def scenario_server_info_of_tables(reverb, env):
     writer.create_item('u', 2, 0.5)
   list(client.sample('q', 1))
   list(client.sample('p', 1))
+  for table, size in (('p', 2), ('q', 0), ('s', 1), ('u', 1)):
+    _size(client, table, expected=size)
   info = client.server_info()
   return {name: _table_info(table) for name, table in sorted(info.items())}
 
@@ -447,6 +464,7 @@ def scenario_server_info_with_episodes(reverb, env):
       for i in range(2):
         writer.append([np.int32(i)])
         writer.create_item('t', 1, 1.0)
+  _size(client, expected=2)
   info = client.server_info()['t']
   return {'size': info.current_size, 'episodes': info.num_episodes,
           'deleted_episodes': info.num_deleted_episodes}
@@ -513,7 +531,7 @@ def scenario_writer_unlimited_in_flight_items(reverb, env):
   writer.append([np.int32(1)])
   writer.create_item('t', 1, 1.0)
   writer.close()
-  return _size(client)
+  return _size(client, expected=1)
 
 
 def scenario_writer_create_item_before_append(reverb, env):
@@ -577,11 +595,11 @@ def scenario_writer_items_flushed_and_closed(reverb, env):
   sizes = [_size(client)]
   writer.create_item('t', 1, 1.0)
   writer.flush()
-  sizes.append(_size(client))
+  sizes.append(_size(client, expected=1))
   writer.append([np.int32(2)])
   writer.create_item('t', 2, 1.0)
   writer.close()
-  sizes.append(_size(client))
+  sizes.append(_size(client, expected=2))
   return sizes
 
 
@@ -663,25 +681,26 @@ def scenario_writer_repr(reverb, env):
   return [_without_numbers(r) for r in reprs]
 
 
-def _writer_steps(client, steps, items, chunk_length=None):
+def _writer_steps(client, steps, items, expected_size, chunk_length=None):
   """Outcomes of appending `steps`, creating items of `items` steps, then
-  flushing and closing a Writer of 4 steps; and the table's size."""
+  flushing and closing a Writer of 4 steps; and the table's size (once it
+  is `expected_size`, or after 10 s)."""
   writer = client.writer(4, chunk_length=chunk_length)
   outcomes = [_outcome(lambda s=s: writer.append(s)) for s in steps]
   outcomes += [_outcome(lambda n=n: writer.create_item('t', n, 1.0))
                for n in items]
   outcomes += [_outcome(writer.flush), _outcome(writer.close)]
-  return {'outcomes': outcomes, 'size': _size(client)}
+  return {'outcomes': outcomes, 'size': _size(client, expected=expected_size)}
 
 
 def scenario_writer_dtype_change_in_a_chunk(reverb, env):
   client = _client(reverb, env)
-  return _writer_steps(client, [[np.int32(1)], [np.float32(1)]], [1, 2])
+  return _writer_steps(client, [[np.int32(1)], [np.float32(1)]], [1, 2], 0)
 
 
 def scenario_writer_dtype_change_across_chunks(reverb, env):
   client = _client(reverb, env)
-  return _writer_steps(client, [[np.int32(1)], [np.float32(1)]], [1, 2],
+  return _writer_steps(client, [[np.int32(1)], [np.float32(1)]], [1, 2], 2,
                        chunk_length=1)
 
 
@@ -689,7 +708,7 @@ def scenario_writer_shape_change_completing_a_chunk(reverb, env):
   client = _client(reverb, env)
   result = _writer_steps(
       client, [[np.zeros(2), np.int8(1)], [np.zeros(3), np.int8(2)]], [2, 1],
-      chunk_length=2)
+      1, chunk_length=2)
   [[sample]] = list(client.sample('t'))
   result['kept'] = sample.data
   return result
@@ -699,12 +718,12 @@ def scenario_writer_shape_change_in_a_buffered_chunk(reverb, env):
   client = _client(reverb, env)
   return _writer_steps(
       client, [[np.zeros((2, 3), np.float32)], [np.zeros((2, 3))],
-               [np.zeros((2, 4))]], [1])
+               [np.zeros((2, 4))]], [1], 0)
 
 
 def scenario_writer_bad_steps_without_items(reverb, env):
   client = _client(reverb, env)
-  return _writer_steps(client, [[np.zeros(2)], [np.zeros(3)]], [])
+  return _writer_steps(client, [[np.zeros(2)], [np.zeros(3)]], [], 0)
 
 
 def scenario_writer_dtype_change_in_a_later_column(reverb, env):
@@ -712,7 +731,7 @@ def scenario_writer_dtype_change_in_a_later_column(reverb, env):
   return _writer_steps(
       client, [[np.int8(1), np.zeros(2)], [np.int16(1), np.zeros(3)],
                [np.bool_(True), np.zeros(2)], [np.array('s'), np.zeros(2)]],
-      [], chunk_length=2)
+      [], 0, chunk_length=2)
 
 
 def scenario_writer_dtype_names(reverb, env):
@@ -761,6 +780,7 @@ def scenario_sample_probabilities_of_prioritized_table(reverb, env):
                    _table(reverb, sampler=reverb.selectors.Prioritized(1.0)))
   client.insert([np.int32(1)], priorities={'t': 1.0})
   client.insert([np.int32(3)], priorities={'t': 3.0})
+  _size(client, expected=2)
   seen = {}
   for [sample] in client.sample('t', 60):
     seen[str(sample.info.priority)] = round(float(sample.info.probability), 6)

@@ -10,6 +10,7 @@ settings that abort dm-reverb's process run in a child interpreter.
 import socket
 import subprocess
 import sys
+import time
 
 
 def _table(reverb, name='t', **kwargs):
@@ -378,3 +379,31 @@ def scenario_uniform_with_an_argument(reverb, env):
 def scenario_heap_with_an_argument(reverb, env):
   del env
   return _type_error(lambda: reverb.selectors.MinHeap(1))
+
+
+def scenario_table_object_follows_the_served_table(reverb, env):
+  table = _table(reverb, rate_limiter=reverb.rate_limiters.MinSize(2))
+  client = reverb.Client(env.server([table]))
+  states = []
+  for size in (1, 2):
+    client.insert([1], priorities={'t': 1.0})
+    # dm-reverb confirms an insert before its table worker has applied it.
+    deadline = time.monotonic() + 10
+    while table.info.current_size != size and time.monotonic() < deadline:
+      time.sleep(0.01)
+    states.append([table.info.current_size, table.can_sample(1),
+                   table.can_sample(3), table.can_insert(5)])
+  list(client.sample('t', 2))
+  states.append(table.info.rate_limiter_info.sample_stats.completed)
+  return states
+
+
+def scenario_server_with_a_given_port(reverb, env):
+  del env
+  with socket.socket() as sock:
+    sock.bind(('localhost', 0))
+    port = sock.getsockname()[1]
+  server = reverb.Server([_table(reverb)], port=port)
+  result = [server.port == port, sorted(server.localhost_client().server_info())]
+  server.stop()
+  return result

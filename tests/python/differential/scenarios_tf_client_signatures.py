@@ -5,6 +5,7 @@ read back.
 """
 
 import importlib
+import time
 
 import numpy as np
 
@@ -31,6 +32,19 @@ def _nested_signature(tf):
 
 def _step(a_dtype=np.float32, a_size=2):
   return {'a': np.zeros(a_size, a_dtype), 'b': (np.int64(3),)}
+
+
+def _sizes(client, expected, within=10.0):
+  """The sizes of the tables of `expected` (name -> size), read again for up
+  to `within` seconds until they are as expected: dm-reverb confirms an
+  insert before its table worker has applied it."""
+  deadline = time.monotonic() + within
+  while True:
+    info = client.server_info()
+    sizes = {name: info[name].current_size for name in expected}
+    if sizes == expected or time.monotonic() > deadline:
+      return sizes
+    time.sleep(0.01)
 
 
 def _client(reverb, env, *tables):
@@ -81,9 +95,7 @@ def scenario_insert_into_tables_with_and_without_signature(reverb, env):
   client = _signed_client(reverb, env)
   client.insert(_step(), priorities={'t': 1.0, 'plain': 2.0})
   [[plain]] = list(client.sample('plain', unpack_as_table_signature=True))
-  info = client.server_info()
-  return {'plain': plain.data, 'sizes': [info['t'].current_size,
-                                         info['plain'].current_size]}
+  return {'plain': plain.data, 'sizes': _sizes(client, {'t': 1, 'plain': 1})}
 
 
 def scenario_insert_against_shapes_of_whole_items(reverb, env):
@@ -100,9 +112,8 @@ def scenario_insert_against_shapes_of_whole_items(reverb, env):
       _outcome(lambda: client.insert([np.zeros(2, np.float32)],
                                      priorities={'whole': 1.0})),
   ]
-  info = client.server_info()
   return {'outcomes': outcomes,
-          'sizes': [info[n].current_size for n in ('one', 'any', 'whole')]}
+          'sizes': _sizes(client, {'one': 1, 'any': 2, 'whole': 1})}
 
 
 def scenario_writer_items_checked_newest_step_first(reverb, env):
@@ -118,7 +129,7 @@ def scenario_writer_items_checked_newest_step_first(reverb, env):
     outcomes.append(_outcome(lambda w=writer: w.create_item('t', 2, 1.0)))
     outcomes.append(_outcome(lambda w=writer: w.create_item('plain', 3, 1.0)))
     writer.close()
-  return {'outcomes': outcomes, 'size': client.server_info()['t'].current_size}
+  return {'outcomes': outcomes, 'sizes': _sizes(client, {'t': 1})}
 
 
 def scenario_writer_items_against_shapes_of_whole_items(reverb, env):
