@@ -662,6 +662,10 @@ class StructuredWriter:
             timeout_ms: Optional[int] = None):
     """Waits until at most `block_until_num_items` items are unconfirmed.
 
+    Args:
+      block_until_num_items: Items that may stay unconfirmed.
+      timeout_ms: Longest wait; None waits forever, <= 0 not at all.
+
     Raises:
       ValueError: If `block_until_num_items` < 0.
       DeadlineExceededError: If `timeout_ms` passes first (the items are
@@ -670,8 +674,11 @@ class StructuredWriter:
     if block_until_num_items < 0:
       raise ValueError(
           f'block_until_num_items must be >= 0, got {block_until_num_items}')
+    # The writer waits forever for a timeout <= 0, where dm-reverb's
+    # StructuredWriter gives up at once: ask for the shortest wait instead.
+    wait_ms = None if timeout_ms is None else max(timeout_ms, 1)
     try:
-      self._writer.Flush(block_until_num_items, timeout_ms)
+      self._writer.Flush(block_until_num_items, wait_ms)
     except errors.DeadlineExceededError as e:
       if timeout_ms is None:
         raise
@@ -682,6 +689,12 @@ class StructuredWriter:
   def end_episode(self, clear_buffers: bool = True,
                   timeout_ms: Optional[int] = None):
     """Applies the end-of-episode configs, flushes and starts a new episode.
+
+    Args:
+      clear_buffers: Forget the episode's steps (else patterns of the next
+        episode may reach back into this one).
+      timeout_ms: Longest wait for the flush; None waits forever, <= 0 not
+        at all.
 
     Raises:
       DeadlineExceededError: If `timeout_ms` passes first (the episode still

@@ -352,6 +352,10 @@ def test_flush_arguments_and_timeouts():
     assert str(e.value) == ('Flush call did not complete within provided '
                             'timeout of 0:00:00.100000')
     with pytest.raises(reverb.DeadlineExceededError) as e:
+      writer.flush(timeout_ms=0)  # Gives up at once, as dm-reverb's.
+    assert str(e.value) == ('Flush call did not complete within provided '
+                            'timeout of 0:00:00')
+    with pytest.raises(reverb.DeadlineExceededError) as e:
       writer.end_episode(timeout_ms=50)
     assert str(e.value) == ('End episode call did not complete within '
                             'provided timeout of 0:00:00.050000')

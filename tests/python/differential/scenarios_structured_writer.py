@@ -416,10 +416,14 @@ def scenario_flush_arguments_and_timeouts(reverb, env):
   errors = _errors(lambda: other.flush(-1),
                    lambda: writer.flush(timeout_ms=100),
                    lambda: writer.flush(1, timeout_ms=0),
-                   lambda: writer.end_episode(timeout_ms=50))
+                   lambda: writer.flush(timeout_ms=0),
+                   lambda: writer.flush(timeout_ms=-5),
+                   lambda: writer.end_episode(timeout_ms=50),
+                   lambda: writer.end_episode(timeout_ms=0))
   # Room for the waiting item (dm-reverb's writer would wait for it forever
   # when it is deleted).
-  samples = [s[0].data for s in queue_client.sample('q', 2)]
+  samples = [s.data
+             for s in queue_client.sample('q', 2, emit_timesteps=False)]
   writer.flush()
   return [errors, samples]
 

@@ -172,4 +172,4 @@ def scenario_structured_writer_items_are_not_checked_against_signatures(
   writer = client.structured_writer([sw.create_config(ref['a'][-1], 'q')])
   writer.append({'a': np.int32(3), 'b': None})
   writer.flush()
-  return [s[0].data for s in client.sample('q', 1)]
+  return [s.data for s in client.sample('q', 1, emit_timesteps=False)]
