@@ -880,3 +880,21 @@ def scenario_table_names_not_strings(reverb, env):
 def scenario_server_info_with_a_float_timeout(reverb, env):
   client = _client(reverb, env)
   return _outcome(lambda: sorted(client.server_info(timeout=0.5)))
+
+
+def scenario_sample_probabilities_by_priority_exponent(reverb, env):
+  results = []
+  for exponent, priorities in ((-1, [1, 4]), (0, [1, 4]), (1, [0, 2]),
+                               (1, [0, 0]), (2, [1, 3]), (0.5, [0, 0, 4]),
+                               (-1, [0, 2])):
+    client = _client(reverb, env, _table(
+        reverb, sampler=reverb.selectors.Prioritized(exponent)))
+    for priority in priorities:
+      client.insert([np.float32(priority)], priorities={'t': priority})
+    _size(client, expected=len(priorities))
+    seen = {}
+    for [sample] in client.sample('t', 200):  # Every item, surely.
+      seen[str(sample.info.priority)] = round(float(sample.info.probability),
+                                              6)
+    results.append(sorted(seen.items()))
+  return results
