@@ -16,13 +16,21 @@ def _server(reverb, env, max_size=100):
   return reverb.Client(env.server([table]))
 
 
+_END = 'end of the items'
+
+
 def _drain(client):
-  """(priority, data) of every item of 'p', oldest first."""
-  size = client.server_info()['p'].current_size
-  if not size:
-    return []
-  return [[s.info.priority, s.data]
-          for s in client.sample('p', size, emit_timesteps=False)]
+  """(priority, data) of every item of 'p', oldest first: samples up to an
+  item inserted last (dm-reverb confirms items before its table worker has
+  applied them, so the table's size may still be the old one)."""
+  client.insert([np.array(_END, dtype=object)], priorities={'p': 1.0})
+  items = []
+  while True:
+    sample = next(client.sample('p', 1, emit_timesteps=False))
+    data = sample.data
+    if len(data) == 1 and data[0].dtype == object and data[0] == _END.encode():
+      return items
+    items.append([sample.info.priority, data])
 
 
 def _write(client, configs, steps, end_episode=False):
@@ -582,15 +590,15 @@ def scenario_conditions_over_partial_steps(reverb, env):
       sw.create_config({'a': ref['a'][-2:], 'b': ref['b'][-1]}, 'p',
                        [data['done'] == True]),  # pylint: disable=singleton-comparison
   ])
-  sizes = []
+  items = []  # Per step: the items after its first, partial, append.
   for t in range(5):
     writer.append({'a': np.int32(t), 'b': None, 'done': None},
                   partial_step=True)
     writer.flush()
-    sizes.append(client.server_info()['p'].current_size)
+    items.append(_drain(client))
     writer.append({'a': None, 'b': np.float32(t), 'done': np.bool_(t % 2)})
   writer.flush()
-  return [sizes, _drain(client)]
+  return items + [_drain(client)]
 
 
 def scenario_reference_step_keys(reverb, env):
