@@ -153,6 +153,35 @@ def test_writer_argument_errors(client):
       pass
 
 
+def test_writer_drops_a_step_that_cannot_join_its_chunk(client):
+  writer = client.writer(max_sequence_length=4, chunk_length=2)
+  writer.append([np.zeros(2)])
+  with pytest.raises(ValueError, match='mismatched shapes'):
+    writer.append([np.zeros(3)])
+  # Only the first step is left, and the writer goes on.
+  with pytest.raises(ValueError, match='larger than number of buffered'):
+    writer.create_item('my_table', num_timesteps=2, priority=1.0)
+  writer.create_item('my_table', num_timesteps=1, priority=1.0)
+  writer.close()
+  [[sample]] = list(client.sample('my_table', timeout=TIMEOUT))
+  np.testing.assert_array_equal(sample.data[0], np.zeros(2))
+
+
+def test_writer_flush_keeps_steps_no_item_needs(client):
+  writer = client.writer(max_sequence_length=4)
+  writer.append([np.int32(1)])
+  writer.append([np.int32(2)])
+  writer.flush()
+  assert 'index_within_episode=0,' in repr(writer)  # Nothing chunked yet.
+  writer.append([np.int32(3)])
+  writer.create_item('my_table', num_timesteps=3, priority=1.0)
+  writer.flush()
+  assert 'index_within_episode=3,' in repr(writer)
+  writer.close()
+  [steps] = list(client.sample('my_table', timeout=TIMEOUT))
+  assert [int(s.data[0]) for s in steps] == [1, 2, 3]
+
+
 def test_insert_errors(client):
   with pytest.raises(ValueError, match='priorities'):
     client.insert([1], priorities={})
