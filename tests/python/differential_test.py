@@ -40,6 +40,8 @@ DELIBERATE = {
         'the failed append writes nothing',
     'structured_writer.reference_step_numpy_int_keys':
         'as by Python ints: `ref',
+    'structured_writer.infer_signature_of_configs_without_structure':
+        'Objects of type RepeatedCompositeContainer',
     'client.insert_into_known_and_unknown_table':
         'raises before inserting anything',
     'client.insert_with_negative_priority_into_prioritized':

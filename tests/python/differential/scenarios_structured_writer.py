@@ -613,3 +613,14 @@ def scenario_reference_step_numpy_int_keys(reverb, env):
   del env
   ref = reverb.structured_writer.create_reference_step({'a': None})['a']
   return _errors(lambda: ref[np.int64(-1)].stop)
+
+
+def scenario_infer_signature_of_configs_without_structure(reverb, env):
+  # dm-reverb fails inside dm-tree on the bare repeated field.
+  del env
+  sw = reverb.structured_writer
+  node = sw.patterns_pb2.PatternNode
+  arrays = {'a': np.zeros((), np.int32), 'b': np.zeros((3,), np.float32)}
+  config = sw.Config(flat=[node(flat_source_index=0, start=-2),
+                           node(flat_source_index=1, stop=-1)], table='t')
+  return _describe(sw.infer_signature([config], arrays), _flatten)
