@@ -173,3 +173,35 @@ def scenario_structured_writer_items_are_not_checked_against_signatures(
   writer.append({'a': np.int32(3), 'b': None})
   writer.flush()
   return [s.data for s in client.sample('q', 1, emit_timesteps=False)]
+
+
+def scenario_structured_adder_round_trip(reverb, env):
+  """As Acme's structured sequence adder: the table signature comes from
+  infer_signature, items from a StructuredWriter, samples from
+  TrajectoryDataset.from_table_signature."""
+  tf = env.tf
+  sw = reverb.structured_writer
+  step_spec = Step(tf.TensorSpec([2], tf.float32), tf.TensorSpec([], tf.int32),
+                   {'start': tf.TensorSpec([], tf.bool)})
+  ref = sw.create_reference_step(step_spec)
+  pattern = Step(ref.observation[-3:], ref.action[-3:],
+                 {'start': ref.extras['start'][-3:]})
+  configs = [sw.create_config(pattern, 't', [
+      sw.Condition.step_index() >= 2,
+      sw.Condition.steps_since_applied() >= 2,
+  ])]
+  signature = sw.infer_signature(configs, step_spec)
+  table = reverb.Table.queue('t', 100, signature=signature)
+  address = env.server([table])
+  writer = reverb.Client(address).structured_writer(configs)
+  for t in range(7):
+    writer.append(Step(np.full([2], t, np.float32), np.int32(t),
+                       {'start': np.bool_(t == 0)}))
+  writer.end_episode()
+  dataset = reverb.TrajectoryDataset.from_table_signature(address, 't', 10)
+  samples = [s.data for s in dataset.take(3)]
+  compatible = [all(spec.is_compatible_with(value) for spec, value in zip(
+      _flatten(signature), _flatten(sample))) for sample in samples]
+  return [compatible, [[v.numpy().tolist() for v in _flatten(s)]
+                       for s in samples],
+          str(dataset.element_spec.data)]
