@@ -21,6 +21,7 @@ import faulthandler
 import importlib
 import json
 import os
+import re
 import sys
 import traceback
 
@@ -86,8 +87,9 @@ def _error_outcome(e: BaseException) -> dict:
 def _normalize(outcome, addresses):
   text = json.dumps(outcome, sort_keys=True)
   for address in addresses:
-    text = text.replace(address, 'ADDRESS')
-    text = text.replace(address.replace('localhost', '127.0.0.1'), 'ADDRESS')
+    for spelling in (address, address.replace('localhost', '127.0.0.1')):
+      # Not followed by a digit: localhost:4321 is not in localhost:43210.
+      text = re.sub(re.escape(spelling) + r'(?!\d)', 'ADDRESS', text)
   return json.loads(text)
 
 
