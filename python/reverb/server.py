@@ -56,7 +56,7 @@ class Table:
                extensions: Sequence[TableExtensionBase] = (),
                signature: Optional[reverb_types.SpecNest] = None):
     serialized_signature = None
-    if signature is not None:
+    if signature:  # As dm-reverb: an empty nest is no signature.
       serialized_signature = structured_value.encode(
           signature).SerializeToString()
     internal_extensions = []
@@ -137,7 +137,8 @@ class Table:
               max_times_sampled: Optional[int] = None,
               extensions: Optional[Sequence[TableExtensionBase]] = None,
               signature: Optional[reverb_types.SpecNest] = None) -> 'Table':
-    """A new, empty table with this one's settings except those given."""
+    """A new, empty table with this one's settings except those given (not
+    None; a given empty name or max_size 0 raises, as in the constructor)."""
     info = self.info
     if rate_limiter is None:
       limiter_info = info.rate_limiter_info
@@ -146,18 +147,18 @@ class Table:
           min_size_to_sample=limiter_info.min_size_to_sample,
           min_diff=limiter_info.min_diff,
           max_diff=limiter_info.max_diff)
+    pick = lambda given, current: current if given is None else given
     return Table(
-        name=name or info.name,
+        name=pick(name, info.name),
         sampler=sampler or pybind.selector_from_proto(
             info.sampler_options.SerializeToString()),
         remover=remover or pybind.selector_from_proto(
             info.remover_options.SerializeToString()),
-        max_size=max_size or info.max_size,
+        max_size=pick(max_size, info.max_size),
         rate_limiter=rate_limiter,
-        max_times_sampled=(info.max_times_sampled
-                           if max_times_sampled is None else max_times_sampled),
-        extensions=self._extensions if extensions is None else extensions,
-        signature=signature or self._signature)
+        max_times_sampled=pick(max_times_sampled, info.max_times_sampled),
+        extensions=pick(extensions, self._extensions),
+        signature=pick(signature, self._signature))
 
   def __repr__(self):
     return repr(self.internal_table)

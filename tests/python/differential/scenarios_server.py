@@ -407,3 +407,28 @@ def scenario_server_with_a_given_port(reverb, env):
   result = [server.port == port, sorted(server.localhost_client().server_info())]
   server.stop()
   return result
+
+
+def scenario_table_replace_with_zero_max_size(reverb, env):
+  del env
+  _table(reverb).replace(max_size=0)
+
+
+def scenario_table_replace_with_empty_name(reverb, env):
+  del env
+  _table(reverb).replace(name='')
+
+
+def scenario_table_replace_settings(reverb, env):
+  del env
+  table = _table(reverb, max_times_sampled=3)
+  return [repr(table.replace(max_times_sampled=0)),
+          repr(table.replace(rate_limiter=reverb.rate_limiters.Queue(3),
+                             sampler=reverb.selectors.Lifo())),
+          repr(reverb.Table.queue('q', 2).replace(name='r'))]
+
+
+def scenario_table_with_empty_signatures(reverb, env):
+  del env
+  return [repr(_table(reverb, signature=empty).info.signature)
+          for empty in ({}, [], ())]
