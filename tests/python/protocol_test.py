@@ -531,7 +531,7 @@ def test_mutate_priorities_applies_deletes_before_a_failing_update(
       delete_keys=[2])
   _, status = proto.call('MutatePriorities', request)
   assert status.code == grpc.StatusCode.INVALID_ARGUMENT, status
-  assert 'non-negative' in status.details
+  assert status.details == 'Priority must not be negative.'
   assert sizes(client)['prioritized'] == 1
   sample = sample_with_client(client, 'prioritized')
   assert (sample.info.key, sample.info.priority) == (1, 2.0)
