@@ -137,10 +137,10 @@ absl::StatusOr<std::string> Checkpointer::Save(
   fs::create_directories(root, error);
   if (error) return FsError("Could not create", root, error);
 
-  // RFC 3339 in UTC: names sort as times do.
+  // RFC 3339 in UTC to the nanosecond, as dm-reverb's: names sort as times.
   std::string name;
   do {
-    name = absl::FormatTime("%Y-%m-%dT%H:%M:%E6S+00:00", absl::Now(),
+    name = absl::FormatTime("%Y-%m-%dT%H:%M:%E9S+00:00", absl::Now(),
                             absl::UTCTimeZone());
   } while (fs::exists(root / name));
   const fs::path final_dir = root / name;

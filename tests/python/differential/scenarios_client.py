@@ -477,9 +477,11 @@ def scenario_checkpoint(reverb, env):
   client = _client(reverb, env)
   client.insert([np.int32(1)], priorities={'t': 1.0})
   path = client.checkpoint()
+  # The directory is named by the time: '2026-12-01T10:20:50.454041601+00:00'.
   return {'type': type(path).__name__, 'absolute': os.path.isabs(path),
           'exists': os.path.isdir(path),
-          'in_temp_dir': path.startswith(tempfile.gettempdir())}
+          'in_temp_dir': path.startswith(tempfile.gettempdir()),
+          'name': re.sub(r'\d', '0', os.path.basename(path))}
 
 
 # The Client object.
