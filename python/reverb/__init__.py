@@ -71,9 +71,11 @@ def __getattr__(name):
 
 # As with dm-reverb, importing reverb once TensorFlow is imported registers
 # our ops with it, so that graphs holding them (a SavedModel) load.
-if 'tensorflow' in _sys.modules:
+# (A None entry is how some users block TensorFlow: nothing to register.)
+if _sys.modules.get('tensorflow') is not None:
   from reverb import _datasets
   try:
     _datasets.load_ops(_sys.modules['tensorflow'])
-  except ImportError:
-    pass  # Built without TensorFlow: datasets say so when made.
+  except (ImportError, AttributeError):
+    pass  # Built without TensorFlow (datasets say so when made), or a
+    # TensorFlow still being imported.
