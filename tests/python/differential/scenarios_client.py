@@ -158,12 +158,14 @@ def scenario_insert_with_priorities_none(reverb, env):
 
 def scenario_insert_with_string_priority(reverb, env):
   client = _client(reverb, env)
-  return _type_error(lambda: client.insert([np.int32(3)], priorities={'t': 'x'}))
+  return _type_error(
+      lambda: client.insert([np.int32(3)], priorities={'t': 'x'}))
 
 
 def scenario_insert_with_priority_none(reverb, env):
   client = _client(reverb, env)
-  return _type_error(lambda: client.insert([np.int32(3)], priorities={'t': None}))
+  return _type_error(
+      lambda: client.insert([np.int32(3)], priorities={'t': None}))
 
 
 def scenario_insert_with_table_name_not_a_string(reverb, env):
@@ -196,7 +198,8 @@ def scenario_insert_with_negative_priority_into_prioritized(reverb, env):
   # dm-reverb's insert never returns (the table's worker dies).
   client = _client(reverb, env,
                    _table(reverb, sampler=reverb.selectors.Prioritized(1.0)))
-  return _within(10, lambda: client.insert([np.int32(3)], priorities={'t': -1.0}))
+  return _within(
+      10, lambda: client.insert([np.int32(3)], priorities={'t': -1.0}))
 
 
 def scenario_insert_without_columns(reverb, env):
@@ -379,7 +382,8 @@ def scenario_mutate_priorities_negative_of_uniform(reverb, env):
 
 
 def scenario_mutate_priorities_then_sample(reverb, env):
-  client = _client(reverb, env, _table(reverb, sampler=reverb.selectors.MaxHeap()))
+  client = _client(reverb, env,
+                   _table(reverb, sampler=reverb.selectors.MaxHeap()))
   for i in range(3):
     client.insert([np.int32(i)], priorities={'t': float(i)})
   _size(client, expected=3)
@@ -429,7 +433,8 @@ def scenario_server_info_of_tables(reverb, env):
       _table(reverb, 'p', sampler=reverb.selectors.Prioritized(0.8),
              remover=reverb.selectors.MinHeap(), max_times_sampled=3,
              max_size=10,
-             rate_limiter=reverb.rate_limiters.SampleToInsertRatio(2.0, 2, 10.0)),
+             rate_limiter=reverb.rate_limiters.SampleToInsertRatio(
+                 2.0, 2, 10.0)),
       reverb.Table.queue('q', 4), reverb.Table.stack('s', 3),
       _table(reverb, 'u', remover=reverb.selectors.Lifo(),
              max_times_sampled=-3))

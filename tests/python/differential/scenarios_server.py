@@ -404,7 +404,8 @@ def scenario_server_with_a_given_port(reverb, env):
     sock.bind(('localhost', 0))
     port = sock.getsockname()[1]
   server = reverb.Server([_table(reverb)], port=port)
-  result = [server.port == port, sorted(server.localhost_client().server_info())]
+  result = [server.port == port,
+            sorted(server.localhost_client().server_info())]
   server.stop()
   return result
 
