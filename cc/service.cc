@@ -283,6 +283,14 @@ class SampleReactor : public StreamReactor<SampleReactor, grpc::ByteBuffer,
     Start(&request_bytes_);
   }
 
+  // The client has gone: its request queued at the table must not take
+  // items (a queue would lose them).
+  void OnCancel() override {
+    StreamReactor::OnCancel();
+    absl::MutexLock lock(&guard_->mu);
+    if (table_ != nullptr) table_->CancelSample(cancellation_);
+  }
+
   void OnReadDone(bool ok) override {
     absl::MutexLock lock(&guard_->mu);
     if (!ok) {
@@ -364,7 +372,8 @@ class SampleReactor : public StreamReactor<SampleReactor, grpc::ByteBuffer,
           executor->Schedule([deliver, samples = std::move(samples)]() mutable {
             deliver(std::move(samples));
           });
-        });
+        },
+        cancellation_);
   }
 
   void OnSampled(absl::StatusOr<std::vector<SampledItem>> samples)
@@ -411,6 +420,8 @@ class SampleReactor : public StreamReactor<SampleReactor, grpc::ByteBuffer,
   SampleStreamRequest request_;
 
   std::shared_ptr<Table> table_ ABSL_GUARDED_BY(guard_->mu);
+  const Table::SampleCancellation cancellation_ =
+      std::make_shared<std::atomic<bool>>(false);
   absl::Duration timeout_ ABSL_GUARDED_BY(guard_->mu);
   // Samples of the current request not yet handed to responses.
   int64_t remaining_ ABSL_GUARDED_BY(guard_->mu) = 0;

@@ -145,7 +145,8 @@ absl::Status Table::InsertOrAssign(TableItem item, absl::Duration timeout) {
 }
 
 void Table::SampleAsync(int32_t batch_size, absl::Time deadline,
-                        SampleCallback done) {
+                        SampleCallback done,
+                        SampleCancellation cancellation) {
   if (batch_size < 1) {
     done(absl::InvalidArgumentError(
         absl::StrCat("batch_size (", batch_size, ") must be >= 1.")));
@@ -154,7 +155,8 @@ void Table::SampleAsync(int32_t batch_size, absl::Time deadline,
   {
     absl::MutexLock lock(&queue_mu_);
     if (!closed_) {
-      SampleRequest request{batch_size, deadline, std::move(done)};
+      SampleRequest request{batch_size, deadline, std::move(done),
+                            std::move(cancellation)};
       request.items.reserve(std::min(batch_size, 1024));
       incoming_samples_.push_back(std::move(request));
       queue_cv_.Signal();
@@ -162,6 +164,11 @@ void Table::SampleAsync(int32_t batch_size, absl::Time deadline,
     }
   }
   done(TableClosed());
+}
+
+void Table::CancelSample(const SampleCancellation& cancellation) {
+  cancellation->store(true);
+  Wake();
 }
 
 absl::StatusOr<std::vector<SampledItem>> Table::SampleFlexibleBatch(
@@ -548,9 +555,28 @@ void Table::FinishSampleRequest(SampleRequest* request, absl::Status status,
   }
 }
 
+void Table::DropCancelledSamples(Outbox* outbox) {
+  auto cancelled = [](const SampleRequest& request) {
+    return request.cancellation != nullptr && request.cancellation->load();
+  };
+  if (std::none_of(samples_.begin(), samples_.end(), cancelled)) return;
+  std::deque<SampleRequest> kept;
+  for (SampleRequest& request : samples_) {
+    if (cancelled(request)) {
+      FinishSampleRequest(
+          &request, absl::CancelledError("The sample request was cancelled."),
+          outbox);
+    } else {
+      kept.push_back(std::move(request));
+    }
+  }
+  samples_ = std::move(kept);
+}
+
 bool Table::ServeRequests(Outbox* outbox) {
   bool progress = false;
   absl::MutexLock lock(&mu_);
+  DropCancelledSamples(outbox);
   const absl::Time start = absl::Now();
   for (int round = 0; round < kMaxRoundsPerLock; ++round) {
     bool round_progress = false;

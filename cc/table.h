@@ -90,9 +90,20 @@ class REVERB_EXPORT Table {
   absl::Status InsertOrAssign(TableItem item,
                               absl::Duration timeout = absl::InfiniteDuration());
 
-  // Queues a sample request for up to `batch_size` (>= 1) items.
+  // Withdraws a queued sample request once set (see CancelSample).
+  using SampleCancellation = std::shared_ptr<std::atomic<bool>>;
+
+  // Queues a sample request for up to `batch_size` (>= 1) items. With
+  // `cancellation`, CancelSample withdraws it.
   void SampleAsync(int32_t batch_size, absl::Time deadline,
-                   SampleCallback done);
+                   SampleCallback done,
+                   SampleCancellation cancellation = nullptr);
+
+  // Sets `cancellation`: its request, if still queued, ends CANCELLED
+  // without sampling anything more (a stream whose client has gone must
+  // not take items, which a queue would then lose).
+  void CancelSample(const SampleCancellation& cancellation)
+      ABSL_LOCKS_EXCLUDED(queue_mu_);
 
   // Samples up to `batch_size` items and waits for them (flexible batch).
   absl::StatusOr<std::vector<SampledItem>> SampleFlexibleBatch(
@@ -173,6 +184,7 @@ class REVERB_EXPORT Table {
     int32_t batch_size;
     absl::Time deadline;
     SampleCallback done;
+    SampleCancellation cancellation;
     std::vector<SampledItem> items;
     int64_t bytes = 0;
     bool rate_limited = false;
@@ -206,6 +218,8 @@ class REVERB_EXPORT Table {
   absl::Time AnswerStalledSamples(Outbox* outbox);
   void FinishSampleRequest(SampleRequest* request, absl::Status status,
                            Outbox* outbox);
+  // Ends the cancelled requests of samples_ (CANCELLED). Worker only.
+  void DropCancelledSamples(Outbox* outbox);
   // Inserts `*item` at once if the rate limiter allows (its status in
   // `*status`); false (and `*item` untouched) otherwise.
   bool TryInsertNow(TableItem* item, absl::Status* status, Outbox* outbox)

@@ -200,27 +200,6 @@ bool WriteOutputs(TF_OpKernelContext* ctx, const Kernel& kernel,
   return true;
 }
 
-// The scalar string of input `index`; false (with `status` set) if it is
-// not one.
-bool GetScalarString(TF_OpKernelContext* ctx, int index, std::string* out,
-                     TF_Status* status) {
-  TF_Tensor* tensor = nullptr;
-  TF_GetInput(ctx, index, &tensor, status);
-  if (TF_GetCode(status) != TF_OK) return false;
-  const bool scalar =
-      TF_TensorType(tensor) == TF_STRING && TF_NumDims(tensor) == 0;
-  if (scalar) {
-    const auto* value = static_cast<const TF_TString*>(TF_TensorData(tensor));
-    out->assign(TF_TString_GetDataPointer(value), TF_TString_GetSize(value));
-  } else {
-    TF_SetStatus(status, TF_INVALID_ARGUMENT,
-                 "ReverbSampleRows: server_address and table must be scalar "
-                 "strings.");
-  }
-  TF_DeleteTensor(tensor);
-  return scalar;
-}
-
 void Compute(void* kernel_ptr, TF_OpKernelContext* ctx) {
   Kernel& kernel = *static_cast<Kernel*>(kernel_ptr);
   std::lock_guard<std::mutex> lock(kernel.mu);
@@ -230,8 +209,9 @@ void Compute(void* kernel_ptr, TF_OpKernelContext* ctx) {
     // The first run opens the source on its inputs; later runs sample from
     // it (an iterator samples one table of one server).
     SourceOptions& options = kernel.options;
-    if (!GetScalarString(ctx, 0, &options.server_address, status.s) ||
-        !GetScalarString(ctx, 1, &options.table, status.s)) {
+    if (!GetStringInput(ctx, 0, "server_address", &options.server_address,
+                        status.s) ||
+        !GetStringInput(ctx, 1, "table", &options.table, status.s)) {
       TF_OpKernelContext_Failure(ctx, status.s);
       return;
     }

@@ -170,6 +170,32 @@ TEST(TableTest, SampledFrequenciesFollowThePriorities) {
             testing::ChiSquareCritical(4));
 }
 
+TEST(TableTest, ACancelledSampleRequestTakesNothing) {
+  // A queue: an item sampled is gone.
+  auto table = MakeTable(std::make_unique<FifoSelector>(),
+                         std::make_unique<FifoSelector>(), 10,
+                         /*max_times_sampled=*/1);
+  auto cancellation = std::make_shared<std::atomic<bool>>(false);
+  absl::Notification answered;
+  absl::StatusOr<std::vector<SampledItem>> result;
+  table->SampleAsync(
+      1, absl::InfiniteFuture(),
+      [&](absl::StatusOr<std::vector<SampledItem>> items) {
+        result = std::move(items);
+        answered.Notify();
+      },
+      cancellation);
+  table->CancelSample(cancellation);
+  ASSERT_TRUE(answered.WaitForNotificationWithTimeout(kTimeout));
+  EXPECT_TRUE(absl::IsCancelled(result.status())) << result.status();
+  // The item that comes next stays for the next request.
+  ASSERT_TRUE(table->InsertOrAssign(MakeItem(1)).ok());
+  EXPECT_EQ(table->size(), 1);
+  auto sample = table->Sample(kTimeout);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->ref->item.key(), 1);
+}
+
 TEST(TableTest, SampleWaitsForMinSize) {
   auto table = MakeTable(std::make_unique<UniformSelector>(),
                          std::make_unique<FifoSelector>(), 10, 0,

@@ -231,10 +231,13 @@ def test_address_and_table_may_be_tensors(server):
 
 
 def test_deleting_a_prefetching_iterator_closes_its_streams(server):
+  client = server.localhost_client()
+  client.insert(np.float32(1), {'queue': 1.0})
   dataset = reverb.TrajectoryDataset(
-      f'localhost:{server.port}', 'queue', tf.float32, tf.TensorShape([]),
+      f'localhost:{server.port}', 'queue', tf.float32, tf.TensorShape([1]),
       max_in_flight_samples_per_worker=1).prefetch(2)
   iterator = iter(dataset)
+  assert next(iterator).data.numpy().tolist() == [1.0]
   time.sleep(0.5)  # Its prefetch thread waits on the empty queue.
   deleted = threading.Event()
 
@@ -245,9 +248,9 @@ def test_deleting_a_prefetching_iterator_closes_its_streams(server):
 
   threading.Thread(target=delete, daemon=True).start()
   assert deleted.wait(TIMEOUT)
-  # No stream of it is left to take (and lose) what comes next.
-  client = server.localhost_client()
-  client.insert(np.float32(1), {'queue': 1.0})
+  # Nothing of it is left to take (and lose) what comes next: neither its
+  # stream nor the request the stream left at the table.
+  client.insert(np.float32(2), {'queue': 1.0})
   time.sleep(0.5)
   assert client.server_info()['queue'].current_size == 1
 
