@@ -11,7 +11,6 @@ skipped.
 
 import collections
 import copy
-import datetime
 import math
 from typing import Any, Callable, Dict, List, NewType, Optional, Sequence, Tuple
 
@@ -677,14 +676,8 @@ class StructuredWriter:
     # The writer waits forever for a timeout <= 0, where dm-reverb's
     # StructuredWriter gives up at once: ask for the shortest wait instead.
     wait_ms = None if timeout_ms is None else max(timeout_ms, 1)
-    try:
+    with errors.writer_call_timeout('Flush', timeout_ms):
       self._writer.Flush(block_until_num_items, wait_ms)
-    except errors.DeadlineExceededError as e:
-      if timeout_ms is None:
-        raise
-      raise errors.DeadlineExceededError(
-          f'Flush call did not complete within provided timeout of '
-          f'{datetime.timedelta(milliseconds=timeout_ms)}') from e
 
   def end_episode(self, clear_buffers: bool = True,
                   timeout_ms: Optional[int] = None):
@@ -701,14 +694,8 @@ class StructuredWriter:
         ends; the items are written in the background).
     """
     self._create(self._patterns.end_episode(clear_buffers))
-    try:
+    with errors.writer_call_timeout('End episode', timeout_ms):
       self._writer.EndEpisode(clear_buffers, timeout_ms)
-    except errors.DeadlineExceededError as e:
-      if timeout_ms is None:
-        raise
-      raise errors.DeadlineExceededError(
-          f'End episode call did not complete within provided timeout of '
-          f'{datetime.timedelta(milliseconds=timeout_ms)}') from e
 
   def close(self):
     self._writer.Close()

@@ -21,7 +21,6 @@ dimension in one call.
 """
 
 import collections
-import datetime
 import itertools
 import operator
 import re
@@ -492,16 +491,10 @@ class TrajectoryWriter:
     if block_until_num_items < 0:
       raise ValueError(
           f'block_until_num_items must be >= 0, got {block_until_num_items}')
-    if timeout_ms is None:
-      timeout_ms = -1
-    try:
+    # As dm-reverb: no timeout is -1, and its "timeout" is reported too.
+    timeout_ms = -1 if timeout_ms is None else timeout_ms
+    with errors.writer_call_timeout('Flush', timeout_ms):
       self._writer.Flush(block_until_num_items, timeout_ms)
-    except (RuntimeError, errors.DeadlineExceededError) as e:
-      if 'Timeout exceeded' in str(e):
-        raise errors.DeadlineExceededError(
-            f'Flush call did not complete within provided timeout of '
-            f'{datetime.timedelta(milliseconds=timeout_ms)}') from e
-      raise
 
   def end_episode(self,
                   clear_buffers: bool = True,
@@ -520,14 +513,8 @@ class TrajectoryWriter:
       DeadlineExceededError: If `timeout_ms` passes before every item is
         confirmed; the episode then goes on (nothing is reset).
     """
-    try:
+    with errors.writer_call_timeout('End episode', timeout_ms):
       self._writer.EndEpisode(clear_buffers, timeout_ms)
-    except (RuntimeError, errors.DeadlineExceededError) as e:
-      if 'Timeout exceeded' in str(e) and timeout_ms is not None:
-        raise errors.DeadlineExceededError(
-            f'End episode call did not complete within provided timeout of '
-            f'{datetime.timedelta(milliseconds=timeout_ms)}') from e
-      raise
     if clear_buffers:
       for column in self._columns:
         column.reset()
