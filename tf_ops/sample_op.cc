@@ -15,7 +15,9 @@
 // Outputs: the five SampleInfo fields, then the data columns, each with a
 // leading dimension of the rows fetched. A run returns zero rows when none
 // were ready within the source's wait (100 ms), so that TensorFlow can
-// cancel the iterator between runs; the datasets skip such results. The end
+// cancel the iterator between runs; the datasets skip such results (with
+// `nest_rows`, a run's outputs are [1, rows, ...], or [0, 0, ...] with no
+// rows, which `unbatch` drops without a function call). The end
 // of the sequence (`max_samples` reached or the rate limiter timed out) is
 // an OutOfRange error, which ends the dataset: the Python side maps with
 // `preserve_cardinality=False`, where tf.data takes OutOfRange from the
@@ -44,6 +46,9 @@ constexpr int kNumInfoOutputs = 5;
 
 struct Kernel {
   SourceOptions options;
+  // Outputs are [1, rows, ...], or [0, 0, ...] with no rows, so that
+  // `unbatch` drops the runs that returned none (see Allocate).
+  bool nest_rows = false;
   std::mutex mu;
   std::unique_ptr<SampleSource> source;
 };
@@ -119,7 +124,10 @@ bool ReadOptions(TF_OpKernelConstruction* ctx, SourceOptions* options,
 void* CreateKernel(TF_OpKernelConstruction* ctx) {
   auto kernel = std::make_unique<Kernel>();
   Status status;
-  if (!ReadOptions(ctx, &kernel->options, status.s)) {
+  TF_Bool nest_rows = 0;
+  TF_OpKernelConstruction_GetAttrBool(ctx, "nest_rows", &nest_rows, status.s);
+  kernel->nest_rows = nest_rows != 0;
+  if (!status.ok() || !ReadOptions(ctx, &kernel->options, status.s)) {
     TF_OpKernelConstruction_Failure(ctx, status.s);
     return nullptr;
   }
@@ -128,11 +136,13 @@ void* CreateKernel(TF_OpKernelConstruction* ctx) {
 
 void DeleteKernel(void* kernel) { delete static_cast<Kernel*>(kernel); }
 
-// Allocates output `index` of `dtype` and shape [rows] + row_shape.
+// Allocates output `index` of `dtype` and shape [rows] + row_shape, or
+// with `nest`, [1, rows] + row_shape ([0, 0] + row_shape without rows).
 TF_Tensor* Allocate(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
-                    int64_t rows, const std::vector<int64_t>& row_shape,
-                    TF_Status* status) {
+                    bool nest, int64_t rows,
+                    const std::vector<int64_t>& row_shape, TF_Status* status) {
   std::vector<int64_t> dims = {rows};
+  if (nest) dims.insert(dims.begin(), rows > 0 ? 1 : 0);
   dims.insert(dims.end(), row_shape.begin(), row_shape.end());
   int64_t elements = 1;
   for (int64_t d : dims) elements *= d;
@@ -146,9 +156,10 @@ TF_Tensor* Allocate(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
 // Writes one info field of every row to output `index`.
 template <typename T, typename Get>
 bool WriteInfo(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
-               const SampleSource& source, Get get, TF_Status* status) {
+               bool nest, const SampleSource& source, Get get,
+               TF_Status* status) {
   const int64_t rows = source.num_rows();
-  TF_Tensor* tensor = Allocate(ctx, index, dtype, rows, {}, status);
+  TF_Tensor* tensor = Allocate(ctx, index, dtype, nest, rows, {}, status);
   if (TF_GetCode(status) != TF_OK) return false;
   T* out = static_cast<T*>(TF_TensorData(tensor));
   for (int64_t row = 0; row < rows; ++row) out[row] = get(source, row);
@@ -158,19 +169,19 @@ bool WriteInfo(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
 
 bool WriteOutputs(TF_OpKernelContext* ctx, const Kernel& kernel,
                   const SampleSource& source, TF_Status* status) {
-  if (!WriteInfo<uint64_t>(ctx, 0, TF_UINT64, source,
+  if (!WriteInfo<uint64_t>(ctx, 0, TF_UINT64, kernel.nest_rows, source,
                            [](auto& s, int64_t r) { return s.key(r); },
                            status) ||
-      !WriteInfo<double>(ctx, 1, TF_DOUBLE, source,
+      !WriteInfo<double>(ctx, 1, TF_DOUBLE, kernel.nest_rows, source,
                          [](auto& s, int64_t r) { return s.probability(r); },
                          status) ||
-      !WriteInfo<int64_t>(ctx, 2, TF_INT64, source,
+      !WriteInfo<int64_t>(ctx, 2, TF_INT64, kernel.nest_rows, source,
                           [](auto& s, int64_t r) { return s.table_size(r); },
                           status) ||
-      !WriteInfo<double>(ctx, 3, TF_DOUBLE, source,
+      !WriteInfo<double>(ctx, 3, TF_DOUBLE, kernel.nest_rows, source,
                          [](auto& s, int64_t r) { return s.priority(r); },
                          status) ||
-      !WriteInfo<int32_t>(ctx, 4, TF_INT32, source,
+      !WriteInfo<int32_t>(ctx, 4, TF_INT32, kernel.nest_rows, source,
                           [](auto& s, int64_t r) { return s.times_sampled(r); },
                           status)) {
     return false;
@@ -184,8 +195,9 @@ bool WriteOutputs(TF_OpKernelContext* ctx, const Kernel& kernel,
     for (int64_t& d : expected) d = d < 0 ? 0 : d;
     const std::vector<int64_t>& row_shape =
         source.num_rows() > 0 ? source.row_shape(c) : expected;
-    TF_Tensor* tensor = Allocate(ctx, kNumInfoOutputs + c, dtype,
-                                 source.num_rows(), row_shape, status);
+    TF_Tensor* tensor =
+        Allocate(ctx, kNumInfoOutputs + c, dtype, kernel.nest_rows,
+                 source.num_rows(), row_shape, status);
     if (TF_GetCode(status) != TF_OK) return false;
     if (dtype == TF_STRING) {
       auto* out = static_cast<TF_TString*>(TF_TensorData(tensor));
@@ -242,7 +254,8 @@ void RegisterOp() {
         "max_samples_per_stream: int", "rate_limiter_timeout_ms: int",
         "max_samples: int", "dtypes: list(type) >= 1", "ranks: list(int)",
         "dims: list(int)", "emit_timesteps: bool", "batch_size: int",
-        "fill_timeout_ms: int", "drop_remainder: bool"}) {
+        "fill_timeout_ms: int", "drop_remainder: bool",
+        "nest_rows: bool = false"}) {
     TF_OpDefinitionBuilderAddAttr(op, attr);
   }
   for (const char* output :

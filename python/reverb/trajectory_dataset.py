@@ -134,9 +134,9 @@ class TrajectoryDataset(_DeferredDataset):
                            deterministic, name)
     rows = tf.TensorShape([batch_size if drop_remainder else None])
     return _DeferredDataset(
-        lambda: _datasets.skip_empty(tf, self._sample_rows(
+        lambda: self._sample_rows(
             batch_size=batch_size, fill_timeout_ms=-1,
-            drop_remainder=drop_remainder)),
+            drop_remainder=drop_remainder, nest_rows=True).unbatch(),
         tf.nest.map_structure(
             lambda s: tf.TensorSpec(rows.concatenate(s.shape), s.dtype),
             self._spec))
