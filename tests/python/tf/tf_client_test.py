@@ -16,8 +16,6 @@ import tensorflow as tf
 import reverb
 
 TIMEOUT = 30  # Seconds; against hangs only.
-_REPO = pathlib.Path(__file__).resolve().parents[3]
-_OTHER_PYTHON = _REPO / '.venv-dmreverb' / 'bin' / 'python'
 _PACKAGE = pathlib.Path(reverb.__file__).parent
 
 Step = collections.namedtuple('Step', ['observation', 'reward'])
@@ -516,10 +514,9 @@ def test_interrupt_ends_wait_in_main_thread(mode):
   assert 'AFTER True' in lines
 
 
-def test_ops_run_under_another_tensorflow(server, tmp_path):
+def test_ops_run_under_another_tensorflow(server, tmp_path,
+                                          other_tensorflow_python):
   """The library built against this TensorFlow runs the ops under 2.14."""
-  if not _OTHER_PYTHON.exists():
-    pytest.skip(f'{_OTHER_PYTHON} is missing (.ci/dmreverb_venv makes it)')
   insert_plain(server, [np.float32(1.5)])
   # That venv has dm-reverb's own `reverb`: put ours first on the path.
   (tmp_path / 'reverb').symlink_to(_PACKAGE, target_is_directory=True)
@@ -534,7 +531,7 @@ def test_ops_run_under_another_tensorflow(server, tmp_path):
                     tf.constant([1.0], tf.float64))
       sample = tf.function(lambda: client.sample('plain', [tf.float32]))()
       print('OK', tf.__version__, sample.data[0].numpy())
-      """, python=_OTHER_PYTHON)
+      """, python=other_tensorflow_python)
   assert result.returncode == 0, result.stderr[-3000:]
   version, value = result.stdout.split()[-2:]
   assert version != tf.__version__

@@ -19,8 +19,6 @@ import pytest
 
 import reverb
 
-_REPO = pathlib.Path(__file__).resolve().parents[3]
-_OTHER_PYTHON = _REPO / '.venv-dmreverb' / 'bin' / 'python'
 
 SCRIPT = """
 import sys
@@ -70,12 +68,10 @@ def test_import_orders(imports):
   run(sys.executable, imports, PACKAGE)
 
 
-def test_runs_under_another_tensorflow(tmp_path):
-  if not _OTHER_PYTHON.exists():
-    pytest.skip(f'{_OTHER_PYTHON} is missing (.ci/dmreverb_venv makes it)')
+def test_runs_under_another_tensorflow(tmp_path, other_tensorflow_python):
   # That venv has dm-reverb's own `reverb`: put ours first on the path.
   (tmp_path / 'reverb').symlink_to(PACKAGE, target_is_directory=True)
-  version = run(_OTHER_PYTHON, 'import reverb\nimport tensorflow as tf',
+  version = run(other_tensorflow_python, 'import reverb\nimport tensorflow as tf',
                 tmp_path / 'reverb', extra_path=tmp_path)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   assert version != tf.__version__
