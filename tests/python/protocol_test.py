@@ -3,7 +3,7 @@ stubs are generated (by grpcio-tools, at test time) from our own .proto files.
 
 Requests are built by hand, as another implementation of the protocol would
 build them, so these tests pin down the wire contract of the server
-(spec/reverb-reference.md, section 3): insert and sample streams, the unary
+(docs/wire-protocol.md): insert and sample streams, the unary
 RPCs, and what happens to bad requests (a clear status, and a server that
 keeps serving the data it already holds).
 
