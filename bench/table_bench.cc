@@ -23,7 +23,7 @@
 #include "cc/selectors/fifo.h"
 #include "cc/selectors/prioritized.h"
 #include "cc/selectors/uniform.h"
-#include "cc/table.h"
+#include "cc/core/table.h"
 
 namespace deepmind::reverb {
 namespace {

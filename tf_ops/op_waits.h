@@ -26,7 +26,7 @@
 #include <unordered_set>
 
 #include "absl/status/status.h"
-#include "cc/sample_stream.h"
+#include "cc/client/sample_stream.h"
 
 namespace deepmind::reverb::tf_ops {
 

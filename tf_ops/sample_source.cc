@@ -9,11 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "cc/client.h"
-#include "cc/sample.h"
-#include "cc/sampler.h"
-#include "cc/signature.h"
-#include "cc/tensor.h"
+#include "cc/client/client.h"
+#include "cc/client/sample.h"
+#include "cc/client/sampler.h"
+#include "cc/tensor/signature.h"
+#include "cc/tensor/tensor.h"
 
 namespace deepmind::reverb::tf_ops {
 

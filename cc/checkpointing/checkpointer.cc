@@ -18,8 +18,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cc/checkpointing/record_io.h"
+#include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
-#include "cc/table_item.h"
+#include "cc/core/table_item.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -131,7 +132,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
     return absl::InvalidArgumentError(
         absl::StrCat("keep_latest (", keep, ") must be >= 1."));
   }
-  absl::MutexLock lock(&save_mu_);
+  MutexLock lock(&save_mu_);
   std::error_code error;
   const fs::path root(root_dir_);
   fs::create_directories(root, error);

@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "cc/support/export.h"
-#include "cc/table.h"
+#include "cc/core/table.h"
+#include "cc/support/mutex.h"
 
 namespace deepmind::reverb {
 
@@ -98,7 +98,7 @@ class REVERB_EXPORT Checkpointer {
   const std::optional<std::string> fallback_checkpoint_path_;
   const CheckpointerOptions options_;
   // One save at a time.
-  absl::Mutex save_mu_;
+  Mutex save_mu_;
 };
 
 }  // namespace deepmind::reverb

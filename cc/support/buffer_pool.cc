@@ -1,4 +1,5 @@
 #include "cc/support/buffer_pool.h"
+#include "cc/support/mutex.h"
 
 #include <utility>
 
@@ -27,7 +28,7 @@ std::string BufferPool::Reserve(size_t capacity) {
 std::string BufferPool::TakeKept(size_t size) {
   std::string buffer;
   if (size >= kMinBytes) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     DropIdleLocked(absl::Now());
     Kept* best = nullptr;
     for (Kept& kept : kept_) {
@@ -53,7 +54,7 @@ std::string BufferPool::TakeKept(size_t size) {
 void BufferPool::Give(std::string buffer) {
   const size_t bytes = buffer.capacity();
   if (bytes < kMinBytes) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
   DropIdleLocked(now);
   if (kept_bytes_ + bytes > kMaxBytes) return;
@@ -74,7 +75,7 @@ void BufferPool::DropIdleLocked(absl::Time now) {
 }
 
 size_t BufferPool::kept_bytes() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return kept_bytes_;
 }
 

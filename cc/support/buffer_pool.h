@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cc/support/export.h"
+#include "cc/support/mutex.h"
 
 namespace deepmind::reverb {
 
@@ -64,7 +64,7 @@ class REVERB_EXPORT BufferPool {
   void DropIdleLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const absl::Duration max_idle_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<Kept> kept_ ABSL_GUARDED_BY(mu_);
   size_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };

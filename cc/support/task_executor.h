@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "cc/support/mutex.h"
 #include "cc/support/thread_name.h"
 
 namespace deepmind::reverb {
@@ -29,7 +29,7 @@ class TaskExecutor {
 
   ~TaskExecutor() {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;
     }
     for (auto& thread : threads_) thread.join();
@@ -39,7 +39,7 @@ class TaskExecutor {
   TaskExecutor& operator=(const TaskExecutor&) = delete;
 
   void Schedule(std::function<void()> task) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     tasks_.push_back(std::move(task));
   }
 
@@ -48,7 +48,7 @@ class TaskExecutor {
     while (true) {
       std::function<void()> task;
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         mu_.Await(absl::Condition(
             +[](TaskExecutor* self) {
               return self->stopping_ || !self->tasks_.empty();
@@ -62,7 +62,7 @@ class TaskExecutor {
     }
   }
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;

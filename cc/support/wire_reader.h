@@ -1,7 +1,7 @@
 // Reads protocol buffer wire format from an absl::Cord, for code that parses
 // a message only in part. Length-delimited values come out as sub-cords that
 // share the input's memory instead of copies, so a large value can be kept
-// where it was received (see Chunk::Parse in chunk_store.h).
+// where it was received (see Chunk::Parse in cc/core/chunk.h).
 #ifndef REVERB_CC_SUPPORT_WIRE_READER_H_
 #define REVERB_CC_SUPPORT_WIRE_READER_H_
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cc/tensor.h"
+#include "cc/tensor/tensor.h"
 
 namespace deepmind::reverb {
 

@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "cc/chunk_store.h"
-#include "cc/table_item.h"
+#include "cc/core/chunk.h"
+#include "cc/core/table_item.h"
 #include "reverb/cc/schema.pb.h"
 
 namespace deepmind::reverb::testing {

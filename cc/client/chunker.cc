@@ -1,0 +1,422 @@
+#include "cc/client/chunker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/algorithm/container.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cc/client/sample.h"
+#include "cc/support/mutex.h"
+#include "cc/tensor/signature.h"
+#include "cc/support/buffer_pool.h"
+#include "cc/support/random_key.h"
+#include "cc/support/status_macros.h"
+#include "cc/tensor/compression.h"
+#include "google/protobuf/arena.h"
+
+namespace deepmind::reverb {
+
+// --- Options -------------------------------------------------------------------
+
+absl::Status ChunkerOptions::Validate() const {
+  if (GetNumKeepAliveRefs() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_keep_alive_refs (", GetNumKeepAliveRefs(), ") must be >= 1."));
+  }
+  if (GetMaxChunkLength() < 1 ||
+      GetMaxChunkLength() > GetNumKeepAliveRefs()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_chunk_length (", GetMaxChunkLength(),
+        ") must be in [1, num_keep_alive_refs (", GetNumKeepAliveRefs(),
+        ")]."));
+  }
+  return absl::OkStatus();
+}
+
+AutoTunedChunkerOptions::AutoTunedChunkerOptions(int num_keep_alive_refs,
+                                                 double throughput_weight,
+                                                 bool delta_encode)
+    : num_keep_alive_refs_(num_keep_alive_refs),
+      throughput_weight_(throughput_weight),
+      delta_encode_(delta_encode) {}
+
+int AutoTunedChunkerOptions::GetMaxChunkLength() const {
+  MutexLock lock(&mu_);
+  return max_chunk_length_;
+}
+
+void AutoTunedChunkerOptions::OnChunkFinalized(int64_t bytes, int rows) {
+  MutexLock lock(&mu_);
+  chunks_.emplace_back(bytes, rows);
+  if (static_cast<int>(chunks_.size()) > kNumChunksToScore) chunks_.pop_front();
+  MaybeTune();
+}
+
+void AutoTunedChunkerOptions::OnItemFinalized(
+    absl::Span<const std::shared_ptr<CellRef>> refs) {
+  // Bytes the item makes the writer send: its chunks, each counted once.
+  // An item's column spans few chunks: a linear search beats a hash set.
+  absl::InlinedVector<uint64_t, 8> seen;
+  int64_t bytes = 0;
+  for (const auto& ref : refs) {
+    if (absl::c_linear_search(seen, ref->chunk_key())) continue;
+    seen.push_back(ref->chunk_key());
+    if (auto chunk = ref->GetChunk()) {
+      bytes += chunk->GetCachedSize();  // Sized when it was finalized.
+    }
+  }
+  if (refs.empty()) return;
+  MutexLock lock(&mu_);
+  items_.emplace_back(bytes, static_cast<int>(refs.size()));
+  if (static_cast<int>(items_.size()) > kNumItemsToScore) items_.pop_front();
+}
+
+void AutoTunedChunkerOptions::MaybeTune() {
+  if (static_cast<int>(chunks_.size()) < kNumChunksToScore ||
+      static_cast<int>(items_.size()) < kNumItemsToScore) {
+    return;
+  }
+  auto per_step = [](const std::deque<std::pair<int64_t, int>>& stats) {
+    double bytes = 0, steps = 0;
+    for (const auto& [b, s] : stats) {
+      bytes += b;
+      steps += s;
+    }
+    return bytes / std::max(1.0, steps);
+  };
+  double rows = 0;
+  for (const auto& chunk : chunks_) rows += chunk.second;
+  const double average_length = rows / chunks_.size();
+  const double cost =
+      per_step(chunks_) + throughput_weight_ * per_step(items_);
+  if (!previous_cost_.has_value()) {
+    last_change_grew_ = true;
+    max_chunk_length_ = std::min(max_chunk_length_ + 2, num_keep_alive_refs_);
+  } else if (std::abs(average_length - max_chunk_length_) <= 0.25) {
+    // The windows describe the current length: keep going the same way if
+    // that lowered the cost, else turn back.
+    const bool grow = (cost < *previous_cost_) == last_change_grew_;
+    last_change_grew_ = grow;
+    max_chunk_length_ = std::clamp(max_chunk_length_ + (grow ? 2 : -1), 1,
+                                   num_keep_alive_refs_);
+  } else {
+    return;  // Statistics of an older length; wait for fresh ones.
+  }
+  previous_cost_ = cost;
+  chunks_.clear();
+  items_.clear();
+}
+
+// --- CellRef -------------------------------------------------------------------
+
+CellRef::CellRef(std::weak_ptr<Chunker> chunker, uint64_t chunk_key,
+                 int offset, uint64_t episode_id, int32_t episode_step,
+                 tensorflow::DataType dtype,
+                 std::shared_ptr<const std::vector<int64_t>> shape)
+    : chunker_(std::move(chunker)),
+      chunk_key_(chunk_key),
+      offset_(offset),
+      episode_id_(episode_id),
+      episode_step_(episode_step),
+      dtype_(dtype),
+      shape_(std::move(shape)) {}
+
+bool CellRef::IsReady() const {
+  MutexLock lock(&mu_);
+  return chunk_ != nullptr;
+}
+
+std::shared_ptr<const ChunkData> CellRef::GetChunk() const {
+  MutexLock lock(&mu_);
+  return chunk_;
+}
+
+void CellRef::SetChunk(std::shared_ptr<const ChunkData> chunk) {
+  MutexLock lock(&mu_);
+  chunk_ = std::move(chunk);
+}
+
+namespace {
+
+// A chunk's messages and their arena, which starts in a block of its own:
+// a chunk of small steps takes this one allocation instead of one per
+// message and string (a chunk per step and column is common, and those
+// allocations and frees were a third of a small-step writer's time).
+struct ArenaChunk {
+  static constexpr size_t kBlockBytes = 1024;
+
+  static google::protobuf::ArenaOptions Options(char* block) {
+    google::protobuf::ArenaOptions options;
+    options.initial_block = block;
+    options.initial_block_size = kBlockBytes;
+    return options;
+  }
+
+  ArenaChunk() : arena(Options(block)) {}
+  // Large tensor contents go back to the pool for the next steps.
+  ~ArenaChunk() {
+    for (auto& tensor : *data->mutable_data()->mutable_tensors()) {
+      BufferPool::Default().Give(std::move(*tensor.mutable_tensor_content()));
+    }
+  }
+
+  alignas(16) char block[kBlockBytes];
+  google::protobuf::Arena arena;
+  ChunkData* const data =
+      google::protobuf::Arena::CreateMessage<ChunkData>(&arena);
+};
+
+std::shared_ptr<ChunkData> NewArenaChunk() {
+  auto holder = std::make_shared<ArenaChunk>();
+  return std::shared_ptr<ChunkData>(holder, holder->data);
+}
+
+absl::StatusOr<Tensor> RowOfChunk(const ChunkData& chunk, int row) {
+  REVERB_ASSIGN_OR_RETURN(Tensor column, UnpackChunkTensor(chunk, 0));
+  return GetRow(column, row);
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> CellRef::GetData() const {
+  if (auto chunk = GetChunk()) return RowOfChunk(*chunk, offset_);
+  if (auto chunker = GetChunker()) {
+    auto buffered = chunker->CopyDataForCell(*this);
+    if (buffered.ok()) return buffered;
+  }
+  // Finalized meanwhile?
+  if (auto chunk = GetChunk()) return RowOfChunk(*chunk, offset_);
+  return absl::FailedPreconditionError(
+      "The cell's chunk was never finalized and its chunker has dropped it.");
+}
+
+// --- Chunker -------------------------------------------------------------------
+
+Chunker::Chunker(int column, std::shared_ptr<ChunkerOptions> options)
+    : column_(column),
+      options_(std::move(options)),
+      next_chunk_key_(NewRandomKey()) {}
+
+std::shared_ptr<ChunkerOptions> Chunker::options() const {
+  MutexLock lock(&mu_);
+  return options_;
+}
+
+absl::Status Chunker::CanAppend(tensorflow::DataType dtype,
+                                absl::Span<const int64_t> shape,
+                                uint64_t episode_id,
+                                int32_t episode_step) const {
+  MutexLock lock(&mu_);
+  return CanAppendLocked(dtype, shape, episode_id, episode_step);
+}
+
+absl::Status Chunker::CanAppendLocked(tensorflow::DataType dtype,
+                                      absl::Span<const int64_t> shape,
+                                      uint64_t episode_id,
+                                      int32_t episode_step) const {
+  if (dtype_.has_value() && dtype != *dtype_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Tensor of wrong dtype provided for column ", column_, ". Got ",
+        DataTypeName(dtype), " but expected ", DataTypeName(*dtype_), "."));
+  }
+  if (dtype_.has_value() && shape != absl::MakeConstSpan(*shape_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Tensor of incompatible shape provided for column ", column_,
+        ". Got [", absl::StrJoin(shape, ","), "] which is incompatible with [",
+        absl::StrJoin(*shape_, ","), "]."));
+  }
+  if (!buffer_refs_.empty() &&
+      buffer_refs_.back()->episode_id() == episode_id &&
+      buffer_refs_.back()->episode_step() >= episode_step) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Column ", column_, " already has step ", episode_step,
+        " (column present in previous AppendPartial)."));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Chunker::StartCellLocked(tensorflow::DataType dtype,
+                                      absl::Span<const int64_t> shape,
+                                      uint64_t episode_id) {
+  if (!dtype_.has_value()) {
+    dtype_ = dtype;
+    shape_ = std::make_shared<const std::vector<int64_t>>(shape.begin(),
+                                                          shape.end());
+  }
+  // A chunk holds steps of one episode.
+  if (!buffer_refs_.empty() &&
+      buffer_refs_.back()->episode_id() != episode_id) {
+    REVERB_RETURN_IF_ERROR(FinalizeLocked());
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<CellRef> Chunker::NewRefLocked(uint64_t episode_id,
+                                               int32_t episode_step) {
+  auto ref = std::make_shared<CellRef>(
+      weak_from_this(), next_chunk_key_,
+      static_cast<int>(buffer_refs_.size()), episode_id, episode_step,
+      *dtype_, shape_);
+  buffer_refs_.push_back(ref);
+  active_refs_.push_back(ref);
+  while (static_cast<int>(active_refs_.size()) >
+         options_->GetNumKeepAliveRefs()) {
+    active_refs_.pop_front();
+  }
+  return ref;
+}
+
+absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(
+    const TensorView& cell, uint64_t episode_id, int32_t episode_step) {
+  TensorView row = cell;
+  row.shape.insert(row.shape.begin(), 1);
+  REVERB_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<CellRef>> refs,
+                          AppendRows(row, episode_id, episode_step));
+  return std::move(refs.front());
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> Chunker::AppendRows(
+    const TensorView& rows, uint64_t episode_id, int32_t first_step) {
+  if (rows.shape.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Rows for column ", column_, " need a leading dimension, got ",
+        DescribeTensor(rows), "."));
+  }
+  REVERB_RETURN_IF_ERROR(CheckElements(rows));
+  const int64_t num_rows = rows.shape[0];
+  const auto row_shape = absl::MakeConstSpan(rows.shape).subspan(1);
+  MutexLock lock(&mu_);
+  std::vector<std::shared_ptr<CellRef>> refs;
+  if (num_rows == 0) return refs;
+  REVERB_RETURN_IF_ERROR(
+      CanAppendLocked(rows.dtype, row_shape, episode_id, first_step));
+  REVERB_RETURN_IF_ERROR(StartCellLocked(rows.dtype, row_shape, episode_id));
+  // Delta encoding rewrites the rows, so it takes the buffered path.
+  const bool direct = !rows.IsString() && !options_->GetDeltaEncode();
+  const int64_t row_bytes = static_cast<int64_t>(rows.bytes.size()) / num_rows;
+  refs.reserve(num_rows);
+  for (int64_t t = 0; t < num_rows;) {
+    const int32_t step = first_step + static_cast<int32_t>(t);
+    const int length = options_->GetMaxChunkLength();
+    const int buffered = static_cast<int>(buffer_refs_.size());
+    // Whole chunks of rows are compressed where they are; other rows are
+    // copied to the buffer, as many at once as fit in the chunk.
+    const int64_t n =
+        direct && buffered == 0 && num_rows - t >= length
+            ? length
+            : std::min<int64_t>(num_rows - t, std::max(1, length - buffered));
+    REVERB_ASSIGN_OR_RETURN(TensorView chunk_rows, ViewRows(rows, t, n));
+    const bool whole_chunk = direct && buffered == 0 && n == length;
+    if (!whole_chunk) {
+      if (buffered == 0 && !rows.IsString()) {
+        // Room for the whole chunk; a large one in a recycled buffer.
+        buffer_.bytes = BufferPool::Default().Reserve(row_bytes * length);
+      }
+      REVERB_RETURN_IF_ERROR(reverb::AppendRows(chunk_rows, &buffer_));
+    }
+    for (int i = 0; i < n; ++i) {
+      refs.push_back(NewRefLocked(episode_id, step + static_cast<int32_t>(i)));
+    }
+    t += n;
+    if (whole_chunk) {
+      REVERB_RETURN_IF_ERROR(FinalizeRefsLocked(
+          static_cast<int64_t>(chunk_rows.bytes.size()),
+          /*delta_encoded=*/false, [&](tensorflow::TensorProto* proto) {
+            return CompressTensorAsProto(chunk_rows, proto);
+          }));
+    } else if (static_cast<int>(buffer_refs_.size()) >= length) {
+      REVERB_RETURN_IF_ERROR(FinalizeLocked());
+    }
+  }
+  return refs;
+}
+
+absl::Status Chunker::Flush() {
+  MutexLock lock(&mu_);
+  return FinalizeLocked();
+}
+
+absl::Status Chunker::FinalizeLocked() {
+  if (buffer_refs_.empty()) return absl::OkStatus();
+  Tensor stacked = std::exchange(buffer_, Tensor());
+  const int64_t uncompressed = static_cast<int64_t>(stacked.bytes.size());
+  const bool delta = options_->GetDeltaEncode();
+  if (delta) DeltaEncode(&stacked, /*encode=*/true);
+  return FinalizeRefsLocked(uncompressed, delta,
+                            [&stacked](tensorflow::TensorProto* proto) {
+                              return CompressTensorAsProto(
+                                  std::move(stacked), proto);
+                            });
+}
+
+absl::Status Chunker::FinalizeRefsLocked(
+    int64_t uncompressed_bytes, bool delta_encoded,
+    absl::FunctionRef<absl::Status(tensorflow::TensorProto*)> compress) {
+  std::shared_ptr<ChunkData> chunk = NewArenaChunk();
+  chunk->set_chunk_key(next_chunk_key_);
+  REVERB_RETURN_IF_ERROR(compress(chunk->mutable_data()->add_tensors()));
+  chunk->set_data_tensors_len(1);
+  chunk->set_data_uncompressed_size(uncompressed_bytes);
+  chunk->set_delta_encoded(delta_encoded);
+  SequenceRange* range = chunk->mutable_sequence_range();
+  range->set_episode_id(buffer_refs_.front()->episode_id());
+  range->set_start(buffer_refs_.front()->episode_step());
+  range->set_end(buffer_refs_.back()->episode_step());
+  range->set_sparse(range->end() - range->start() + 1 !=
+                    static_cast<int32_t>(buffer_refs_.size()));
+  for (const auto& ref : buffer_refs_) ref->SetChunk(chunk);
+  // Sizes the chunk once: later readers take GetCachedSize() (it is
+  // immutable from here on).
+  options_->OnChunkFinalized(static_cast<int64_t>(chunk->ByteSizeLong()),
+                             static_cast<int>(buffer_refs_.size()));
+  buffer_refs_.clear();
+  next_chunk_key_ = NewRandomKey();
+  return absl::OkStatus();
+}
+
+void Chunker::Reset() {
+  MutexLock lock(&mu_);
+  buffer_ = Tensor();
+  buffer_refs_.clear();
+  active_refs_.clear();
+  next_chunk_key_ = NewRandomKey();
+}
+
+absl::Status Chunker::ApplyConfig(std::shared_ptr<ChunkerOptions> options) {
+  REVERB_RETURN_IF_ERROR(options->Validate());
+  MutexLock lock(&mu_);
+  if (!buffer_refs_.empty()) {
+    return absl::FailedPreconditionError(
+        "Chunker options can only be changed while no steps are buffered.");
+  }
+  options_ = std::move(options);
+  while (static_cast<int>(active_refs_.size()) >
+         options_->GetNumKeepAliveRefs()) {
+    active_refs_.pop_front();
+  }
+  return absl::OkStatus();
+}
+
+std::vector<uint64_t> Chunker::GetKeepKeys() const {
+  MutexLock lock(&mu_);
+  std::vector<uint64_t> keys;
+  for (const auto& ref : active_refs_) {
+    if (keys.empty() || keys.back() != ref->chunk_key()) {
+      keys.push_back(ref->chunk_key());
+    }
+  }
+  return keys;
+}
+
+absl::StatusOr<Tensor> Chunker::CopyDataForCell(const CellRef& ref) const {
+  MutexLock lock(&mu_);
+  for (size_t i = 0; i < buffer_refs_.size(); ++i) {
+    if (buffer_refs_[i].get() == &ref) return GetRow(buffer_, i);
+  }
+  return absl::FailedPreconditionError("The cell is not buffered.");
+}
+
+}  // namespace deepmind::reverb

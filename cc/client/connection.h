@@ -1,0 +1,57 @@
+// Connection: a gRPC channel to a Reverb server and the service stub over
+// it, shared by a Client and the writers, samplers and streams it makes.
+//
+// The channel is insecure, has unlimited message sizes, a 30 s reconnect
+// backoff cap and the round_robin load-balancing policy (as dm-reverb), so
+// an address that resolves to several servers spreads streams over them.
+#ifndef REVERB_CC_CLIENT_CONNECTION_H_
+#define REVERB_CC_CLIENT_CONNECTION_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "cc/support/export.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/impl/rpc_method.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/sync_stream.h"
+#include "reverb/cc/reverb_service.grpc.pb.h"
+
+namespace deepmind::reverb {
+
+// How long writers and Client.sample wait for a connection.
+inline constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
+
+class REVERB_EXPORT Connection {
+ public:
+  explicit Connection(const std::string& server_address);
+
+  const std::string& server_address() const { return server_address_; }
+  ReverbService::StubInterface* stub() const { return stub_.get(); }
+
+  // An InsertStream whose requests the caller serializes, as the writers do
+  // with EncodeInsertRequest (insert_request.h), so that chunk tensors are
+  // sent without a copy.
+  std::unique_ptr<
+      grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
+  OpenInsertStream(grpc::ClientContext* context) const;
+
+  // Waits until the channel is connected, starting a connection (or cutting
+  // a reconnect backoff short) if needed. Streams are opened without
+  // wait-for-ready, so writers and samplers call this first: a server that
+  // is restarting is waited for, one that is gone fails after `timeout`
+  // with UNAVAILABLE.
+  absl::Status WaitForConnection(absl::Duration timeout) const;
+
+ private:
+  const std::string server_address_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<ReverbService::StubInterface> stub_;
+  const grpc::internal::RpcMethod insert_stream_;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_CLIENT_CONNECTION_H_

@@ -1,0 +1,457 @@
+#include "cc/client/legacy_writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cc/support/mutex.h"
+#include "cc/wire/insert_request.h"
+#include "cc/tensor/signature.h"
+#include "cc/wire/grpc_status.h"
+#include "cc/support/random_key.h"
+#include "cc/support/status_macros.h"
+#include "cc/support/thread_name.h"
+#include "cc/tensor/compression.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace deepmind::reverb {
+namespace {
+
+// dm-reverb's checks (and texts) before the steps of a chunk are stacked:
+// column by column, every step must have the first one's shape, then its
+// dtype.
+absl::Status CheckStackable(const std::vector<std::vector<Tensor>>& steps) {
+  for (size_t c = 0; c < steps[0].size(); ++c) {
+    const Tensor& first = steps[0][c];
+    for (size_t s = 1; s < steps.size(); ++s) {
+      if (steps[s][c].shape != first.shape) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Unable to concatenate tensors at index ", c,
+            " due to mismatched shapes.  Tensor 0 has shape: ",
+            ShapeString(first.shape), ", but tensor ", s,
+            " has shape: ", ShapeString(steps[s][c].shape)));
+      }
+    }
+    for (size_t s = 1; s < steps.size(); ++s) {
+      if (steps[s][c].dtype != first.dtype) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Cannot concatenate tensors that have different data types. Got ",
+            DataTypeName(first.dtype), " and ",
+            DataTypeName(steps[s][c].dtype), "."));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
+    std::shared_ptr<const Connection> connection,
+    const WriterOptions& options) {
+  if (options.max_timesteps < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_timesteps (", options.max_timesteps, ") must be >= 1."));
+  }
+  if (options.chunk_length < 1 || options.chunk_length > options.max_timesteps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chunk_length (", options.chunk_length, ") must be in [1, ",
+        options.max_timesteps, "]."));
+  }
+  if (options.max_in_flight_items < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_in_flight_items (", options.max_in_flight_items,
+        ") must be >= 1."));
+  }
+  return std::unique_ptr<Writer>(new Writer(std::move(connection), options));
+}
+
+Writer::Writer(std::shared_ptr<const Connection> connection,
+               const WriterOptions& options)
+    : connection_(std::move(connection)),
+      options_(options),
+      episode_id_(NewRandomKey()) {}
+
+Writer::~Writer() {
+  if (stream_ != nullptr && !closed_) {
+    context_->TryCancel();
+    StopSender();
+    reader_.join();
+    stream_->Finish().IgnoreError();
+  }
+}
+
+absl::Status Writer::CheckOpen(absl::string_view method) const {
+  if (closed_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Calling method ", method, " after Close has been called"));
+  }
+  return status_;
+}
+
+absl::Status Writer::Append(std::vector<Tensor> step) {
+  REVERB_RETURN_IF_ERROR(CheckOpen("Append"));
+  if (num_columns_ < 0) num_columns_ = static_cast<int>(step.size());
+  if (static_cast<int>(step.size()) != num_columns_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Number of tensors per timestep was inconsistent. "
+                     "Previously it was ", num_columns_, ", but is now ",
+                     step.size(), "."));
+  }
+  buffer_.push_back(std::move(step));
+  ++num_steps_;
+  if (static_cast<int>(buffer_.size()) == options_.chunk_length) {
+    if (absl::Status status = FinalizeChunk(); !status.ok()) {
+      // As dm-reverb: the step that could not join the chunk is dropped.
+      buffer_.pop_back();
+      --num_steps_;
+      return status;
+    }
+  }
+  return SendReadyItems();
+}
+
+absl::Status Writer::AppendSequence(std::vector<Tensor> sequence) {
+  REVERB_RETURN_IF_ERROR(CheckOpen("AppendSequence"));
+  // dm-reverb's checks and texts.
+  if (sequence.empty()) {
+    return absl::InvalidArgumentError("AppendSequence called with empty data.");
+  }
+  for (size_t i = 0; i < sequence.size(); ++i) {
+    if (sequence[i].shape.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AppendSequence called with scalar tensor at index ", i, "."));
+    }
+    if (sequence[i].shape[0] != sequence[0].shape[0]) {
+      std::vector<SignatureSpec> specs;
+      for (const Tensor& column : sequence) {
+        specs.push_back({"", column.dtype, column.shape});
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AppendSequence called with tensors of non equal batch dimension: ",
+          DescribeSignature(specs), "."));
+    }
+  }
+  for (int64_t t = 0; t < sequence[0].shape[0]; ++t) {
+    std::vector<Tensor> step;
+    step.reserve(sequence.size());
+    for (const Tensor& column : sequence) {
+      REVERB_ASSIGN_OR_RETURN(Tensor row, GetRow(column, t));
+      step.push_back(std::move(row));
+    }
+    REVERB_RETURN_IF_ERROR(Append(std::move(step)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
+                                double priority) {
+  REVERB_RETURN_IF_ERROR(CheckOpen("CreateItem"));
+  if (num_timesteps < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_timesteps (", num_timesteps, ") must be >= 1."));
+  }
+  // Steps beyond max_timesteps are never buffered (dm-reverb's text).
+  if (num_timesteps >
+      std::min<int64_t>(num_steps_, options_.max_timesteps)) {
+    return absl::InvalidArgumentError(
+        "Argument `num_timesteps` is larger than number of buffered "
+        "timesteps.");
+  }
+  if (std::isnan(priority)) {
+    return absl::InvalidArgumentError("`priority` must not be nan.");
+  }
+  pending_items_.push_back(
+      {table, num_steps_ - num_timesteps, num_timesteps, priority});
+  return SendReadyItems();
+}
+
+absl::Status Writer::Flush(absl::Duration timeout) {
+  REVERB_RETURN_IF_ERROR(CheckOpen("Flush"));
+  // Pending items wait for buffered steps; steps no item references stay
+  // buffered (their chunk may still grow), as in dm-reverb.
+  if (!pending_items_.empty()) REVERB_RETURN_IF_ERROR(FinalizeChunk());
+  REVERB_RETURN_IF_ERROR(SendReadyItems());
+  if (stream_ == nullptr) return absl::OkStatus();
+  size_t awaiting = 0;
+  {
+    MutexLock lock(&mu_);
+    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return in_flight_.empty() || reader_done_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+    if (!in_flight_.empty() && !reader_done_) awaiting = in_flight_.size();
+    else if (in_flight_.empty()) return absl::OkStatus();
+  }
+  if (awaiting > 0) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "Timeout exceeded with 0 items waiting to be written and ", awaiting,
+        " items awaiting confirmation."));
+  }
+  return StreamError();
+}
+
+absl::Status Writer::NewEpisode() {
+  REVERB_RETURN_IF_ERROR(CheckOpen("NewEpisode"));
+  if (!buffer_.empty() || !pending_items_.empty()) {
+    return absl::FailedPreconditionError(
+        "Flush the writer before starting a new episode.");
+  }
+  episode_id_ = NewRandomKey();
+  num_columns_ = -1;
+  num_steps_ = 0;
+  chunked_steps_ = 0;
+  chunks_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status Writer::Close(absl::Duration timeout) {
+  REVERB_RETURN_IF_ERROR(closed_ ? absl::FailedPreconditionError(
+                                       "The writer is already closed.")
+                                 : absl::OkStatus());
+  absl::Status status = Flush(timeout);
+  closed_ = true;
+  if (stream_ == nullptr) return status;
+  if (status.ok()) {
+    StopSender();
+    stream_->WritesDone();
+  } else {
+    context_->TryCancel();
+    StopSender();
+  }
+  reader_.join();
+  absl::Status finish = FromGrpcStatus(stream_->Finish());
+  stream_.reset();
+  return status.ok() ? finish : status;
+}
+
+std::string Writer::DebugString() const {
+  return absl::StrCat(
+      "Writer(chunk_length=", options_.chunk_length,
+      ", max_timesteps=", options_.max_timesteps,
+      ", delta_encoded=", options_.delta_encoded ? 1 : 0,
+      ", max_in_flight_items=", options_.max_in_flight_items,
+      ", episode_id=", episode_id_, ", index_within_episode=", chunked_steps_,
+      ", closed=", closed_ ? 1 : 0, ")");
+}
+
+absl::Status Writer::FinalizeChunk() {
+  REVERB_RETURN_IF_ERROR(CheckStackable(buffer_));
+  const int64_t rows = static_cast<int64_t>(buffer_.size());
+  ChunkInfo chunk;
+  chunk.key = NewRandomKey();
+  chunk.first_step = chunked_steps_;
+  chunk.last_step = chunked_steps_ + rows - 1;
+  ChunkData& data = chunk.data;
+  data.set_chunk_key(chunk.key);
+  data.mutable_sequence_range()->set_episode_id(episode_id_);
+  data.mutable_sequence_range()->set_start(static_cast<int32_t>(chunk.first_step));
+  data.mutable_sequence_range()->set_end(static_cast<int32_t>(chunk.last_step));
+  data.set_delta_encoded(options_.delta_encoded);
+  data.set_data_tensors_len(num_columns_);
+  int64_t uncompressed = 0;
+  for (int c = 0; c < num_columns_; ++c) {
+    std::vector<Tensor> column;
+    column.reserve(rows);
+    for (auto& step : buffer_) column.push_back(std::move(step[c]));
+    auto stacked = StackTensors(std::move(column));
+    if (!stacked.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column ", c, " changes dtype or shape between steps: ",
+          stacked.status().message()));
+    }
+    if (options_.delta_encoded) DeltaEncode(&*stacked, /*encode=*/true);
+    uncompressed += static_cast<int64_t>(stacked->bytes.size());
+    for (const auto& s : stacked->strings) uncompressed += s.size();
+    REVERB_RETURN_IF_ERROR(
+        CompressTensorAsProto(*std::move(stacked),
+                              data.mutable_data()->add_tensors()));
+  }
+  data.set_data_uncompressed_size(uncompressed);
+  chunks_.push_back(std::move(chunk));
+  chunked_steps_ += rows;
+  buffer_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status Writer::SendReadyItems() {
+  while (!pending_items_.empty()) {
+    const PendingItem& item = pending_items_.front();
+    if (item.first_step + item.num_steps > chunked_steps_) break;
+    absl::Status status = SendItem(item);
+    pending_items_.pop_front();
+    if (!status.ok()) {
+      status_ = status;
+      return status;
+    }
+  }
+  PruneChunks();
+  return absl::OkStatus();
+}
+
+void Writer::PruneChunks() {
+  int64_t first_needed = num_steps_ - options_.max_timesteps;
+  for (const auto& item : pending_items_) {
+    first_needed = std::min(first_needed, item.first_step);
+  }
+  while (!chunks_.empty() && chunks_.front().last_step < first_needed) {
+    chunks_.pop_front();
+  }
+}
+
+absl::Status Writer::SendItem(const PendingItem& pending) {
+  if (stream_ == nullptr) REVERB_RETURN_IF_ERROR(StartStream());
+  const uint64_t key = NewRandomKey();
+  bool broken;
+  {
+    MutexLock lock(&mu_);
+    auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return reader_done_ || write_failed_ ||
+             static_cast<int>(in_flight_.size()) < options_.max_in_flight_items;
+    };
+    mu_.Await(absl::Condition(&has_room));
+    broken = reader_done_ || write_failed_;
+    if (!broken) in_flight_.insert(key);
+  }
+  if (broken) return StreamError();
+
+  InsertStreamRequest request;
+  PrioritizedItem* item = request.add_items();
+  item->set_key(key);
+  item->set_table(pending.table);
+  item->set_priority(pending.priority);
+  *item->mutable_inserted_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  const int64_t first = pending.first_step;
+  const int64_t last = pending.first_step + pending.num_steps - 1;
+  std::vector<FlatTrajectory::ChunkSlice> slices;
+  std::vector<std::shared_ptr<const ChunkData>> new_chunks;
+  int64_t bytes = 0;
+  for (ChunkInfo& chunk : chunks_) {
+    if (chunk.last_step < first || chunk.first_step > last) continue;
+    FlatTrajectory::ChunkSlice slice;
+    slice.set_chunk_key(chunk.key);
+    const int64_t start = std::max(first, chunk.first_step);
+    slice.set_offset(static_cast<int32_t>(start - chunk.first_step));
+    slice.set_length(static_cast<int32_t>(std::min(last, chunk.last_step) - start + 1));
+    slices.push_back(slice);
+    if (!chunk.sent) {
+      bytes += static_cast<int64_t>(chunk.data.ByteSizeLong());
+      new_chunks.push_back(std::make_shared<ChunkData>(std::move(chunk.data)));
+      chunk.data.Clear();
+      chunk.sent = true;
+    }
+  }
+  for (int c = 0; c < num_columns_; ++c) {
+    auto* column = item->mutable_flat_trajectory()->add_columns();
+    for (auto slice : slices) {
+      slice.set_index(c);
+      *column->add_chunk_slices() = slice;
+    }
+  }
+  PruneChunks();
+  for (const ChunkInfo& chunk : chunks_) {
+    if (chunk.sent) request.add_keep_chunk_keys(chunk.key);
+  }
+  MutexLock lock(&mu_);
+  outbox_.push_back({std::move(request), std::move(new_chunks), bytes});
+  return absl::OkStatus();
+}
+
+void Writer::SendRequests() {
+  while (true) {
+    InsertStreamRequest request;
+    std::vector<std::shared_ptr<const ChunkData>> chunks;
+    {
+      MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_sending_ || !outbox_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (outbox_.empty()) return;
+      request = std::move(outbox_.front().request);
+      chunks = std::move(outbox_.front().chunks);
+      int64_t bytes = outbox_.front().bytes;
+      outbox_.pop_front();
+      // Later requests join: their chunks and items after ours, and their
+      // keep_chunk_keys (a server applies them after the items) replace
+      // ours.
+      while (!outbox_.empty() &&
+             bytes + outbox_.front().bytes <= kMaxMergedRequestBytes) {
+        InsertStreamRequest& next = outbox_.front().request;
+        for (auto& chunk : outbox_.front().chunks) {
+          chunks.push_back(std::move(chunk));
+        }
+        for (PrioritizedItem& item : *next.mutable_items()) {
+          request.mutable_items()->Add(std::move(item));
+        }
+        *request.mutable_keep_chunk_keys() =
+            std::move(*next.mutable_keep_chunk_keys());
+        bytes += outbox_.front().bytes;
+        outbox_.pop_front();
+      }
+    }
+    if (!stream_->Write(EncodeInsertRequest(request, chunks),
+                        grpc::WriteOptions().set_no_compression())) {
+      // The call has ended; the reader learns why.
+      MutexLock lock(&mu_);
+      write_failed_ = true;
+      outbox_.clear();
+      return;
+    }
+  }
+}
+
+void Writer::StopSender() {
+  {
+    MutexLock lock(&mu_);
+    stop_sending_ = true;
+  }
+  if (sender_.joinable()) sender_.join();
+}
+
+absl::Status Writer::StartStream() {
+  REVERB_RETURN_IF_ERROR(connection_->WaitForConnection(kConnectTimeout));
+  context_ = std::make_unique<grpc::ClientContext>();
+  context_->set_wait_for_ready(false);
+  stream_ = connection_->OpenInsertStream(context_.get());
+  {
+    MutexLock lock(&mu_);
+    reader_done_ = false;
+    stop_sending_ = false;
+    write_failed_ = false;
+  }
+  reader_ = std::thread([this] { ReadConfirmations(); });
+  sender_ = std::thread([this] { SendRequests(); });
+  SetThreadName(reader_, "reverb-confirm");
+  SetThreadName(sender_, "reverb-writer");
+  return absl::OkStatus();
+}
+
+void Writer::ReadConfirmations() {
+  InsertStreamResponse response;
+  while (stream_->Read(&response)) {
+    MutexLock lock(&mu_);
+    for (uint64_t key : response.keys()) in_flight_.erase(key);
+  }
+  MutexLock lock(&mu_);
+  reader_done_ = true;
+}
+
+absl::Status Writer::StreamError() {
+  if (!status_.ok()) return status_;
+  {
+    MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&reader_done_));
+  }
+  reader_.join();
+  StopSender();
+  absl::Status status = FromGrpcStatus(stream_->Finish());
+  stream_.reset();
+  status_ = status.ok() ? absl::UnavailableError(
+                              "The server ended the insert stream.")
+                        : status;
+  return status_;
+}
+
+}  // namespace deepmind::reverb

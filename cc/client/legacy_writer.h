@@ -1,0 +1,165 @@
+// Writer: dm-reverb's legacy writer (Client.writer / Client.insert).
+//
+// Steps (one tensor per column) are buffered; every `chunk_length` steps
+// become one chunk holding all columns (tensor i of the chunk is column i,
+// stacked along time, optionally delta-encoded, snappy-compressed). An item
+// covers the last `num_timesteps` steps appended; it is sent once all its
+// steps are in chunks (when the buffer fills, or on Flush/Close), together
+// with the chunks the server has not seen. The writer keeps the chunks that
+// later items may reference (those of the last `max_timesteps` steps) and
+// asks the server to keep them too.
+//
+// Requests are written by a sender thread, so the caller never waits for
+// the network; requests that queue up while it writes go out as one. At
+// most `max_in_flight_items` items are unsent or unconfirmed at any time;
+// creating one more waits. A broken stream becomes the writer's permanent
+// error. Not thread-safe: one caller thread at a time (two more threads
+// write requests and read confirmations).
+#ifndef REVERB_CC_CLIENT_LEGACY_WRITER_H_
+#define REVERB_CC_CLIENT_LEGACY_WRITER_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "cc/support/export.h"
+#include "cc/support/mutex.h"
+#include "cc/tensor/tensor.h"
+#include "cc/client/connection.h"
+
+namespace deepmind::reverb {
+
+struct WriterOptions {
+  int chunk_length = 1;
+  int max_timesteps = 1;
+  bool delta_encoded = false;
+  int max_in_flight_items = 25;
+};
+
+class REVERB_EXPORT Writer {
+ public:
+  // INVALID_ARGUMENT unless 1 <= chunk_length <= max_timesteps and
+  // max_in_flight_items >= 1.
+  static absl::StatusOr<std::unique_ptr<Writer>> Create(
+      std::shared_ptr<const Connection> connection,
+      const WriterOptions& options);
+
+  // Cancels the stream without flushing; call Close() to keep pending items.
+  ~Writer();
+
+  // One step: a tensor per column (the same columns every step). A step
+  // that completes a chunk whose steps differ in a column's shape or dtype
+  // is dropped with INVALID_ARGUMENT (as dm-reverb); Flush then fails the
+  // same way while such steps stay buffered.
+  absl::Status Append(std::vector<Tensor> step);
+
+  // T steps at once: every tensor has leading dimension T.
+  absl::Status AppendSequence(std::vector<Tensor> sequence);
+
+  // An item over the last `num_timesteps` steps. INVALID_ARGUMENT if
+  // num_timesteps < 1, > max_timesteps or > the steps appended, or if the
+  // priority is NaN.
+  absl::Status CreateItem(const std::string& table, int num_timesteps,
+                          double priority);
+
+  // Chunks the buffered steps if a pending item needs them, sends every
+  // pending item and waits for all confirmations. DEADLINE_EXCEEDED ("Timeout exceeded ...") on timeout.
+  absl::Status Flush(absl::Duration timeout = absl::InfiniteDuration());
+
+  // dm-reverb's description: "Writer(chunk_length=.., max_timesteps=..,
+  // delta_encoded=0|1, max_in_flight_items=.., episode_id=..,
+  // index_within_episode=<steps in chunks>, closed=0|1)".
+  std::string DebugString() const;
+
+  // Starts a new episode: a new episode id, and later items may only span
+  // steps appended from now on (with any number of columns). Every item
+  // must have been sent (Flush first), else FAILED_PRECONDITION.
+  absl::Status NewEpisode();
+
+  // Flush, then end the stream. Later calls fail with FAILED_PRECONDITION.
+  absl::Status Close(absl::Duration timeout = absl::InfiniteDuration());
+
+ private:
+  struct ChunkInfo {
+    uint64_t key;
+    int64_t first_step;
+    int64_t last_step;  // Inclusive.
+    ChunkData data;     // Cleared once sent.
+    bool sent = false;
+  };
+  struct PendingItem {
+    std::string table;
+    int64_t first_step;
+    int num_steps;
+    double priority;
+  };
+
+  Writer(std::shared_ptr<const Connection> connection,
+         const WriterOptions& options);
+
+  // The stream's error, or FAILED_PRECONDITION naming `method` (as
+  // dm-reverb) once the writer is closed.
+  absl::Status CheckOpen(absl::string_view method) const;
+  absl::Status FinalizeChunk();
+  // Sends the pending items whose steps are all in chunks.
+  absl::Status SendReadyItems();
+  absl::Status SendItem(const PendingItem& pending);
+  // Drops chunks no future or pending item can reference.
+  void PruneChunks();
+  // Opens the stream once the channel is connected (UNAVAILABLE if not
+  // within kConnectTimeout).
+  absl::Status StartStream();
+  // The stream's final status once its reader has stopped.
+  absl::Status StreamError();
+  void ReadConfirmations();
+  // The sender thread: writes the outbox until StopSender().
+  void SendRequests();
+  // Lets the sender write what is queued, then joins it.
+  void StopSender();
+
+  const std::shared_ptr<const Connection> connection_;
+  const WriterOptions options_;
+  uint64_t episode_id_;
+
+  int num_columns_ = -1;
+  std::vector<std::vector<Tensor>> buffer_;  // Steps not yet in a chunk.
+  int64_t num_steps_ = 0;                    // Steps appended.
+  int64_t chunked_steps_ = 0;                // Steps in chunks.
+  std::deque<ChunkInfo> chunks_;
+  std::deque<PendingItem> pending_items_;
+  absl::Status status_;  // Permanent error.
+  bool closed_ = false;
+
+  std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<
+      grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
+      stream_;
+  std::thread reader_;
+  std::thread sender_;
+
+  // Requests queued for the sender are merged up to this size.
+  static constexpr int64_t kMaxMergedRequestBytes = 4 << 20;
+  struct Outgoing {
+    InsertStreamRequest request;  // Items and keep_chunk_keys.
+    std::vector<std::shared_ptr<const ChunkData>> chunks;  // Sent first.
+    int64_t bytes;  // Of its chunks.
+  };
+
+  Mutex mu_;
+  absl::flat_hash_set<uint64_t> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);
+  bool stop_sending_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_CLIENT_LEGACY_WRITER_H_

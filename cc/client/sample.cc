@@ -1,0 +1,164 @@
+#include "cc/client/sample.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "cc/support/status_macros.h"
+#include "cc/tensor/compression.h"
+
+namespace deepmind::reverb {
+namespace {
+
+// Decompresses each (chunk, tensor index) a sample uses once, and hands the
+// tensor over without a copy to the last slice that uses it. A sample has
+// few chunks: linear searches in small inline vectors beat hash maps here.
+class ChunkTensors {
+ public:
+  ChunkTensors(absl::Span<const ChunkData* const> chunks,
+               const FlatTrajectory& trajectory)
+      : chunks_(chunks) {
+    // Every entry is made here: Take() finds them and adds none, so
+    // references into entries_ stay valid.
+    for (const auto& column : trajectory.columns()) {
+      for (const auto& slice : column.chunk_slices()) {
+        ++Find(slice.chunk_key(), slice.index()).uses;
+      }
+    }
+  }
+
+  // The tensor of `slice`, its rows [offset, offset + length).
+  absl::StatusOr<Tensor> Take(const FlatTrajectory::ChunkSlice& slice) {
+    Entry& entry = Find(slice.chunk_key(), slice.index());
+    if (!entry.decoded) {
+      const ChunkData* chunk = nullptr;
+      for (const ChunkData* c : chunks_) {
+        if (c->chunk_key() == entry.key) chunk = c;
+      }
+      if (chunk == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Sample references chunk ", entry.key, " it did not carry."));
+      }
+      REVERB_ASSIGN_OR_RETURN(entry.tensor,
+                              UnpackChunkTensor(*chunk, entry.index));
+      entry.decoded = true;
+    }
+    const bool last_use = --entry.uses == 0;
+    const Tensor& tensor = entry.tensor;
+    if (slice.offset() == 0 && slice.length() == tensor.NumRows() &&
+        !tensor.shape.empty()) {
+      if (last_use) return std::move(entry.tensor);
+      return tensor;
+    }
+    return SliceRows(tensor, slice.offset(), slice.length());
+  }
+
+ private:
+  struct Entry {
+    uint64_t key;
+    int index;
+    int uses = 0;
+    bool decoded = false;
+    Tensor tensor;
+  };
+
+  Entry& Find(uint64_t key, int index) {
+    for (Entry& entry : entries_) {
+      if (entry.key == key && entry.index == index) return entry;
+    }
+    return entries_.emplace_back(Entry{key, index});
+  }
+
+  const absl::Span<const ChunkData* const> chunks_;
+  absl::InlinedVector<Entry, 4> entries_;
+};
+
+}  // namespace
+
+absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index) {
+  if (index < 0 || index >= chunk.data().tensors_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Chunk ", chunk.chunk_key(), " has no tensor ", index, "."));
+  }
+  REVERB_ASSIGN_OR_RETURN(Tensor tensor,
+                          DecompressTensorFromProto(chunk.data().tensors(index)));
+  if (chunk.delta_encoded()) DeltaEncode(&tensor, /*encode=*/false);
+  return tensor;
+}
+
+absl::StatusOr<Sample> UnpackSample(
+    std::shared_ptr<const SampleInfo> info,
+    absl::Span<const ChunkData* const> chunks) {
+  if (info == nullptr) {
+    return absl::InvalidArgumentError("The sample has no info.");
+  }
+  const FlatTrajectory& trajectory = info->item().flat_trajectory();
+  ChunkTensors tensors(chunks, trajectory);
+  Sample sample;
+  sample.columns.reserve(trajectory.columns_size());
+  for (const auto& column : trajectory.columns()) {
+    Tensor joined;
+    if (column.chunk_slices_size() == 1) {  // The common case: no concat.
+      REVERB_ASSIGN_OR_RETURN(joined, tensors.Take(column.chunk_slices(0)));
+    } else {
+      std::vector<Tensor> pieces;
+      pieces.reserve(column.chunk_slices_size());
+      for (const auto& slice : column.chunk_slices()) {
+        REVERB_ASSIGN_OR_RETURN(Tensor piece, tensors.Take(slice));
+        pieces.push_back(std::move(piece));
+      }
+      REVERB_ASSIGN_OR_RETURN(joined, ConcatRows(std::move(pieces)));
+    }
+    if (column.squeeze()) {
+      if (joined.NumRows() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "A squeezed column must have one row, got ", DescribeTensor(joined),
+            "."));
+      }
+      joined.shape.erase(joined.shape.begin());
+    }
+    sample.columns.push_back(std::move(joined));
+  }
+  sample.info = std::move(info);
+  return sample;
+}
+
+absl::StatusOr<Sample> UnpackSample(PackedSample packed) {
+  return UnpackSample(std::move(packed.info), packed.chunks);
+}
+
+absl::StatusOr<int64_t> NumTimesteps(const Sample& sample) {
+  const auto& columns = sample.info->item().flat_trajectory().columns();
+  int64_t steps = -1;
+  for (int i = 0; i < static_cast<int>(sample.columns.size()); ++i) {
+    const bool squeezed = i < columns.size() && columns[i].squeeze();
+    const int64_t rows =
+        sample.columns[i].shape.empty() || squeezed ? -2
+                                                    : sample.columns[i].shape[0];
+    if (rows < 0 || (steps >= 0 && rows != steps)) {
+      return absl::InvalidArgumentError(
+          "Can't split non timestep trajectory into timesteps.");
+    }
+    steps = rows;
+  }
+  return steps < 0 ? 0 : steps;
+}
+
+absl::StatusOr<std::vector<Tensor>> GetTimestep(const Sample& sample,
+                                                int64_t step) {
+  REVERB_ASSIGN_OR_RETURN(const int64_t steps, NumTimesteps(sample));
+  if (step < 0 || step >= steps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Timestep ", step, " is out of range [0, ", steps, ")."));
+  }
+  std::vector<Tensor> out;
+  out.reserve(sample.columns.size());
+  for (const Tensor& column : sample.columns) {
+    REVERB_ASSIGN_OR_RETURN(Tensor row, GetRow(column, step));
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace deepmind::reverb

@@ -1,0 +1,62 @@
+// Sample: what a sampler hands to its user, and how it is rebuilt from the
+// chunks a SampleStream (or a table) delivers.
+//
+// Each column of the item's FlatTrajectory is the concatenation (along the
+// time dimension) of its chunk slices: tensor `index` of chunk `chunk_key`,
+// rows [offset, offset + length). A squeezed column has exactly one row and
+// loses the time dimension.
+#ifndef REVERB_CC_CLIENT_SAMPLE_H_
+#define REVERB_CC_CLIENT_SAMPLE_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "cc/support/export.h"
+#include "cc/tensor/tensor.h"
+#include "reverb/cc/schema.pb.h"
+
+namespace deepmind::reverb {
+
+struct REVERB_EXPORT Sample {
+  // Shared, not copied: a sampled one points into the response it came in,
+  // which it keeps alive.
+  std::shared_ptr<const SampleInfo> info;
+  std::vector<Tensor> columns;
+};
+
+// A sample as a stream delivers it: its info and the chunks it references,
+// still compressed, where the stream parsed them; `info` and `owners` keep
+// those responses alive (usually one; more when a sample spans responses).
+struct REVERB_EXPORT PackedSample {
+  std::shared_ptr<const SampleInfo> info;
+  std::vector<const ChunkData*> chunks;
+  std::vector<std::shared_ptr<const void>> owners;
+};
+
+// Tensor `index` of a chunk, decompressed and delta-decoded.
+// INVALID_ARGUMENT if there is no such tensor or its data is corrupt.
+REVERB_EXPORT absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk,
+                                                       int index);
+
+// INVALID_ARGUMENT if a referenced chunk is missing or its data cannot
+// serve the slices (corrupt data, out-of-range rows, mismatched dtypes).
+REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(
+    std::shared_ptr<const SampleInfo> info,
+    absl::Span<const ChunkData* const> chunks);
+REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(PackedSample packed);
+
+// The columns' row `step` (all columns must have the same number of rows and
+// none may be squeezed). INVALID_ARGUMENT otherwise.
+REVERB_EXPORT absl::StatusOr<std::vector<Tensor>> GetTimestep(
+    const Sample& sample, int64_t step);
+
+// Number of timesteps of a sample whose columns all have the same length;
+// INVALID_ARGUMENT ("Can't split non timestep trajectory into timesteps.")
+// otherwise.
+REVERB_EXPORT absl::StatusOr<int64_t> NumTimesteps(const Sample& sample);
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_CLIENT_SAMPLE_H_

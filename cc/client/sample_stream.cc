@@ -1,0 +1,118 @@
+#include "cc/client/sample_stream.h"
+
+#include <utility>
+#include <vector>
+
+#include "cc/wire/grpc_status.h"
+#include "cc/support/status_macros.h"
+#include "google/protobuf/arena.h"
+
+namespace deepmind::reverb {
+namespace {
+
+// A sample response and the arena it is parsed on. Blocks start at 4 KiB
+// (a response of small samples fits in a few) and grow to 64 KiB.
+struct ArenaResponse {
+  static google::protobuf::ArenaOptions Options() {
+    google::protobuf::ArenaOptions options;
+    options.start_block_size = 4 << 10;
+    options.max_block_size = 64 << 10;
+    return options;
+  }
+
+  google::protobuf::Arena arena{Options()};
+  SampleStreamResponse* const response =
+      google::protobuf::Arena::CreateMessage<SampleStreamResponse>(&arena);
+};
+
+}  // namespace
+
+SampleStream::SampleStream(std::shared_ptr<const Connection> connection,
+                           std::string table)
+    : connection_(std::move(connection)), table_(std::move(table)) {
+  context_.set_wait_for_ready(false);
+  stream_ = connection_->stub()->SampleStream(&context_);
+}
+
+SampleStream::~SampleStream() {
+  if (!finished_) {
+    context_.TryCancel();
+    stream_->Finish().IgnoreError();
+  }
+}
+
+absl::Status SampleStream::Fail(absl::Status status) {
+  if (!finished_) {
+    // The server has ended the call, or we cancel it: Finish() tells why.
+    if (!status.ok()) context_.TryCancel();
+    absl::Status final_status = FromGrpcStatus(stream_->Finish());
+    finished_ = true;
+    if (status.ok()) status = final_status;
+  }
+  if (status.ok()) {
+    status = absl::UnavailableError("The server ended the sample stream.");
+  }
+  if (status_.ok()) status_ = status;
+  return status_;
+}
+
+absl::Status SampleStream::Request(int64_t n, absl::Duration timeout) {
+  if (!status_.ok()) return status_;
+  SampleStreamRequest request;
+  request.set_table(table_);
+  request.set_num_samples(n);
+  request.mutable_rate_limiter_timeout()->set_milliseconds(
+      timeout == absl::InfiniteDuration() ? -1
+                                          : absl::ToInt64Milliseconds(timeout));
+  if (!stream_->Write(request)) return Fail(absl::OkStatus());
+  outstanding_ += n;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Sample> SampleStream::Read() {
+  REVERB_ASSIGN_OR_RETURN(PackedSample packed, ReadPacked());
+  auto sample = UnpackSample(std::move(packed));
+  if (!sample.ok()) return Fail(sample.status());
+  return sample;
+}
+
+absl::StatusOr<PackedSample> SampleStream::ReadPacked() {
+  if (!status_.ok()) return status_;
+  PackedSample packed;
+  while (true) {
+    if (response_ == nullptr || next_entry_ == response_->entries_size()) {
+      auto holder = std::make_shared<ArenaResponse>();
+      response_owner_ = holder;
+      response_ = holder->response;
+      next_entry_ = 0;
+      if (!stream_->Read(response_)) return Fail(absl::OkStatus());
+      continue;
+    }
+    const auto& entry = response_->entries(next_entry_++);
+    if (entry.has_info()) {
+      packed.info =
+          std::shared_ptr<const SampleInfo>(response_owner_, &entry.info());
+    }
+    for (const ChunkData& chunk : entry.data()) packed.chunks.push_back(&chunk);
+    if (packed.owners.empty() || packed.owners.back() != response_owner_) {
+      packed.owners.push_back(response_owner_);
+    }
+    if (!entry.end_of_sequence()) continue;
+    --outstanding_;
+    return packed;
+  }
+}
+
+absl::Status SampleStream::Close() {
+  if (finished_) return status_;
+  if (outstanding_ > 0 || !status_.ok()) {
+    Fail(absl::CancelledError("The sample stream was closed early."));
+    return status_;
+  }
+  stream_->WritesDone();
+  status_ = FromGrpcStatus(stream_->Finish());
+  finished_ = true;
+  return status_;
+}
+
+}  // namespace deepmind::reverb

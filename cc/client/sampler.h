@@ -1,0 +1,151 @@
+// Sampler: streams samples of one table from a server, in worker threads.
+//
+// Each worker keeps one SampleStream open with up to
+// `max_in_flight_samples_per_worker` samples requested, after reserving room
+// for them in the sampler's output queue (so memory stays bounded). It asks
+// for more once half of them have arrived, so that the server has the next
+// request before it has served the last (one request at a time would leave
+// the stream idle for a round trip each time). Samples
+// keep their place in the queue in the order they arrived while a small
+// pool of threads unpacks (decompresses) the larger ones in parallel, so one
+// stream is not limited by one core. Small samples are unpacked by the
+// worker and queued together, up to kMaxQueuedTogether at a time, as long as
+// their response holds more (a consumer waiting for samples then wakes once
+// per group, not once per sample). A stream is
+// replaced by a new one after `max_samples_per_stream` samples, so that
+// round_robin channels spread streams over servers.
+//
+// UNAVAILABLE (the server cannot be reached) reconnects with a backoff from
+// 1 ms to 1 s; a worker that has failed continuously for `reconnect_window`
+// gives up and its error reaches the consumer. Other errors, such as the
+// table's rate-limiter timeout (DEADLINE_EXCEEDED) or CANCELLED from a
+// server that stops, reach the consumer at once.
+#ifndef REVERB_CC_CLIENT_SAMPLER_H_
+#define REVERB_CC_CLIENT_SAMPLER_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cc/client/sample.h"
+#include "cc/client/sample_stream.h"
+#include "cc/support/export.h"
+#include "cc/support/mutex.h"
+#include "cc/support/task_executor.h"
+#include "cc/client/connection.h"
+
+namespace deepmind::reverb {
+
+struct SamplerOptions {
+  // Samples to return in total; -1 means unlimited.
+  int64_t max_samples = -1;
+  int64_t max_in_flight_samples_per_worker = 100;
+  int num_workers = 1;
+  // -1 means unlimited.
+  int64_t max_samples_per_stream = 10000;
+  // Sent to the server; the table answers DEADLINE_EXCEEDED if it cannot
+  // serve a request in time. Infinite (and, over gRPC, zero) means never.
+  absl::Duration rate_limiter_timeout = absl::InfiniteDuration();
+  absl::Duration reconnect_window = absl::Seconds(10);
+};
+
+class REVERB_EXPORT Sampler {
+ public:
+  // Info values per sample: key, probability, table_size, priority,
+  // times_sampled.
+  static constexpr int kNumInfoTensors = 5;
+  // Threads that unpack samples, per sampler, and the size from which a
+  // sample is worth handing to them: the uncompressed bytes of its chunks,
+  // which is what unpacking decompresses (smaller ones cost less to unpack
+  // in the worker than to hand over).
+  static constexpr int kUnpackThreads = 2;
+  static constexpr int64_t kMinBytesToHandOff = 1024;
+  // Small samples queued at once, at most.
+  static constexpr int kMaxQueuedTogether = 64;
+
+  // INVALID_ARGUMENT for non-positive counts (other than -1 where allowed).
+  static absl::StatusOr<std::unique_ptr<Sampler>> Create(
+      std::shared_ptr<const Connection> connection, std::string table,
+      const SamplerOptions& options);
+
+  ~Sampler();
+
+  // The next sample. OUT_OF_RANGE once max_samples have been returned;
+  // DEADLINE_EXCEEDED if none arrives within `timeout`; CANCELLED after
+  // Close(); otherwise the first error of a worker (sticky).
+  absl::StatusOr<Sample> GetNextSample(
+      absl::Duration timeout = absl::InfiniteDuration());
+
+  // Up to `batch_size` samples: waits for the first one (until `timeout`),
+  // then at most `fill_timeout` more for the batch to fill. Once a sample is
+  // in hand, an error or a timeout returns the partial batch, and the error
+  // comes with the next call. Errors as GetNextSample otherwise.
+  absl::StatusOr<std::vector<Sample>> GetNextBatch(
+      int batch_size, absl::Duration timeout = absl::InfiniteDuration(),
+      absl::Duration fill_timeout = absl::InfiniteDuration());
+
+  // The first error of a worker (OK while there is none): what every
+  // later call returns once the samples before it are taken. A
+  // DEADLINE_EXCEEDED of GetNextSample with error() OK is its own timeout.
+  absl::Status error() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Cancels the streams and joins the workers. Idempotent.
+  void Close();
+
+ private:
+  Sampler(std::shared_ptr<const Connection> connection, std::string table,
+          const SamplerOptions& options);
+
+  void RunWorker(int index);
+  // Serves one stream until it ends; adds the samples delivered to
+  // `*delivered`.
+  absl::Status RunStream(int index, int64_t* delivered);
+  // Reserves queue room for up to `max` more samples of a stream that has
+  // `stream_left` samples to go (-1: unlimited). Waits for room if `wait`;
+  // 0 when there is nothing more to ask for (or, without `wait`, no room).
+  int64_t Reserve(int64_t max, int64_t stream_left, bool wait)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Unreserve(int64_t n) ABSL_LOCKS_EXCLUDED(mu_);
+  bool AllRequested() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::shared_ptr<const Connection> connection_;
+  const std::string table_;
+  const SamplerOptions options_;
+  const int64_t capacity_;
+
+  mutable Mutex mu_;
+  // A sample's place in the queue, filled in once it is unpacked.
+  struct Slot {
+    absl::StatusOr<Sample> sample;
+    bool ready = false;
+  };
+  // Takes the next sample once it is unpacked; false if the queue is empty
+  // or its front is still being unpacked.
+  bool PopReadyLocked(absl::StatusOr<Sample>* sample)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Slots stay where they are while other slots are added and removed at
+  // the ends (std::deque keeps references valid), so unpacking threads
+  // fill them in through pointers.
+  std::deque<Slot> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t requested_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int workers_running_ ABSL_GUARDED_BY(mu_) = 0;
+  // The stream of each worker, for Close() to cancel.
+  std::vector<SampleStream*> streams_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_;
+  // Declared last: destroyed first, after it has run every queued unpack
+  // (which uses mu_ and queue_).
+  TaskExecutor unpacker_{kUnpackThreads, "reverb-unpack"};
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_CLIENT_SAMPLER_H_

@@ -1,0 +1,555 @@
+#include "cc/client/trajectory_writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cc/support/mutex.h"
+#include "cc/wire/insert_request.h"
+#include "cc/tensor/signature.h"
+#include "cc/wire/grpc_status.h"
+#include "cc/support/random_key.h"
+#include "cc/support/status_macros.h"
+#include "cc/support/thread_name.h"
+#include "google/protobuf/arena.h"
+
+namespace deepmind::reverb {
+namespace {
+
+constexpr absl::Duration kMinBackoff = absl::Milliseconds(1);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
+// A stream that lived this long resets the backoff.
+constexpr absl::Duration kHealthyStreamLifetime = absl::Seconds(2);
+// Every call after Close() returns CANCELLED with dm-reverb's message.
+constexpr char kClosed[] = "TrajectoryWriter::Close has been called.";
+
+// Locks the cells of `column` and appends them to `cells`: INVALID_ARGUMENT
+// (dm-reverb's messages) if one has expired, a squeezed column has other
+// than one cell, or the cells differ in dtype or shape. Unlike dm-reverb
+// (which crashes on it), an empty column is an error too.
+absl::Status LockColumn(const TrajectoryColumn& column,
+                        std::vector<std::shared_ptr<CellRef>>* cells) {
+  if (column.refs.empty()) {
+    return absl::InvalidArgumentError("the column is empty.");
+  }
+  const size_t first = cells->size();
+  for (const auto& weak : column.refs) {
+    std::shared_ptr<CellRef> ref = weak.lock();
+    if (ref == nullptr) {
+      return absl::InvalidArgumentError("Column contains expired CellRef.");
+    }
+    cells->push_back(std::move(ref));
+  }
+  if (column.squeeze && column.refs.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TrajectoryColumn must contain exactly one row when squeeze is set "
+        "but got ", column.refs.size(), "."));
+  }
+  const CellRef& head = *(*cells)[first];
+  for (size_t i = 1; i < column.refs.size(); ++i) {
+    const CellRef& cell = *(*cells)[first + i];
+    if (cell.dtype() != head.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column references tensors with different dtypes: ",
+          DataTypeName(head.dtype()), " (index 0) != ",
+          DataTypeName(cell.dtype()), " (index ", i, ")."));
+    }
+    // The cells of one chunker share their shape.
+    if (&cell.shape() != &head.shape() && cell.shape() != head.shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column references tensors with incompatible shapes: [",
+          absl::StrJoin(head.shape(), ","), "] (index 0) not compatible with [",
+          absl::StrJoin(cell.shape(), ","), "] (index ", i, ")."));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TrajectoryWriter>> TrajectoryWriter::Create(
+    std::shared_ptr<const Connection> connection,
+    std::shared_ptr<ChunkerOptions> options) {
+  REVERB_RETURN_IF_ERROR(options->Validate());
+  return std::unique_ptr<TrajectoryWriter>(
+      new TrajectoryWriter(std::move(connection), std::move(options)));
+}
+
+TrajectoryWriter::TrajectoryWriter(std::shared_ptr<const Connection> connection,
+                                   std::shared_ptr<ChunkerOptions> options)
+    : connection_(std::move(connection)),
+      options_(std::move(options)),
+      episode_id_(NewRandomKey()) {
+  stream_thread_ = std::thread([this] { RunStreams(); });
+  SetThreadName(stream_thread_, "reverb-writer");
+}
+
+TrajectoryWriter::~TrajectoryWriter() { Close(); }
+
+void TrajectoryWriter::Close() {
+  {
+    MutexLock lock(&mu_);
+    if (closed_) return;
+    closed_ = true;
+    if (context_ != nullptr) context_->TryCancel();
+  }
+  stream_thread_.join();
+}
+
+std::shared_ptr<Chunker> TrajectoryWriter::GetChunkerLocked(int column) {
+  while (static_cast<int>(chunkers_.size()) <= column) {
+    const int index = static_cast<int>(chunkers_.size());
+    auto configured = column_options_.find(index);
+    chunkers_.push_back(std::make_shared<Chunker>(
+        index, configured != column_options_.end() ? configured->second
+                                                   : options_->Clone()));
+  }
+  return chunkers_[column];
+}
+
+absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
+TrajectoryWriter::Append(
+    absl::Span<const std::optional<TensorView>> step) {
+  return AppendImpl(step, /*partial=*/false);
+}
+
+absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
+TrajectoryWriter::AppendPartial(
+    absl::Span<const std::optional<TensorView>> step) {
+  return AppendImpl(step, /*partial=*/true);
+}
+
+absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
+TrajectoryWriter::AppendImpl(
+    absl::Span<const std::optional<TensorView>> step, bool partial) {
+  MutexLock lock(&mu_);
+  if (closed_) return absl::CancelledError(kClosed);
+  REVERB_RETURN_IF_ERROR(status_);
+  // Check every cell first, so that a bad one appends nothing.
+  for (int i = 0; i < static_cast<int>(step.size()); ++i) {
+    if (step[i].has_value()) {
+      REVERB_RETURN_IF_ERROR(CheckElements(*step[i]));
+      REVERB_RETURN_IF_ERROR(GetChunkerLocked(i)->CanAppend(
+          step[i]->dtype, step[i]->shape, episode_id_, episode_step_));
+    }
+  }
+  std::vector<std::optional<std::weak_ptr<CellRef>>> refs(step.size());
+  for (int i = 0; i < static_cast<int>(step.size()); ++i) {
+    if (!step[i].has_value()) continue;
+    REVERB_ASSIGN_OR_RETURN(
+        std::shared_ptr<CellRef> ref,
+        chunkers_[i]->Append(*step[i], episode_id_, episode_step_));
+    refs[i] = ref;
+  }
+  step_open_ = partial;
+  if (!partial) ++episode_step_;
+  return refs;
+}
+
+absl::StatusOr<std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>>>
+TrajectoryWriter::AppendBatch(
+    absl::Span<const std::optional<TensorView>> columns) {
+  int64_t num_steps = -1;
+  for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+    if (!columns[i].has_value()) continue;
+    const TensorView& column = *columns[i];
+    if (column.shape.empty() ||
+        (num_steps >= 0 && column.shape[0] != num_steps)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Every column of a batch needs the same leading dimension; column ",
+          i, " is ", DescribeTensor(column), "."));
+    }
+    num_steps = column.shape[0];
+  }
+  MutexLock lock(&mu_);
+  if (closed_) return absl::CancelledError(kClosed);
+  REVERB_RETURN_IF_ERROR(status_);
+  if (step_open_) {
+    return absl::FailedPreconditionError(
+        "A batch cannot be appended while a partial step is open.");
+  }
+  // Check every column first, so that a bad one appends nothing.
+  for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+    if (columns[i].has_value() && num_steps > 0) {
+      REVERB_RETURN_IF_ERROR(CheckElements(*columns[i]));
+      REVERB_RETURN_IF_ERROR(GetChunkerLocked(i)->CanAppend(
+          columns[i]->dtype, absl::MakeConstSpan(columns[i]->shape).subspan(1),
+          episode_id_, episode_step_));
+    }
+  }
+  std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>> refs(
+      columns.size());
+  for (int i = 0; i < static_cast<int>(columns.size()); ++i) {
+    if (!columns[i].has_value()) continue;
+    REVERB_ASSIGN_OR_RETURN(
+        std::vector<std::shared_ptr<CellRef>> column_refs,
+        chunkers_[i]->AppendRows(*columns[i], episode_id_, episode_step_));
+    refs[i].emplace(column_refs.begin(), column_refs.end());
+  }
+  episode_step_ += static_cast<int32_t>(std::max<int64_t>(0, num_steps));
+  return refs;
+}
+
+absl::Status TrajectoryWriter::LockTrajectory(
+    const std::vector<TrajectoryColumn>& trajectory, Item* item) const {
+  size_t num_cells = 0;
+  for (const TrajectoryColumn& column : trajectory) {
+    num_cells += column.refs.size();
+  }
+  absl::Status status =
+      num_cells == 0
+          ? absl::InvalidArgumentError("trajectory must not be empty.")
+          : absl::OkStatus();
+  item->cells.reserve(num_cells);
+  for (int c = 0; status.ok() && c < static_cast<int>(trajectory.size());
+       ++c) {
+    status = LockColumn(trajectory[c], &item->cells);
+    if (!status.ok()) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("Error in column ", c, ": ", status.message()));
+    }
+    item->columns.push_back(
+        {static_cast<int>(item->cells.size()), trajectory[c].squeeze});
+  }
+  if (!status.ok()) {
+    // As dm-reverb, a closed or failed writer's error comes first (checked
+    // here, off the path of good items: CreateItem checks before queuing).
+    MutexLock lock(&mu_);
+    if (closed_) return absl::CancelledError(kClosed);
+    REVERB_RETURN_IF_ERROR(status_);
+  }
+  return status;
+}
+
+absl::Status TrajectoryWriter::CheckTrajectory(
+    const std::vector<TrajectoryColumn>& trajectory) const {
+  Item item;
+  REVERB_RETURN_IF_ERROR(LockTrajectory(trajectory, &item));
+  MutexLock lock(&mu_);
+  if (closed_) return absl::CancelledError(kClosed);
+  return status_;
+}
+
+absl::Status TrajectoryWriter::CreateItem(
+    const std::string& table, double priority,
+    const std::vector<TrajectoryColumn>& trajectory) {
+  if (std::isnan(priority)) {
+    return absl::InvalidArgumentError("`priority` must not be nan.");
+  }
+  Item item;
+  REVERB_RETURN_IF_ERROR(LockTrajectory(trajectory, &item));
+  item.key = NewRandomKey();
+  item.table = table;
+  item.priority = priority;
+  item.inserted_at = absl::Now();
+  MutexLock lock(&mu_);
+  if (closed_) return absl::CancelledError(kClosed);
+  REVERB_RETURN_IF_ERROR(status_);
+  item.seq = next_seq_++;
+  queue_.push_back(std::move(item));
+  return absl::OkStatus();
+}
+
+absl::Span<const std::shared_ptr<CellRef>> TrajectoryWriter::Item::column_cells(
+    int c) const {
+  const int begin = c == 0 ? 0 : columns[c - 1].end;
+  return absl::MakeConstSpan(cells).subspan(begin, columns[c].end - begin);
+}
+
+void TrajectoryWriter::Item::ToProto(PrioritizedItem* proto) const {
+  proto->set_key(key);
+  proto->set_table(table);
+  proto->set_priority(priority);
+  const int64_t nanos = absl::ToUnixNanos(inserted_at);
+  auto* timestamp = proto->mutable_inserted_at();
+  timestamp->set_seconds(nanos / 1000000000);
+  timestamp->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  auto* trajectory = proto->mutable_flat_trajectory();
+  for (int c = 0; c < static_cast<int>(columns.size()); ++c) {
+    auto* column = trajectory->add_columns();
+    column->set_squeeze(columns[c].squeeze);
+    FlatTrajectory::ChunkSlice* last = nullptr;
+    for (const auto& ref : column_cells(c)) {
+      if (last != nullptr && last->chunk_key() == ref->chunk_key() &&
+          last->offset() + last->length() == ref->offset()) {
+        last->set_length(last->length() + 1);
+        continue;
+      }
+      last = column->add_chunk_slices();
+      last->set_chunk_key(ref->chunk_key());
+      last->set_offset(ref->offset());
+      last->set_length(1);
+      last->set_index(0);
+    }
+  }
+}
+
+bool TrajectoryWriter::ItemReadyLocked(const Item& item) const {
+  for (const auto& ref : item.cells) {
+    if (!ref->IsReady()) return false;
+  }
+  return true;
+}
+
+absl::Status TrajectoryWriter::Flush(int ignore_last_num_items,
+                                     absl::Duration timeout) {
+  MutexLock lock(&mu_);
+  return FlushLocked(ignore_last_num_items, timeout);
+}
+
+absl::Status TrajectoryWriter::FlushLocked(int ignore_last_num_items,
+                                           absl::Duration timeout) {
+  if (closed_) return absl::CancelledError(kClosed);
+  REVERB_RETURN_IF_ERROR(status_);
+  const int keep = std::max(0, ignore_last_num_items);
+  const int to_finalize = static_cast<int>(queue_.size()) - keep;
+  for (int i = 0; i < to_finalize; ++i) {
+    for (const auto& ref : queue_[i].cells) {
+      if (ref->IsReady()) continue;
+      if (auto chunker = ref->GetChunker()) {
+        REVERB_RETURN_IF_ERROR(chunker->Flush());
+      }
+    }
+  }
+  auto done = [this, keep]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return closed_ || !status_.ok() ||
+           static_cast<int>(queue_.size() + in_flight_.size()) <= keep;
+  };
+  ++flushing_;
+  const bool flushed = mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+  --flushing_;
+  if (!flushed) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "Timeout exceeded with ", queue_.size(),
+        " items waiting to be written and ", in_flight_.size(),
+        " items awaiting confirmation."));
+  }
+  if (closed_) return absl::CancelledError(kClosed);
+  return status_;
+}
+
+absl::Status TrajectoryWriter::EndEpisode(bool clear_buffers,
+                                          absl::Duration timeout) {
+  MutexLock lock(&mu_);
+  REVERB_RETURN_IF_ERROR(FlushLocked(0, timeout));
+  for (const auto& chunker : chunkers_) {
+    if (clear_buffers) {
+      chunker->Reset();
+    } else {
+      REVERB_RETURN_IF_ERROR(chunker->Flush());
+    }
+  }
+  episode_id_ = NewRandomKey();
+  episode_step_ = 0;
+  step_open_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status TrajectoryWriter::ConfigureChunker(
+    int column, std::shared_ptr<ChunkerOptions> options) {
+  REVERB_RETURN_IF_ERROR(options->Validate());
+  MutexLock lock(&mu_);
+  if (column < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Column index ", column, " must be >= 0."));
+  }
+  if (column < static_cast<int>(chunkers_.size())) {
+    return chunkers_[column]->ApplyConfig(std::move(options));
+  }
+  column_options_[column] = std::move(options);
+  return absl::OkStatus();
+}
+
+int TrajectoryWriter::max_num_keep_alive_refs() const {
+  MutexLock lock(&mu_);
+  int most = options_->GetNumKeepAliveRefs();
+  for (const auto& [column, options] : column_options_) {
+    most = std::max(most, options->GetNumKeepAliveRefs());
+  }
+  for (const auto& chunker : chunkers_) {
+    most = std::max(most, chunker->options()->GetNumKeepAliveRefs());
+  }
+  return most;
+}
+
+int TrajectoryWriter::episode_steps() const {
+  MutexLock lock(&mu_);
+  return episode_step_;
+}
+
+int TrajectoryWriter::num_pending_items() const {
+  MutexLock lock(&mu_);
+  return static_cast<int>(queue_.size() + in_flight_.size());
+}
+
+int TrajectoryWriter::num_streamed_chunks() const {
+  MutexLock lock(&mu_);
+  return static_cast<int>(streamed_keys_.size());
+}
+
+// --- Streaming -------------------------------------------------------------------
+
+void TrajectoryWriter::RunStreams() {
+  absl::Duration backoff = kMinBackoff;
+  absl::Time failing_since = absl::InfiniteFuture();
+  while (true) {
+    {
+      MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return closed_ || !queue_.empty();
+      };
+      mu_.Await(absl::Condition(&has_work));
+      if (closed_) return;
+    }
+    const absl::Time started = absl::Now();
+    absl::Status status =
+        connection_->WaitForConnection(absl::Milliseconds(250));
+    if (status.ok()) status = RunStream();
+
+    MutexLock lock(&mu_);
+    if (closed_) return;
+    const absl::Time now = absl::Now();
+    if (now - started >= kHealthyStreamLifetime) {
+      backoff = kMinBackoff;
+      failing_since = absl::InfiniteFuture();
+    }
+    if (failing_since == absl::InfiniteFuture()) failing_since = now;
+    if (!IsTransientError(status) || now - failing_since > kConnectTimeout) {
+      status_ = status.ok() ? absl::UnavailableError(
+                                  "The server ended the insert stream.")
+                            : status;
+      return;
+    }
+    // Send the unconfirmed items again, in their order, on a new stream
+    // (which has seen no chunks yet).
+    std::vector<Item> unconfirmed;
+    for (auto& [key, item] : in_flight_) unconfirmed.push_back(std::move(item));
+    in_flight_.clear();
+    std::sort(unconfirmed.begin(), unconfirmed.end(),
+              [](const Item& a, const Item& b) { return a.seq < b.seq; });
+    for (auto it = unconfirmed.rbegin(); it != unconfirmed.rend(); ++it) {
+      queue_.push_front(std::move(*it));
+    }
+    streamed_keys_.clear();
+    mu_.AwaitWithTimeout(absl::Condition(&closed_), backoff);
+    backoff = std::min(2 * backoff, kMaxBackoff);
+  }
+}
+
+absl::Status TrajectoryWriter::RunStream() {
+  grpc::ClientContext context;
+  context.set_wait_for_ready(false);
+  auto stream = connection_->OpenInsertStream(&context);
+  {
+    MutexLock lock(&mu_);
+    if (closed_) return absl::CancelledError(kClosed);
+    context_ = &context;
+    stream_broken_ = false;
+  }
+  std::thread reader([this, &stream] {
+    InsertStreamResponse response;
+    while (stream->Read(&response)) {
+      MutexLock lock(&mu_);
+      for (uint64_t key : response.keys()) in_flight_.erase(key);
+    }
+    MutexLock lock(&mu_);
+    stream_broken_ = true;
+  });
+  SetThreadName(reader, "reverb-confirm");
+  bool cancel = false;
+  while (true) {
+    // The request's items are many small messages: an arena makes them
+    // one allocation.
+    google::protobuf::Arena arena;
+    auto* request =
+        google::protobuf::Arena::CreateMessage<InsertStreamRequest>(&arena);
+    std::vector<std::shared_ptr<const ChunkData>> chunks;
+    {
+      MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return closed_ || stream_broken_ ||
+               (!queue_.empty() && ItemReadyLocked(queue_.front()));
+      };
+      mu_.Await(absl::Condition(&ready));
+      // Let a few more items join this request, unless someone waits for
+      // them: one wake-up of this thread (and one request, one response)
+      // per batch rather than per item.
+      auto batch_ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return closed_ || stream_broken_ || flushing_ > 0 ||
+               queue_.size() >= kBatchItems;
+      };
+      if (!batch_ready()) {
+        mu_.AwaitWithTimeout(absl::Condition(&batch_ready), kBatchDelay);
+      }
+      cancel = closed_;
+      if (closed_ || stream_broken_) break;
+      BuildRequestLocked(request, &chunks);
+    }
+    const bool written =
+        stream->Write(EncodeInsertRequest(*request, chunks),
+                      grpc::WriteOptions().set_no_compression());
+    // A failed write means the call has ended: Finish() tells why.
+    if (!written) break;
+  }
+  if (cancel) context.TryCancel();
+  reader.join();
+  absl::Status status = FromGrpcStatus(stream->Finish());
+  MutexLock lock(&mu_);
+  context_ = nullptr;
+  return status.ok() ? absl::UnavailableError("The insert stream ended.")
+                     : status;
+}
+
+bool TrajectoryWriter::BuildRequestLocked(
+    InsertStreamRequest* request,
+    std::vector<std::shared_ptr<const ChunkData>>* chunks) {
+  int64_t bytes = 0;
+  const size_t batch = queue_.size();
+  for (size_t n = 0; n < batch && !queue_.empty() &&
+                     ItemReadyLocked(queue_.front()) &&
+                     bytes < kMaxRequestSizeBytes;
+       ++n) {
+    Item item = std::move(queue_.front());
+    queue_.pop_front();
+    for (const auto& ref : item.cells) {
+      if (streamed_keys_.insert(ref->chunk_key()).second) {
+        std::shared_ptr<const ChunkData> chunk = ref->GetChunk();
+        // Sized when it was finalized.
+        bytes += chunk->GetCachedSize();
+        chunks->push_back(std::move(chunk));
+      }
+    }
+    // Item statistics for auto-tuned chunk lengths.
+    for (int c = 0; c < static_cast<int>(item.columns.size()); ++c) {
+      const auto cells = item.column_cells(c);
+      if (auto chunker = cells.front()->GetChunker()) {
+        chunker->options()->OnItemFinalized(cells);
+      }
+    }
+    item.ToProto(request->add_items());
+    const uint64_t key = item.key;
+    in_flight_.emplace(key, std::move(item));
+  }
+  // Keep what later items may use: cells the chunkers keep alive and the
+  // cells of queued items; forget the rest on both sides.
+  absl::flat_hash_set<uint64_t> keep;
+  for (const auto& chunker : chunkers_) {
+    for (uint64_t key : chunker->GetKeepKeys()) {
+      if (streamed_keys_.contains(key)) keep.insert(key);
+    }
+  }
+  for (const auto& item : queue_) {
+    for (const auto& ref : item.cells) {
+      if (streamed_keys_.contains(ref->chunk_key())) {
+        keep.insert(ref->chunk_key());
+      }
+    }
+  }
+  request->mutable_keep_chunk_keys()->Add(keep.begin(), keep.end());
+  streamed_keys_ = std::move(keep);
+  return request->items_size() > 0;
+}
+
+}  // namespace deepmind::reverb

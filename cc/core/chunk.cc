@@ -1,0 +1,110 @@
+#include "cc/core/chunk.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "cc/support/status_macros.h"
+#include "cc/support/wire_reader.h"
+
+namespace deepmind::reverb {
+
+namespace {
+
+absl::Status NotAChunk(absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("Chunk does not parse as a ChunkData: ", what, "."));
+}
+
+// Checks that `tensor` parses as a TensorProto, skipping its content.
+absl::Status CheckTensor(const absl::Cord& tensor) {
+  WireReader reader(tensor);
+  std::string head;
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return NotAChunk("bad tensor");
+    const bool ok = field == kTensorContentField && type == kLengthDelimited
+                        ? reader.Skip(type)
+                        : reader.CopyField(field, type, &head);
+    if (!ok) return NotAChunk("bad tensor");
+  }
+  tensorflow::TensorProto proto;
+  if (!proto.ParseFromString(head)) return NotAChunk("bad tensor");
+  return absl::OkStatus();
+}
+
+// Counts the tensors of `data` (a ChunkData.Data), checking each.
+absl::Status CountTensors(const absl::Cord& data, int* num_tensors) {
+  WireReader reader(data);
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return NotAChunk("bad data");
+    if (field != kDataTensorsField || type != kLengthDelimited) {
+      if (!reader.Skip(type)) return NotAChunk("bad data");
+      continue;
+    }
+    absl::Cord tensor;
+    if (!reader.ReadLengthDelimited(&tensor)) return NotAChunk("bad data");
+    REVERB_RETURN_IF_ERROR(CheckTensor(tensor));
+    ++*num_tensors;
+  }
+  return absl::OkStatus();
+}
+
+// end - start + 1, computed without overflow, within [0, INT32_MAX] (a
+// range from a client may be anything; items are checked against it).
+int32_t NumRows(const SequenceRange& range) {
+  const int64_t rows = static_cast<int64_t>(range.end()) - range.start() + 1;
+  return static_cast<int32_t>(
+      std::clamp<int64_t>(rows, 0, std::numeric_limits<int32_t>::max()));
+}
+
+}  // namespace
+
+Chunk::Chunk(const ChunkData& data)
+    : Chunk(absl::Cord(data.SerializeAsString()), data,
+            data.data().tensors_size()) {}
+
+Chunk::Chunk(absl::Cord wire, const ChunkData& header, int num_tensors)
+    : wire_(std::move(wire)),
+      key_(header.chunk_key()),
+      episode_id_(header.sequence_range().episode_id()),
+      num_rows_(NumRows(header.sequence_range())),
+      num_columns_(header.data_tensors_len() > 0 ? header.data_tensors_len()
+                                                 : num_tensors),
+      uncompressed_size_(
+          std::max<int64_t>(1, header.data_uncompressed_size())) {}
+
+absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire) {
+  // The header: every field but `data`, copied and parsed by protobuf.
+  std::string head;
+  int num_tensors = 0;
+  WireReader reader(wire);
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return NotAChunk("bad field");
+    if (field == kChunkDataField && type == kLengthDelimited) {
+      absl::Cord data;
+      if (!reader.ReadLengthDelimited(&data)) return NotAChunk("bad data");
+      REVERB_RETURN_IF_ERROR(CountTensors(data, &num_tensors));
+    } else if (!reader.CopyField(field, type, &head)) {
+      return NotAChunk("bad field");
+    }
+  }
+  ChunkData header;
+  if (!header.ParseFromString(head)) return NotAChunk("bad header");
+  return std::shared_ptr<Chunk>(
+      new Chunk(std::move(wire), header, num_tensors));
+}
+
+ChunkData Chunk::ToProto() const {
+  ChunkData data;
+  // Parsed from the cord's pieces: wire_ is valid (checked by Parse).
+  data.ParseFromString(std::string(wire_));
+  return data;
+}
+
+}  // namespace deepmind::reverb

@@ -1,0 +1,92 @@
+#include "cc/service/server.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cc/support/mutex.h"
+#include "cc/support/status_macros.h"
+#include "cc/support/thread_name.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace deepmind::reverb {
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(
+    std::vector<std::shared_ptr<Table>> tables, int port,
+    const std::string& bind_address,
+    std::shared_ptr<Checkpointer> checkpointer,
+    absl::Duration checkpoint_interval) {
+  if (tables.empty()) {
+    return absl::InvalidArgumentError("A server needs at least one table.");
+  }
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Port ", port, " is out of range [0, 65535]."));
+  }
+  if (checkpointer != nullptr) {
+    absl::Status loaded = checkpointer->LoadLatest(tables);
+    if (absl::IsNotFound(loaded)) {
+      loaded = checkpointer->LoadFallbackCheckpoint(tables);
+    }
+    if (!loaded.ok() && !absl::IsNotFound(loaded)) return loaded;
+  }
+  REVERB_ASSIGN_OR_RETURN(
+      auto service, ReverbServiceImpl::Create(tables, checkpointer));
+  const std::string address = absl::StrCat(bind_address, ":", port);
+  int selected_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                           &selected_port);
+  builder.RegisterService(service.get());
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || selected_port == 0) {
+    // dm-reverb's code and text (gRPC has logged why, e.g. the port is in
+    // use).
+    return absl::InvalidArgumentError("Failed to BuildAndStart gRPC server");
+  }
+  std::unique_ptr<Server> result(
+      new Server(std::move(service), std::move(server), selected_port));
+  if (checkpointer != nullptr && checkpoint_interval != absl::InfiniteDuration()) {
+    result->SaveEvery(std::move(checkpointer), checkpoint_interval);
+  }
+  return result;
+}
+
+void Server::SaveEvery(std::shared_ptr<Checkpointer> checkpointer,
+                       absl::Duration interval) {
+  checkpoint_thread_ = std::thread([this, checkpointer, interval] {
+    while (!stopped_.WaitForNotificationWithTimeout(interval)) {
+      auto path = checkpointer->Save(service_->tables());
+      if (!path.ok()) {
+        std::fprintf(stderr, "[reverb] Periodic checkpoint failed: %s\n",
+                     path.status().ToString().c_str());
+      }
+    }
+  });
+  SetThreadName(checkpoint_thread_, "reverb-ckpt");
+}
+
+Server::Server(std::unique_ptr<ReverbServiceImpl> service,
+               std::unique_ptr<grpc::Server> server, int port)
+    : service_(std::move(service)), server_(std::move(server)), port_(port) {}
+
+Server::~Server() { Stop(); }
+
+void Server::Stop() {
+  MutexLock lock(&stop_mu_);
+  if (stopped_.HasBeenNotified()) return;
+  service_->Close();
+  server_->Shutdown(std::chrono::system_clock::now());
+  server_->Wait();
+  stopped_.Notify();
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
+}
+
+bool Server::Wait(absl::Duration timeout) {
+  return stopped_.WaitForNotificationWithTimeout(timeout);
+}
+
+}  // namespace deepmind::reverb

@@ -1,0 +1,69 @@
+// Server: a gRPC server hosting a ReverbServiceImpl over a set of tables.
+//
+// Listens on `bind_address:port` with insecure credentials and unlimited
+// message sizes; port 0 picks a free port (see port()). dm-reverb always
+// listens on all interfaces; callers choose here (the Python layer defaults
+// to loopback).
+#ifndef REVERB_CC_SERVICE_SERVER_H_
+#define REVERB_CC_SERVICE_SERVER_H_
+
+#include <memory>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cc/service/service.h"
+#include "cc/support/export.h"
+#include "cc/core/table.h"
+#include "cc/support/mutex.h"
+#include "grpcpp/server.h"
+
+namespace deepmind::reverb {
+
+class REVERB_EXPORT Server {
+ public:
+  // INVALID_ARGUMENT for duplicate table names or no tables, and (as
+  // dm-reverb) if the address cannot be bound.
+  //
+  // With a checkpointer, the tables are first restored from its newest
+  // complete checkpoint, else from its fallback checkpoint, else they start
+  // empty; other load errors fail the start. A finite `checkpoint_interval`
+  // saves a checkpoint that often.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(
+      std::vector<std::shared_ptr<Table>> tables, int port,
+      const std::string& bind_address,
+      std::shared_ptr<Checkpointer> checkpointer = nullptr,
+      absl::Duration checkpoint_interval = absl::InfiniteDuration());
+
+  // Stops (see Stop()).
+  ~Server();
+
+  int port() const { return port_; }
+  const ReverbServiceImpl& service() const { return *service_; }
+
+  // Closes all tables (waiting requests get CANCELLED), then shuts the gRPC
+  // server down at once. Idempotent and thread-safe.
+  void Stop();
+
+  // Waits until Stop() has run; false on timeout.
+  bool Wait(absl::Duration timeout = absl::InfiniteDuration());
+
+ private:
+  Server(std::unique_ptr<ReverbServiceImpl> service,
+         std::unique_ptr<grpc::Server> server, int port);
+  void SaveEvery(std::shared_ptr<Checkpointer> checkpointer,
+                 absl::Duration interval);
+
+  std::unique_ptr<ReverbServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  const int port_;
+  Mutex stop_mu_;
+  Notification stopped_;
+  std::thread checkpoint_thread_;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SERVICE_SERVER_H_

@@ -1,0 +1,111 @@
+// ReverbServiceImpl: the gRPC service over a set of tables (callback API, no
+// thread per stream).
+//
+//  - InsertStream keeps the chunks a stream sent in a per-stream map until
+//    an item references them or they are no longer in `keep_chunk_keys`;
+//    each item is confirmed once its table has really inserted it. Reading
+//    pauses while a stream has many inserts queued in its table
+//    (back-pressure).
+//  - SampleStream serves each request in growing table batches (64, 128, ...)
+//    and writes responses of about 2 MB; a sample may span responses.
+//  - MutatePriorities, Reset, ServerInfo, Checkpoint are unary. A checkpoint
+//    is saved on a thread of its own (one at a time), not on gRPC's.
+//  - InitializeConnection always answers address 0 (no pointer hand-over):
+//    clients in the same process use the gRPC path.
+//
+// Every bad request ends its own call with a status; tables and other calls
+// are unaffected.
+#ifndef REVERB_CC_SERVICE_SERVICE_H_
+#define REVERB_CC_SERVICE_SERVICE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "cc/checkpointing/checkpointer.h"
+#include "cc/support/export.h"
+#include "cc/support/task_executor.h"
+#include "cc/core/table.h"
+#include "reverb/cc/reverb_service.grpc.pb.h"
+
+namespace deepmind::reverb {
+
+// ReverbService::CallbackService with InsertStream and SampleStream on raw
+// bytes.
+using ReverbCallbackServiceBase = ReverbService::WithCallbackMethod_Checkpoint<
+    ReverbService::WithRawCallbackMethod_InsertStream<
+        ReverbService::WithCallbackMethod_MutatePriorities<
+            ReverbService::WithCallbackMethod_Reset<
+                ReverbService::WithRawCallbackMethod_SampleStream<
+                    ReverbService::WithCallbackMethod_ServerInfo<
+                        ReverbService::WithCallbackMethod_InitializeConnection<
+                            ReverbService::Service>>>>>>>;
+
+class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
+ public:
+  // Size of a sample response after which a new one is started.
+  static constexpr int64_t kMaxSampleResponseBytes = 2 << 20;
+  // First table batch of a sample request; later batches double.
+  static constexpr int32_t kInitialSampleBatchSize = 64;
+  // Table batches are not requested while this many responses wait.
+  static constexpr int kMaxQueuedResponses = 3;
+
+  // INVALID_ARGUMENT if two tables share a name. `checkpointer` may be null
+  // (Checkpoint then answers INVALID_ARGUMENT).
+  static absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> Create(
+      std::vector<std::shared_ptr<Table>> tables,
+      std::shared_ptr<Checkpointer> checkpointer = nullptr);
+
+  // Closes every table: waiting requests end with CANCELLED.
+  void Close();
+
+  // NOT_FOUND "Priority table X was not found" if there is none.
+  absl::StatusOr<std::shared_ptr<Table>> FindTable(const std::string& name) const;
+
+  const std::vector<std::shared_ptr<Table>>& tables() const { return tables_; }
+  TaskExecutor* executor() { return &executor_; }
+
+  grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
+                                       const CheckpointRequest* request,
+                                       CheckpointResponse* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InsertStream(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* MutatePriorities(
+      grpc::CallbackServerContext* context,
+      const MutatePrioritiesRequest* request,
+      MutatePrioritiesResponse* response) override;
+  grpc::ServerUnaryReactor* Reset(grpc::CallbackServerContext* context,
+                                  const ResetRequest* request,
+                                  ResetResponse* response) override;
+  // Raw bytes: responses are encoded without copying chunks (see
+  // chunk_encoding.h); the wire format is SampleStreamRequest/Response's.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SampleStream(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ServerInfo(grpc::CallbackServerContext* context,
+                                       const ServerInfoRequest* request,
+                                       ServerInfoResponse* response) override;
+  grpc::ServerBidiReactor<InitializeConnectionRequest,
+                          InitializeConnectionResponse>*
+  InitializeConnection(grpc::CallbackServerContext* context) override;
+
+ private:
+  ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
+                    std::shared_ptr<Checkpointer> checkpointer);
+
+  const std::vector<std::shared_ptr<Table>> tables_;
+  const std::shared_ptr<Checkpointer> checkpointer_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_by_name_;
+  // Random id of this service instance; clients re-read signatures when it
+  // changes.
+  Uint128 tables_state_id_;
+  // Runs table sample callbacks off the table workers.
+  TaskExecutor executor_;
+  // Saves checkpoints, one at a time.
+  TaskExecutor checkpoint_executor_;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SERVICE_SERVICE_H_

@@ -1,0 +1,43 @@
+// Tensor <-> TensorProto with Snappy compression, as dm-reverb stores chunk
+// data on the wire and in checkpoints.
+//
+// Numeric tensors: dtype, shape, and the snappy-compressed row-major bytes in
+// `tensor_content`. String tensors: uncompressed, in TensorFlow's string-list
+// encoding of `tensor_content` (all lengths as varint32, then all bytes);
+// `string_val` is accepted when decoding.
+//
+// Delta encoding (optional, per chunk) stores integer tensors of rank >= 2 as
+// differences between consecutive rows (wrap-around arithmetic on the
+// same-width unsigned type); other tensors are left unchanged.
+#ifndef REVERB_CC_TENSOR_COMPRESSION_H_
+#define REVERB_CC_TENSOR_COMPRESSION_H_
+
+#include "absl/status/statusor.h"
+#include "cc/support/export.h"
+#include "cc/tensor/tensor.h"
+#include "tensorflow/core/framework/tensor.pb.h"
+
+namespace deepmind::reverb {
+
+// Fills `proto` (which may live on an arena: it is written in place, never
+// copied in from a temporary). INVALID_ARGUMENT if `tensor` does not hold
+// the elements its shape says.
+REVERB_EXPORT absl::Status CompressTensorAsProto(const TensorView& tensor,
+                                                 tensorflow::TensorProto* proto);
+// As above, but a numeric tensor's buffer is reused for the compressed
+// bytes, which the proto then owns: a large tensor takes no second buffer
+// (and no fresh pages).
+REVERB_EXPORT absl::Status CompressTensorAsProto(Tensor&& tensor,
+                                                 tensorflow::TensorProto* proto);
+
+// INVALID_ARGUMENT if the proto is malformed (bad shape, corrupt snappy data,
+// a size that does not match the shape).
+REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(
+    const tensorflow::TensorProto& proto);
+
+// In place; `encode` false undoes an encoding.
+REVERB_EXPORT void DeltaEncode(Tensor* tensor, bool encode);
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_TENSOR_COMPRESSION_H_

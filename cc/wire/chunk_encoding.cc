@@ -1,0 +1,156 @@
+#include "cc/wire/chunk_encoding.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cc/core/chunk.h"
+#include "cc/support/varint.h"
+
+namespace deepmind::reverb {
+namespace {
+
+size_t VarintSize(size_t value) {
+  size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
+}
+
+// A tensor with its content split off: `head` holds the other fields.
+struct SplitTensor {
+  const tensorflow::TensorProto* tensor;
+  tensorflow::TensorProto head;  // Empty unless `borrowed`.
+  bool borrowed = false;
+  size_t size = 0;  // Bytes of the whole serialized TensorProto.
+};
+
+SplitTensor Split(const tensorflow::TensorProto& tensor) {
+  SplitTensor split{&tensor};
+  split.size = tensor.ByteSizeLong();
+  const std::string& content = tensor.tensor_content();
+  if (content.size() < kMinBorrowedBytes) return split;
+  split.head.set_dtype(tensor.dtype());
+  *split.head.mutable_tensor_shape() = tensor.tensor_shape();
+  split.head.set_version_number(tensor.version_number());
+  // Other fields set: serialize the tensor whole.
+  split.borrowed = split.head.ByteSizeLong() +
+                       LengthDelimitedSize(content.size()) ==
+                   split.size;
+  return split;
+}
+
+}  // namespace
+
+size_t LengthDelimitedSize(size_t size) { return 1 + VarintSize(size) + size; }
+
+void WireBuffer::PutFieldHeader(int field, size_t size) {
+  PutTag(field, kLengthDelimited, &pending_);
+  PutVarint32(static_cast<uint32_t>(size), &pending_);
+}
+
+void WireBuffer::PutVarintField(int field, uint32_t value) {
+  PutTag(field, kVarint, &pending_);
+  PutVarint32(value, &pending_);
+}
+
+void WireBuffer::PutMessage(const google::protobuf::MessageLite& message,
+                            size_t size) {
+  const size_t at = pending_.size();
+  pending_.resize(at + size);
+  message.SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(pending_.data() + at));
+}
+
+void WireBuffer::PutChunk(
+    int field, const ChunkData& chunk, size_t size,
+    absl::FunctionRef<std::shared_ptr<const void>()> owner) {
+  auto whole = [&] {
+    PutFieldHeader(field, size);
+    PutMessage(chunk, size);
+  };
+  const auto& protos = chunk.data().tensors();
+  if (std::none_of(protos.begin(), protos.end(), [](const auto& tensor) {
+        return tensor.tensor_content().size() >= kMinBorrowedBytes;
+      })) {
+    return whole();  // Small chunks, the common case.
+  }
+  std::vector<SplitTensor> tensors;
+  size_t data_size = 0;
+  bool borrowed = false;
+  for (const tensorflow::TensorProto& tensor : protos) {
+    tensors.push_back(Split(tensor));
+    data_size += LengthDelimitedSize(tensors.back().size);
+    borrowed |= tensors.back().borrowed;
+  }
+  if (!borrowed) return whole();
+  ChunkData head;
+  head.set_chunk_key(chunk.chunk_key());
+  *head.mutable_sequence_range() = chunk.sequence_range();
+  head.set_delta_encoded(chunk.delta_encoded());
+  head.set_data_tensors_len(chunk.data_tensors_len());
+  head.set_data_uncompressed_size(chunk.data_uncompressed_size());
+  // Fields this encoder does not know: serialize the chunk whole.
+  if (head.ByteSizeLong() + LengthDelimitedSize(data_size) != size) {
+    return whole();
+  }
+  PutFieldHeader(field, size);
+  head.AppendToString(&pending_);
+  PutFieldHeader(kChunkDataField, data_size);
+  for (const SplitTensor& split : tensors) {
+    PutFieldHeader(kDataTensorsField, split.size);
+    if (!split.borrowed) {
+      split.tensor->AppendToString(&pending_);
+      continue;
+    }
+    split.head.AppendToString(&pending_);
+    const std::string& content = split.tensor->tensor_content();
+    PutFieldHeader(kTensorContentField, content.size());
+    Borrow(content, owner());
+  }
+}
+
+void WireBuffer::PutBytes(
+    int field, const absl::Cord& bytes,
+    absl::FunctionRef<std::shared_ptr<const void>()> owner) {
+  PutFieldHeader(field, bytes.size());
+  for (absl::string_view piece : bytes.Chunks()) {
+    if (piece.size() < kMinBorrowedBytes) {
+      pending_.append(piece.data(), piece.size());
+    } else {
+      Borrow(piece, owner());
+    }
+  }
+}
+
+void WireBuffer::Borrow(absl::string_view content,
+                        std::shared_ptr<const void> owner) {
+  Flush();
+  slices_.emplace_back(
+      const_cast<char*>(content.data()), content.size(),
+      [](void* held) {
+        delete static_cast<std::shared_ptr<const void>*>(held);
+      },
+      new std::shared_ptr<const void>(std::move(owner)));
+}
+
+void WireBuffer::Flush() {
+  if (pending_.empty()) return;
+  auto* bytes = new std::string(std::move(pending_));
+  pending_.clear();
+  slices_.emplace_back(
+      bytes->data(), bytes->size(),
+      [](void* owner) { delete static_cast<std::string*>(owner); }, bytes);
+}
+
+grpc::ByteBuffer WireBuffer::Finish() {
+  Flush();
+  grpc::ByteBuffer buffer(slices_.data(), slices_.size());
+  slices_.clear();
+  return buffer;
+}
+
+}  // namespace deepmind::reverb

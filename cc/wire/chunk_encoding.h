@@ -1,0 +1,84 @@
+// Wire bytes of messages that carry chunks, without copying large tensors.
+//
+// gRPC serializes a protobuf message into one fresh buffer, copying every
+// chunk's tensor bytes into it. For large steps that copy, and the page
+// faults of a fresh buffer that size, cost as much as the rest of the work.
+// WireBuffer builds a message's wire bytes as a grpc::ByteBuffer of slices
+// instead: protobuf serializes everything but tensor contents of
+// kMinBorrowedBytes or more, and those are slices that refer to the chunk's
+// own bytes and hold the chunk until gRPC has sent them.
+//
+// A chunk written this way parses as the same ChunkData but its bytes need
+// not equal protobuf's serialization: a chunk's `data` and a tensor's
+// `tensor_content` come after the message's other fields, which the wire
+// format allows. Chunks or tensors with fields this encoder does not know
+// are serialized whole by protobuf.
+#ifndef REVERB_CC_WIRE_CHUNK_ENCODING_H_
+#define REVERB_CC_WIRE_CHUNK_ENCODING_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/string_view.h"
+#include "cc/support/export.h"
+#include "google/protobuf/message_lite.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
+#include "reverb/cc/schema.pb.h"
+
+namespace deepmind::reverb {
+
+// Tensor contents from this size on are sent from the chunk, not copied.
+inline constexpr size_t kMinBorrowedBytes = 16 << 10;
+
+// Bytes of a length-delimited field with a payload of `size` bytes (field
+// numbers below 16, whose tag is one byte).
+REVERB_EXPORT size_t LengthDelimitedSize(size_t size);
+
+class REVERB_EXPORT WireBuffer {
+ public:
+  // Serialized bytes go here; they become one slice (moved, not copied)
+  // when a borrowed tensor content or the end comes.
+  std::string* pending() { return &pending_; }
+
+  // The tag and length of length-delimited field `field` (below 16).
+  void PutFieldHeader(int field, size_t size);
+
+  // Varint field `field` (below 16) of `value`.
+  void PutVarintField(int field, uint32_t value);
+
+  // The bytes of `message` (no header), whose ByteSizeLong() is `size`: it
+  // must have been computed on the message as it is.
+  void PutMessage(const google::protobuf::MessageLite& message, size_t size);
+
+  // Field `field` holding `chunk`, whose ByteSizeLong() is `size`: it must
+  // have been computed on the chunk as it is (its cached sizes are used).
+  // `owner` is called if a tensor content is borrowed: the slice holds what
+  // it returns (which keeps `chunk` alive) until gRPC has sent it.
+  void PutChunk(int field, const ChunkData& chunk, size_t size,
+                absl::FunctionRef<std::shared_ptr<const void>()> owner);
+
+  // Field `field` holding `bytes` (a chunk's wire bytes). Pieces of
+  // kMinBorrowedBytes or more are borrowed, as PutChunk's contents.
+  void PutBytes(int field, const absl::Cord& bytes,
+                absl::FunctionRef<std::shared_ptr<const void>()> owner);
+
+  // The bytes so far; the buffer is empty afterwards.
+  grpc::ByteBuffer Finish();
+
+ private:
+  void Borrow(absl::string_view content, std::shared_ptr<const void> owner);
+  void Flush();
+
+  std::string pending_;
+  std::vector<grpc::Slice> slices_;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_WIRE_CHUNK_ENCODING_H_

@@ -1,0 +1,123 @@
+#include "cc/wire/insert_request.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "cc/wire/chunk_encoding.h"
+#include "cc/support/status_macros.h"
+#include "cc/support/wire_reader.h"
+
+namespace deepmind::reverb {
+namespace {
+
+// InsertStreamRequest's fields.
+constexpr int kRequestChunks = 1;
+constexpr int kRequestItems = 2;
+constexpr int kRequestKeepChunkKeys = 3;
+
+absl::Status Malformed() {
+  return absl::InvalidArgumentError("Malformed InsertStreamRequest.");
+}
+
+// Slices from this size on are referenced, not copied. Smaller ones may
+// hold their bytes inline (in the grpc_slice itself).
+constexpr size_t kMinReferencedSlice = 512;
+
+// The bytes of `buffer`, in the slices gRPC holds them in.
+absl::Cord ToCord(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  absl::Cord cord;
+  if (!buffer.Dump(&slices).ok()) return cord;
+  for (grpc::Slice& slice : slices) {
+    const absl::string_view bytes(reinterpret_cast<const char*>(slice.begin()),
+                                  slice.size());
+    if (bytes.size() < kMinReferencedSlice) {
+      cord.Append(bytes);
+    } else {
+      cord.Append(absl::MakeCordFromExternal(
+          bytes, [held = std::move(slice)]() {}));
+    }
+  }
+  return cord;
+}
+
+// Packed or not: protobuf parsers accept both for a repeated varint.
+bool ReadKeys(WireReader& reader, WireType type, std::vector<uint64_t>* keys) {
+  uint64_t key;
+  if (type == kVarint) {
+    if (!reader.ReadVarint(&key)) return false;
+    keys->push_back(key);
+    return true;
+  }
+  absl::Cord packed;
+  if (type != kLengthDelimited || !reader.ReadLengthDelimited(&packed)) {
+    return false;
+  }
+  WireReader values(packed);
+  while (!values.done()) {
+    if (!values.ReadVarint(&key)) return false;
+    keys->push_back(key);
+  }
+  return true;
+}
+
+}  // namespace
+
+grpc::ByteBuffer EncodeInsertRequest(
+    const InsertStreamRequest& request,
+    absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
+  WireBuffer wire;
+  for (const auto& chunk : chunks) {
+    wire.PutChunk(kRequestChunks, *chunk, chunk->ByteSizeLong(),
+                  [&chunk]() -> std::shared_ptr<const void> { return chunk; });
+  }
+  request.AppendToString(wire.pending());
+  return wire.Finish();
+}
+
+absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
+                                 DecodedInsertRequest* request) {
+  request->chunks.clear();
+  request->items.clear();
+  request->keep_chunk_keys.clear();
+  const absl::Cord cord = ToCord(bytes);
+  WireReader reader(cord);
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return Malformed();
+    if (field == kRequestKeepChunkKeys) {
+      if (!ReadKeys(reader, type, &request->keep_chunk_keys)) {
+        return Malformed();
+      }
+      continue;
+    }
+    if (field != kRequestChunks && field != kRequestItems) {
+      if (!reader.Skip(type)) return Malformed();
+      continue;
+    }
+    absl::Cord value;
+    if (type != kLengthDelimited || !reader.ReadLengthDelimited(&value)) {
+      return Malformed();
+    }
+    if (field == kRequestChunks) {
+      if (value.size() < kMinBorrowedBytes) {
+        value = absl::Cord(std::string(value));
+      }
+      REVERB_ASSIGN_OR_RETURN(auto chunk, Chunk::Parse(std::move(value)));
+      request->chunks.push_back(std::move(chunk));
+    } else {
+      PrioritizedItem& item = request->items.emplace_back();
+      const absl::optional<absl::string_view> flat = value.TryFlat();
+      const bool parsed =
+          flat.has_value() ? item.ParseFromArray(
+                                 flat->data(), static_cast<int>(flat->size()))
+                           : item.ParseFromString(std::string(value));
+      if (!parsed) return Malformed();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace deepmind::reverb

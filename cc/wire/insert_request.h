@@ -1,0 +1,47 @@
+// InsertStreamRequests on the wire without copying chunk tensors: the
+// writers' encoding (see chunk_encoding.h) and the server's decoding (see
+// Chunk::Parse in cc/core/chunk.h).
+#ifndef REVERB_CC_WIRE_INSERT_REQUEST_H_
+#define REVERB_CC_WIRE_INSERT_REQUEST_H_
+
+#include <cstddef>
+#include <memory>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "cc/wire/chunk_encoding.h"
+#include "cc/core/chunk.h"
+#include "cc/support/export.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "reverb/cc/reverb_service.pb.h"
+#include "reverb/cc/schema.pb.h"
+
+namespace deepmind::reverb {
+
+// The wire bytes of `request` with `chunks` as its `chunks` field (in
+// order, before the request's own fields). `request` must have no chunks of
+// its own.
+REVERB_EXPORT grpc::ByteBuffer EncodeInsertRequest(
+    const InsertStreamRequest& request,
+    absl::Span<const std::shared_ptr<const ChunkData>> chunks);
+
+// An InsertStreamRequest as the server reads it.
+struct DecodedInsertRequest {
+  std::vector<std::shared_ptr<Chunk>> chunks;
+  std::vector<PrioritizedItem> items;
+  std::vector<uint64_t> keep_chunk_keys;
+};
+
+// Parses `bytes`, a serialized InsertStreamRequest, into `request` (whose
+// contents are replaced). Chunks of kMinBorrowedBytes or more keep gRPC's
+// memory; smaller ones are copied, so that they do not hold on to receive
+// buffers larger than themselves. INVALID_ARGUMENT if `bytes` do not parse.
+REVERB_EXPORT absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
+                                               DecodedInsertRequest* request);
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_WIRE_INSERT_REQUEST_H_

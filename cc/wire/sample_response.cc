@@ -1,0 +1,99 @@
+#include "cc/wire/sample_response.h"
+
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "cc/support/varint.h"
+
+namespace deepmind::reverb {
+namespace {
+
+// Field numbers of SampleStreamResponse and its SampleEntry.
+constexpr int kResponseEntries = 1;
+constexpr int kEntryInfo = 1;
+constexpr int kEntryData = 2;
+constexpr int kEntryEndOfSequence = 3;
+
+void PutDouble(double value, std::string* out) {
+  char bytes[8];
+  std::memcpy(bytes, &value, 8);  // Little-endian, as the wire format.
+  out->append(bytes, 8);
+}
+
+}  // namespace
+
+std::string EncodeSampleInfo(const SampledItem& sample) {
+  // The current priority and times_sampled, after the item's own bytes.
+  std::string overrides;
+  PutTag(5, kFixed64, &overrides);  // PrioritizedItem.priority
+  PutDouble(sample.priority, &overrides);
+  PutTag(6, kVarint, &overrides);  // PrioritizedItem.times_sampled
+  PutVarint64(static_cast<uint64_t>(int64_t{sample.times_sampled}),
+              &overrides);
+
+  const PrioritizedItem& item = sample.ref->item;
+  const size_t item_size = item.GetCachedSize();  // Sized by the table.
+  std::string out;
+  out.reserve(item_size + overrides.size() + 32);
+  PutTag(1, kLengthDelimited, &out);  // SampleInfo.item
+  PutVarint64(item_size + overrides.size(), &out);
+  const size_t at = out.size();
+  out.resize(at + item_size);
+  item.SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(out.data() + at));
+  out.append(overrides);
+  PutTag(2, kFixed64, &out);  // SampleInfo.probability
+  PutDouble(sample.probability, &out);
+  PutTag(3, kVarint, &out);  // SampleInfo.table_size
+  PutVarint64(static_cast<uint64_t>(sample.table_size), &out);
+  if (sample.rate_limited) {
+    PutTag(4, kVarint, &out);  // SampleInfo.rate_limited
+    out.push_back(1);
+  }
+  return out;
+}
+
+void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
+                  std::deque<SampleResponseBytes>* responses,
+                  int64_t* last_response_bytes) {
+  const std::string info = EncodeSampleInfo(sample);
+  const size_t info_size = info.size();
+  const auto& chunks = sample.ref->chunks;
+  size_t next = 0;  // The first chunk not yet written.
+  bool with_info = true;
+  do {
+    if (responses->empty() || *last_response_bytes >= max_response_bytes) {
+      responses->emplace_back();
+      *last_response_bytes = 0;
+    }
+    // This entry's chunks: until the response passes the cap.
+    int64_t bytes = *last_response_bytes + (with_info ? info_size : 0);
+    size_t end = next;
+    size_t entry_size = with_info ? LengthDelimitedSize(info_size) : 0;
+    while (end < chunks.size() && bytes < max_response_bytes) {
+      const size_t chunk_size = chunks[end]->DataByteSizeLong();
+      entry_size += LengthDelimitedSize(chunk_size);
+      bytes += static_cast<int64_t>(chunk_size);
+      ++end;
+    }
+    const bool end_of_sequence = end == chunks.size();
+    if (end_of_sequence) entry_size += 2;  // Tag and true.
+    WireBuffer& wire = responses->back().wire;
+    wire.PutFieldHeader(kResponseEntries, entry_size);
+    if (with_info) {
+      wire.PutFieldHeader(kEntryInfo, info_size);
+      wire.pending()->append(info);
+    }
+    for (; next < end; ++next) {
+      const std::shared_ptr<Chunk>& chunk = chunks[next];
+      wire.PutBytes(kEntryData, chunk->wire(),
+                    [&chunk]() -> std::shared_ptr<const void> { return chunk; });
+    }
+    if (end_of_sequence) wire.PutVarintField(kEntryEndOfSequence, 1);
+    *last_response_bytes = bytes;
+    with_info = false;
+  } while (next < chunks.size());
+}
+
+}  // namespace deepmind::reverb

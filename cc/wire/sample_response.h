@@ -1,0 +1,51 @@
+// The wire bytes of SampleStreamResponses: how the server writes samples.
+//
+// The server encodes responses itself instead of filling SampleStreamResponse
+// protos for gRPC to serialize:
+//  - chunks are written as the bytes they are stored as (protobuf would size
+//    and serialize every chunk again for every response); pieces of
+//    kMinBorrowedBytes or more are borrowed, not copied (see
+//    chunk_encoding.h);
+//  - an entry's SampleInfo holds the stored item serialized as it is (items
+//    never change after insertion), followed by its current `priority` and
+//    `times_sampled`: of a scalar field given twice, a parser keeps the last.
+//    This spares a copy of the item per sample.
+// Any protobuf parser reads the bytes as the same response
+// (docs/wire-protocol.md, "SampleStream").
+#ifndef REVERB_CC_WIRE_SAMPLE_RESPONSE_H_
+#define REVERB_CC_WIRE_SAMPLE_RESPONSE_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "cc/wire/chunk_encoding.h"
+#include "cc/support/export.h"
+#include "cc/core/table_item.h"
+#include "grpcpp/support/byte_buffer.h"
+
+namespace deepmind::reverb {
+
+// A response under construction, then (`bytes`) while it is written.
+struct SampleResponseBytes {
+  WireBuffer wire;
+  grpc::ByteBuffer bytes;
+};
+
+// The SampleInfo of `sample`, as wire bytes. The item's sizes must be cached
+// (as a table caches them when it stores an item).
+REVERB_EXPORT std::string EncodeSampleInfo(const SampledItem& sample);
+
+// Appends `sample` to `responses` as SampleEntries: the first carries its
+// info, the last has end_of_sequence. A new response is started first if
+// there is none or the last one (`*last_response_bytes` long) has reached
+// `max_response_bytes`, and again before a chunk once it has: a large
+// sample spans entries of several responses. A chunk is never split.
+REVERB_EXPORT void AppendSample(const SampledItem& sample,
+                                int64_t max_response_bytes,
+                                std::deque<SampleResponseBytes>* responses,
+                                int64_t* last_response_bytes);
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_WIRE_SAMPLE_RESPONSE_H_

@@ -1,0 +1,270 @@
+#include "cc/client/chunker.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cc/tensor/compression.h"
+#include "gtest/gtest.h"
+
+namespace deepmind::reverb {
+namespace {
+
+Tensor Float(float value) {
+  Tensor t;
+  t.dtype = tensorflow::DT_FLOAT;
+  t.shape = {2};
+  float values[2] = {value, -value};
+  t.bytes.assign(reinterpret_cast<const char*>(values), sizeof(values));
+  return t;
+}
+
+std::shared_ptr<Chunker> MakeChunker(int max_chunk_length, int keep) {
+  return std::make_shared<Chunker>(
+      0, std::make_shared<ConstantChunkerOptions>(max_chunk_length, keep));
+}
+
+TEST(ChunkerTest, FinalizesAtMaxChunkLengthAndAttachesTheChunk) {
+  auto chunker = MakeChunker(2, 4);
+  auto a = *chunker->Append(Float(1), 7, 0);
+  EXPECT_FALSE(a->IsReady());
+  auto b = *chunker->Append(Float(2), 7, 1);
+  ASSERT_TRUE(a->IsReady() && b->IsReady());
+  EXPECT_EQ(a->GetChunk(), b->GetChunk());
+  EXPECT_EQ(a->chunk_key(), b->chunk_key());
+  EXPECT_EQ(b->offset(), 1);
+  const ChunkData& chunk = *a->GetChunk();
+  EXPECT_EQ(chunk.chunk_key(), a->chunk_key());
+  EXPECT_EQ(chunk.data_tensors_len(), 1);
+  EXPECT_EQ(chunk.sequence_range().episode_id(), 7);
+  EXPECT_EQ(chunk.sequence_range().start(), 0);
+  EXPECT_EQ(chunk.sequence_range().end(), 1);
+  EXPECT_FALSE(chunk.sequence_range().sparse());
+  auto column = *DecompressTensorFromProto(chunk.data().tensors(0));
+  EXPECT_EQ(column.shape, (std::vector<int64_t>{2, 2}));
+  // The next chunk gets another key.
+  auto c = *chunker->Append(Float(3), 7, 2);
+  EXPECT_NE(c->chunk_key(), a->chunk_key());
+  EXPECT_EQ(c->offset(), 0);
+}
+
+TEST(ChunkerTest, CellDataFromBufferAndChunk) {
+  auto chunker = MakeChunker(2, 4);
+  auto a = *chunker->Append(Float(5), 1, 0);
+  auto buffered = a->GetData();
+  ASSERT_TRUE(buffered.ok());
+  EXPECT_EQ(buffered->bytes, Float(5).bytes);
+  ASSERT_TRUE(chunker->Flush().ok());
+  ASSERT_TRUE(a->IsReady());
+  EXPECT_EQ(a->GetData()->bytes, Float(5).bytes);
+}
+
+TEST(ChunkerTest, SparseStepsAndEpisodeBoundaries) {
+  auto chunker = MakeChunker(3, 3);
+  auto a = *chunker->Append(Float(1), 1, 0);
+  auto b = *chunker->Append(Float(2), 1, 2);  // Step 1 skipped.
+  // A new episode finalizes the partial chunk first.
+  auto c = *chunker->Append(Float(3), 2, 0);
+  ASSERT_TRUE(a->IsReady());
+  EXPECT_TRUE(a->GetChunk()->sequence_range().sparse());
+  EXPECT_EQ(a->GetChunk()->sequence_range().end(), 2);
+  EXPECT_FALSE(c->IsReady());
+  EXPECT_NE(c->chunk_key(), b->chunk_key());
+}
+
+TEST(ChunkerTest, RejectsOtherDtypeShapeAndRepeatedSteps) {
+  auto chunker = MakeChunker(2, 2);
+  ASSERT_TRUE(chunker->Append(Float(1), 1, 0).ok());
+  Tensor other = Float(1);
+  other.dtype = tensorflow::DT_INT32;
+  EXPECT_EQ(chunker->Append(other, 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  other = Float(1);
+  other.shape = {1, 2};
+  EXPECT_EQ(chunker->Append(other, 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(chunker->Append(Float(1), 1, 0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ChunkerTest, KeepsTheLastRefsAlive) {
+  auto chunker = MakeChunker(1, 2);
+  std::weak_ptr<CellRef> first = *chunker->Append(Float(1), 1, 0);
+  std::weak_ptr<CellRef> second = *chunker->Append(Float(2), 1, 1);
+  std::weak_ptr<CellRef> third = *chunker->Append(Float(3), 1, 2);
+  EXPECT_TRUE(first.expired());
+  EXPECT_FALSE(second.expired());
+  EXPECT_EQ(chunker->GetKeepKeys(),
+            (std::vector<uint64_t>{second.lock()->chunk_key(),
+                                   third.lock()->chunk_key()}));
+  chunker->Reset();
+  EXPECT_TRUE(second.expired() && third.expired());
+  EXPECT_TRUE(chunker->GetKeepKeys().empty());
+}
+
+// Rows 0..n-1 of a [n, 2] float tensor, row t being Float(first + t).
+Tensor FloatRows(int first, int n) {
+  Tensor rows;
+  rows.dtype = tensorflow::DT_FLOAT;
+  rows.shape = {n, 2};
+  for (int t = 0; t < n; ++t) rows.bytes += Float(first + t).bytes;
+  return rows;
+}
+
+// Chunks as a reader sees them: (key-independent) serialized chunk per ref.
+std::vector<std::string> ChunksOf(
+    const std::vector<std::shared_ptr<CellRef>>& refs) {
+  std::vector<std::string> chunks;
+  for (const auto& ref : refs) {
+    if (!ref->IsReady()) {
+      chunks.push_back("buffered");
+      continue;
+    }
+    ChunkData chunk = *ref->GetChunk();
+    chunk.clear_chunk_key();
+    chunks.push_back(absl::StrCat(ref->offset(), ":", chunk.SerializeAsString()));
+  }
+  return chunks;
+}
+
+TEST(ChunkerTest, AppendRowsMakesTheChunksOfAppends) {
+  for (bool delta : {false, true}) {
+    // Buffered steps first, so that rows complete a chunk, fill whole
+    // ones, and leave some buffered.
+    auto options = std::make_shared<ConstantChunkerOptions>(3, 10, delta);
+    auto appended = std::make_shared<Chunker>(0, options);
+    auto batched = std::make_shared<Chunker>(0, options);
+    std::vector<std::shared_ptr<CellRef>> a, b;
+    for (int t = 0; t < 2; ++t) {
+      a.push_back(*appended->Append(Float(t), 4, t));
+      b.push_back(*batched->Append(Float(t), 4, t));
+    }
+    for (int t = 2; t < 10; ++t) a.push_back(*appended->Append(Float(t), 4, t));
+    auto rows = batched->AppendRows(FloatRows(2, 8), 4, 2);
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_EQ(rows->size(), 8);
+    b.insert(b.end(), rows->begin(), rows->end());
+    for (int t = 0; t < 10; ++t) {
+      EXPECT_EQ(b[t]->episode_step(), t);
+      EXPECT_EQ(b[t]->offset(), t % 3);
+      EXPECT_EQ(b[t]->GetData()->bytes, Float(t).bytes) << t;
+    }
+    EXPECT_EQ(ChunksOf(a), ChunksOf(b)) << "delta " << delta;
+    EXPECT_EQ(b[9]->GetChunk(), nullptr);
+    EXPECT_EQ(appended->GetKeepKeys().size(), batched->GetKeepKeys().size());
+  }
+}
+
+TEST(ChunkerTest, AppendRowsChecksLikeAppend) {
+  auto chunker = MakeChunker(2, 4);
+  ASSERT_TRUE(chunker->Append(Float(1), 1, 0).ok());
+  Tensor other = FloatRows(0, 2);
+  other.dtype = tensorflow::DT_INT32;
+  EXPECT_EQ(chunker->AppendRows(other, 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(chunker->AppendRows(Float(1), 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Rows of the wrong shape.
+  EXPECT_EQ(chunker->AppendRows(FloatRows(0, 2), 1, 0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A scalar has no rows.
+  Tensor scalar;
+  scalar.dtype = tensorflow::DT_FLOAT;
+  scalar.bytes = std::string(4, '\0');
+  EXPECT_EQ(chunker->AppendRows(scalar, 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(chunker->AppendRows(FloatRows(0, 0), 1, 1)->empty());
+  // A new episode finalizes the buffered step first.
+  auto refs = *chunker->AppendRows(FloatRows(5, 2), 2, 0);
+  EXPECT_NE(refs[0]->chunk_key(), 0);
+  EXPECT_EQ(refs[0]->GetChunk()->sequence_range().episode_id(), 2);
+  EXPECT_EQ(refs[1]->GetData()->bytes, Float(6).bytes);
+}
+
+TEST(ChunkerTest, CellsDoNotKeepTheCallersMemory) {
+  // Whether a cell is compressed at once (length 1, or rows filling whole
+  // chunks), buffered, or delta-encoded later, what the caller's memory
+  // holds after the call must not matter.
+  for (int length : {1, 2}) {
+    for (bool delta : {false, true}) {
+      auto chunker = std::make_shared<Chunker>(
+          0, std::make_shared<ConstantChunkerOptions>(length, 4, delta));
+      Tensor step = Float(1);
+      auto first = chunker->Append(step, 3, 0);
+      ASSERT_TRUE(first.ok()) << first.status();
+      step.bytes.assign(step.bytes.size(), '\x7f');
+      Tensor rows = FloatRows(2, 3);
+      auto more = chunker->AppendRows(rows, 3, 1);
+      ASSERT_TRUE(more.ok()) << more.status();
+      rows.bytes.assign(rows.bytes.size(), '\x7f');
+      ASSERT_TRUE(chunker->Flush().ok());
+      EXPECT_EQ((*first)->GetData()->bytes, Float(1).bytes)
+          << length << " " << delta;
+      for (int t = 0; t < 3; ++t) {
+        EXPECT_EQ((*more)[t]->GetData()->bytes, Float(2 + t).bytes)
+            << length << " " << delta << " " << t;
+      }
+    }
+  }
+}
+
+TEST(ChunkerTest, ViewsMustHoldTheirElements) {
+  auto chunker = MakeChunker(1, 1);
+  Tensor step = Float(1);
+  TensorView short_bytes = step;
+  short_bytes.bytes.remove_suffix(1);
+  EXPECT_EQ(chunker->Append(short_bytes, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor two_rows = FloatRows(0, 2);
+  TensorView too_many_rows = two_rows;
+  too_many_rows.shape[0] = 3;
+  EXPECT_EQ(chunker->AppendRows(too_many_rows, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Nothing was appended.
+  EXPECT_TRUE(chunker->GetKeepKeys().empty());
+  EXPECT_TRUE(chunker->Append(step, 1, 0).ok());
+}
+
+TEST(ChunkerTest, ConfigOnlyBetweenChunks) {
+  auto chunker = MakeChunker(2, 2);
+  ASSERT_TRUE(chunker->Append(Float(1), 1, 0).ok());
+  EXPECT_EQ(chunker->ApplyConfig(std::make_shared<ConstantChunkerOptions>(1, 1))
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(chunker->Flush().ok());
+  EXPECT_TRUE(
+      chunker->ApplyConfig(std::make_shared<ConstantChunkerOptions>(1, 1)).ok());
+  EXPECT_EQ(chunker->ApplyConfig(std::make_shared<ConstantChunkerOptions>(3, 2))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AutoTunedChunkerOptionsTest, GrowsWhileItPaysAndStaysInRange) {
+  // Items of one step: the bytes sent per item step fall as chunks grow only
+  // if chunks compress well; here every chunk costs the same per step, and
+  // items pay for whole chunks, so growth raises the cost and it turns back.
+  AutoTunedChunkerOptions options(/*num_keep_alive_refs=*/6);
+  EXPECT_EQ(options.GetMaxChunkLength(), 1);
+  std::vector<int> lengths;
+  for (int round = 0; round < 40; ++round) {
+    const int length = options.GetMaxChunkLength();
+    lengths.push_back(length);
+    for (int i = 0; i < AutoTunedChunkerOptions::kNumChunksToScore; ++i) {
+      options.OnChunkFinalized(100 * length, length);
+    }
+    auto chunker = MakeChunker(length, length);
+    std::vector<std::shared_ptr<CellRef>> refs;
+    for (int s = 0; s < length; ++s) refs.push_back(*chunker->Append(Float(s), 1, s));
+    for (int i = 0; i < AutoTunedChunkerOptions::kNumItemsToScore; ++i) {
+      options.OnItemFinalized({refs.back()});
+    }
+    options.OnChunkFinalized(100 * length, length);  // Triggers scoring.
+  }
+  for (int length : lengths) {
+    EXPECT_GE(length, 1);
+    EXPECT_LE(length, 6);
+  }
+  EXPECT_GT(*std::max_element(lengths.begin(), lengths.end()), 1);
+}
+
+}  // namespace
+}  // namespace deepmind::reverb

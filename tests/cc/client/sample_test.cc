@@ -1,0 +1,103 @@
+#include "cc/client/sample.h"
+
+#include <cstring>
+#include <vector>
+
+#include "cc/tensor/compression.h"
+#include "gtest/gtest.h"
+
+namespace deepmind::reverb {
+namespace {
+
+// A chunk with one int32 column holding `first..first+rows-1`, shape [rows, 1].
+ChunkData MakeChunk(uint64_t key, int32_t first, int32_t rows,
+                    bool delta = false) {
+  Tensor t;
+  t.dtype = tensorflow::DT_INT32;
+  t.shape = {rows, 1};
+  std::vector<int32_t> values(rows);
+  for (int i = 0; i < rows; ++i) values[i] = first + i;
+  t.bytes.assign(reinterpret_cast<const char*>(values.data()), 4 * rows);
+  if (delta) DeltaEncode(&t, true);
+  ChunkData chunk;
+  chunk.set_chunk_key(key);
+  chunk.set_delta_encoded(delta);
+  EXPECT_TRUE(
+      CompressTensorAsProto(t, chunk.mutable_data()->add_tensors()).ok());
+  chunk.set_data_tensors_len(1);
+  return chunk;
+}
+
+std::vector<int32_t> Values(const Tensor& t) {
+  std::vector<int32_t> values(t.bytes.size() / 4);
+  std::memcpy(values.data(), t.bytes.data(), t.bytes.size());
+  return values;
+}
+
+std::shared_ptr<SampleInfo> Info(
+    std::vector<std::vector<std::array<int, 3>>> columns,
+    std::vector<bool> squeeze = {}) {
+  auto info = std::make_shared<SampleInfo>();
+  for (size_t c = 0; c < columns.size(); ++c) {
+    auto* column = info->mutable_item()->mutable_flat_trajectory()->add_columns();
+    column->set_squeeze(c < squeeze.size() && squeeze[c]);
+    for (const auto& [key, offset, length] : columns[c]) {
+      auto* slice = column->add_chunk_slices();
+      slice->set_chunk_key(key);
+      slice->set_offset(offset);
+      slice->set_length(length);
+    }
+  }
+  return info;
+}
+
+TEST(SampleTest, ConcatenatesSlicesAcrossChunks) {
+  ChunkData a = MakeChunk(1, 0, 4);
+  ChunkData b = MakeChunk(2, 4, 4, /*delta=*/true);
+  std::vector<const ChunkData*> chunks = {&a, &b};
+  auto sample = UnpackSample(Info({{{1, 2, 2}, {2, 0, 3}}}), chunks);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  ASSERT_EQ(sample->columns.size(), 1);
+  EXPECT_EQ(sample->columns[0].shape, (std::vector<int64_t>{5, 1}));
+  EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(*NumTimesteps(*sample), 5);
+  auto step = GetTimestep(*sample, 3);
+  ASSERT_TRUE(step.ok());
+  EXPECT_EQ(Values((*step)[0]), (std::vector<int32_t>{5}));
+}
+
+TEST(SampleTest, SqueezedColumnDropsTimeDimension) {
+  ChunkData a = MakeChunk(1, 10, 3);
+  std::vector<const ChunkData*> chunks = {&a};
+  auto sample = UnpackSample(Info({{{1, 1, 1}}, {{1, 0, 3}}}, {true, false}),
+                             chunks);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->columns[0].shape, (std::vector<int64_t>{1}));
+  EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{11}));
+  EXPECT_EQ(NumTimesteps(*sample).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SampleTest, UnequalColumnsCannotBeSplit) {
+  ChunkData a = MakeChunk(1, 0, 3);
+  std::vector<const ChunkData*> chunks = {&a};
+  auto sample = UnpackSample(Info({{{1, 0, 1}}, {{1, 0, 2}}}), chunks);
+  ASSERT_TRUE(sample.ok());
+  EXPECT_EQ(NumTimesteps(*sample).status().message(),
+            "Can't split non timestep trajectory into timesteps.");
+}
+
+TEST(SampleTest, BadReferencesAreErrors) {
+  ChunkData a = MakeChunk(1, 0, 3);
+  std::vector<const ChunkData*> chunks = {&a};
+  EXPECT_FALSE(UnpackSample(Info({{{2, 0, 1}}}), chunks).ok());   // No chunk.
+  EXPECT_FALSE(UnpackSample(Info({{{1, 2, 2}}}), chunks).ok());   // Rows.
+  EXPECT_FALSE(UnpackSample(nullptr, chunks).ok());
+  std::shared_ptr<SampleInfo> bad_index = Info({{{1, 0, 1}}});
+  bad_index->mutable_item()->mutable_flat_trajectory()->mutable_columns(0)
+      ->mutable_chunk_slices(0)->set_index(3);
+  EXPECT_FALSE(UnpackSample(bad_index, chunks).ok());
+}
+
+}  // namespace
+}  // namespace deepmind::reverb
