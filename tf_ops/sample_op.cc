@@ -13,11 +13,10 @@
 // functions of every iterator afresh, so each iterator of a dataset samples
 // through its own streams, which close when the iterator is destroyed.
 // Outputs: the five SampleInfo fields, then the data columns, each with a
-// leading dimension of the rows fetched. A run returns zero rows when none
-// were ready within the source's wait (100 ms), so that TensorFlow can
-// cancel the iterator between runs; the datasets skip such results (with
-// `nest_rows`, a run's outputs are [1, rows, ...], or [0, 0, ...] with no
-// rows, which `unbatch` drops without a function call). The end
+// leading dimension of the rows fetched; with `nest_rows`, one more leading
+// dimension: [1, rows, ...], or [0, 0, ...] with no rows. A run returns zero
+// rows when none were ready within the source's wait (tf_ops/README.md says
+// why and how the datasets skip them). The end
 // of the sequence (`max_samples` reached or the rate limiter timed out) is
 // an OutOfRange error, which ends the dataset: the Python side maps with
 // `preserve_cardinality=False`, where tf.data takes OutOfRange from the

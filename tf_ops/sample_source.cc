@@ -189,26 +189,25 @@ SourceStatus SampleSource::Open(const SourceOptions& options,
 }
 
 bool SampleSource::State::CheckedSignature(absl::Time deadline) {
-  State& s = *this;
-  if (s.signature_deadline == absl::InfiniteFuture()) {
-    s.signature_deadline =
-        absl::Now() + absl::Milliseconds(s.options.signature_timeout_ms);
+  if (signature_deadline == absl::InfiniteFuture()) {
+    signature_deadline =
+        absl::Now() + absl::Milliseconds(options.signature_timeout_ms);
   }
-  absl::StatusOr<ServerInfoResponse> info = s.client->ServerInfo(
-      std::min(deadline, s.signature_deadline) - absl::Now());
+  absl::StatusOr<ServerInfoResponse> info = client->ServerInfo(
+      std::min(deadline, signature_deadline) - absl::Now());
   if (absl::IsDeadlineExceeded(info.status()) &&
-      absl::Now() < s.signature_deadline) {
+      absl::Now() < signature_deadline) {
     return false;
   }
-  s.signature_checked = true;
+  signature_checked = true;
   if (absl::IsDeadlineExceeded(info.status())) return true;  // Unchecked.
   if (!info.ok()) {
-    s.error = info.status();
+    error = info.status();
     return true;
   }
   for (const TableInfo& table : info->table_info()) {
-    if (table.name() == s.options.table && table.has_signature()) {
-      s.error = CheckSignature(s.options, table.signature());
+    if (table.name() == options.table && table.has_signature()) {
+      error = CheckSignature(options, table.signature());
     }
   }
   return true;

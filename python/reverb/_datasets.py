@@ -175,13 +175,10 @@ def sample_rows(tf, server_address: Any, table: Any, spec: Any,
   when `fill_timeout_ms` is -1; never fewer with `drop_remainder`), or the
   timesteps of one sample. The default
   `batch_size` stacks what is ready, up to 64 samples of fully known shapes
-  or else one. An element has zero rows when none were ready within the
-  op's wait (100 ms): the op returns to TensorFlow that often, so that a
-  cancelled iterator or a closed session ends between two runs. `unbatch`
-  skips such elements. With `nest_rows` every component has one more
-  leading dimension, 1 (0 with zero rows), so that `unbatch` hands over the
-  batches and skips the empty ones: a `filter` would cost a function call
-  per batch, about a third of the small-item rate in a tf.function.
+  or else one. An element may have zero rows (nothing was ready within the
+  op's wait); `unbatch` skips it. With `nest_rows` every component has one
+  more leading dimension, 1 (0 with zero rows), so that `unbatch` hands
+  over whole batches and skips the empty ones. tf_ops/README.md says why.
 
   `server_address` and `table` are strings or string tensors. Each iterator
   checks the table signature, then samples through its own streams
