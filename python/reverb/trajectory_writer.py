@@ -396,16 +396,9 @@ class TrajectoryWriter:
               f'Field {column._path} has already been set in the active '  # pylint: disable=protected-access
               f'step by previous (partial) append call and thus must be '
               f'omitted or set to None but got: {value}')
-    try:
-      if partial_step:
-        references = self._writer.AppendPartial(cells)
-      else:
-        references = self._writer.Append(cells)
-    except ValueError as e:
-      message = self._with_column_path(str(e))
-      if message is None:
-        raise
-      raise ValueError(message) from e
+    references = self._call_writer(
+        self._writer.AppendPartial if partial_step else self._writer.Append,
+        cells)
     for column, reference in zip(self._columns, references):
       if not self._last_step_is_open:
         column.append(reference)
@@ -438,13 +431,7 @@ class TrajectoryWriter:
     columns = [None] * len(self._columns)
     for path, leaf in flat:
       columns[self._column_index[path]] = leaf
-    try:
-      references = self._writer.AppendBatch(columns)
-    except ValueError as e:
-      message = self._with_column_path(str(e))
-      if message is None:
-        raise
-      raise ValueError(message) from e
+    references = self._call_writer(self._writer.AppendBatch, columns)
     for column, cells in zip(self._columns, references):
       column.extend(cells if cells is not None else [None] * num_steps)
 
@@ -581,12 +568,16 @@ class TrajectoryWriter:
         lambda path, _: self._columns[self._column_index[path]],
         self._structure)
 
-  def _with_column_path(self, message: str) -> Optional[str]:
-    """An error message of the internal writer with "for column N" naming
-    the column's path instead, as dm-reverb's (None unless the message
-    names exactly one column)."""
-    indices = re.findall(r' for column (\d+)', message)
-    if len(indices) != 1 or int(indices[0]) >= len(self._columns):
-      return None
-    path = self._columns[int(indices[0])]._path  # pylint: disable=protected-access
-    return message.replace(f' for column {indices[0]}', f' for column {path}')
+  def _call_writer(self, append: Callable[[Any], Any], columns: Any) -> Any:
+    """`append(columns)` on the internal writer, its ValueErrors saying "for
+    column N" naming the column's path instead, as dm-reverb's (when the
+    message names exactly one column)."""
+    try:
+      return append(columns)
+    except ValueError as e:
+      indices = re.findall(r' for column (\d+)', str(e))
+      if len(indices) != 1 or int(indices[0]) >= len(self._columns):
+        raise
+      path = self._columns[int(indices[0])]._path  # pylint: disable=protected-access
+      raise ValueError(str(e).replace(f' for column {indices[0]}',
+                                      f' for column {path}')) from e
