@@ -8,6 +8,8 @@
 //
 // Every read checks both checksums: a truncated or corrupted file is a
 // DATA_LOSS error that names the file.
+//
+// Not thread-safe: use a reader or a writer from one thread at a time.
 #ifndef REVERB_CC_CHECKPOINTING_RECORD_IO_H_
 #define REVERB_CC_CHECKPOINTING_RECORD_IO_H_
 

@@ -15,7 +15,7 @@
 // ChunkerOptions decide the chunk length: ConstantChunkerOptions a fixed
 // one; AutoTunedChunkerOptions tunes it from the chunks and items it sees
 // (a smaller average of bytes per step stored plus bytes per step sent for
-// items is better), as dm-reverb.
+// items is better), as dm-reverb. AutoTunedChunkerOptions is thread-safe.
 #ifndef REVERB_CC_CLIENT_CHUNKER_H_
 #define REVERB_CC_CLIENT_CHUNKER_H_
 

@@ -1,9 +1,13 @@
 // Client: a connection to a Reverb server and the calls it serves.
 //
 // Unary calls wait for the server to become ready until their timeout (an
-// infinite timeout waits forever, as dm-reverb); Checkpoint fails fast.
-// Writers and samplers made here share the channel and may outlive the
-// Client.
+// infinite timeout waits forever, as dm-reverb); Checkpoint fails fast
+// (UNAVAILABLE if the server cannot be reached). They return the server's
+// status (docs/wire-protocol.md, "Status codes"), or DEADLINE_EXCEEDED once
+// `timeout` has passed. Writers and samplers made here share the channel and
+// may outlive the Client.
+//
+// Thread-safe: the calls keep no state besides the shared channel.
 #ifndef REVERB_CC_CLIENT_CLIENT_H_
 #define REVERB_CC_CLIENT_CLIENT_H_
 
@@ -42,7 +46,7 @@ class REVERB_EXPORT Client {
   // The directory the server wrote.
   absl::StatusOr<std::string> Checkpoint(absl::Duration timeout);
 
-  // Legacy writer (see writer.h).
+  // Legacy writer (see legacy_writer.h).
   absl::StatusOr<std::unique_ptr<Writer>> NewWriter(
       const WriterOptions& options);
 

@@ -12,7 +12,10 @@
 // Requests are written by a sender thread, so the caller never waits for
 // the network; requests that queue up while it writes go out as one. At
 // most `max_in_flight_items` items are unsent or unconfirmed at any time;
-// creating one more waits. A broken stream becomes the writer's permanent
+// creating one more waits, without timeout, so Append and CreateItem block
+// while the table's rate limiter holds inserts back. The stream is opened
+// with the first item, once the channel is connected (UNAVAILABLE after
+// kConnectTimeout, connection.h). A broken stream becomes the writer's permanent
 // error. Not thread-safe: one caller thread at a time (two more threads
 // write requests and read confirmations).
 #ifndef REVERB_CC_CLIENT_LEGACY_WRITER_H_

@@ -34,7 +34,9 @@ class REVERB_EXPORT SampleStream {
 
   // Asks for `n` (>= 1) more samples. The server answers DEADLINE_EXCEEDED
   // if its rate limiter holds a request longer than `rate_limiter_timeout`
-  // (infinite: never). Returns the stream's final status if it has ended.
+  // (infinite: never). The timeout goes out in whole milliseconds, infinite
+  // as -1; one under 1 ms becomes 0, which the server also takes as no
+  // timeout. Returns the stream's final status if it has ended.
   absl::Status Request(int64_t n, absl::Duration rate_limiter_timeout);
 
   // The next requested sample. Once the stream has ended: its final status

@@ -20,6 +20,9 @@
 // gives up and its error reaches the consumer. Other errors, such as the
 // table's rate-limiter timeout (DEADLINE_EXCEEDED) or CANCELLED from a
 // server that stops, reach the consumer at once.
+//
+// GetNextSample, GetNextBatch, error() and Close() may be called from any
+// thread (they synchronize on the sampler's mutex).
 #ifndef REVERB_CC_CLIENT_SAMPLER_H_
 #define REVERB_CC_CLIENT_SAMPLER_H_
 

@@ -11,9 +11,10 @@
 // the refs the chunkers keep alive and those of queued items.
 //
 // Confirmed items are forgotten. After UNAVAILABLE or CANCELLED the stream
-// is reopened (backoff 1 ms to 1 s) and unconfirmed items are sent again,
-// with their chunks. Any other error becomes the writer's permanent status,
-// returned by every later call.
+// is reopened (backoff 1 ms to 1 s, reset by a stream that lived 2 s) and
+// unconfirmed items are sent again, with their chunks. After kConnectTimeout
+// (connection.h, 10 s) of failing continuously, or on any other error, the
+// error becomes the writer's permanent status, returned by every later call.
 //
 // Thread-safe.
 #ifndef REVERB_CC_CLIENT_TRAJECTORY_WRITER_H_

@@ -3,7 +3,8 @@
 //
 // Requests are queued and served by one worker thread per table, in arrival
 // order, whenever the rate limiter allows:
-//  - an insert of a new key adds the item, evicts (remover's pick) while the
+//  - an insert of a new key adds the item (its `inserted_at` set to the
+//    current time), evicts (remover's pick) while the
 //    table is larger than max_size (the new item itself may be evicted) and
 //    counts one insert; an insert of an existing key only updates its
 //    priority (the new item is dropped, the rate limiter is not consulted
@@ -22,8 +23,12 @@
 // willing is done at once on the calling thread (saving a thread hop); its
 // callback then runs there too, before InsertOrAssignAsync returns.
 //
-// Other callbacks run on the worker thread; all run outside all locks,
-// exactly once per request. They must be quick, must not call the blocking
+// A request rejected at once (an invalid item or batch size, a closed
+// table) also gets its callback on the calling thread, before the call
+// returns: a caller that holds a lock of its own across InsertOrAssignAsync
+// or SampleAsync must not take that lock in the callback. Other callbacks
+// run on the worker thread. All run outside the table's locks, exactly once
+// per request. They must be quick, must not call the blocking
 // methods of the same table and must not drop the last reference to it.
 // Chunks of removed items are released outside the table lock.
 //

@@ -24,13 +24,15 @@ namespace deepmind::reverb {
 
 class REVERB_EXPORT Server {
  public:
-  // INVALID_ARGUMENT for duplicate table names or no tables, and (as
-  // dm-reverb) if the address cannot be bound.
+  // INVALID_ARGUMENT for no tables, a null table, duplicate table names, a
+  // port outside [0, 65535], and (as dm-reverb) an address that cannot be
+  // bound.
   //
   // With a checkpointer, the tables are first restored from its newest
   // complete checkpoint, else from its fallback checkpoint, else they start
   // empty; other load errors fail the start. A finite `checkpoint_interval`
-  // saves a checkpoint that often.
+  // saves a checkpoint that often, on a thread of its own (a failed save is
+  // printed to stderr).
   static absl::StatusOr<std::unique_ptr<Server>> Start(
       std::vector<std::shared_ptr<Table>> tables, int port,
       const std::string& bind_address,
@@ -47,7 +49,8 @@ class REVERB_EXPORT Server {
   // server down at once. Idempotent and thread-safe.
   void Stop();
 
-  // Waits until Stop() has run; false on timeout.
+  // Waits until Stop() has run; false on timeout. Signals are not handled
+  // here (the caller's job).
   bool Wait(absl::Duration timeout = absl::InfiniteDuration());
 
  private:

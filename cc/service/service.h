@@ -52,8 +52,8 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   // Table batches are not requested while this many responses wait.
   static constexpr int kMaxQueuedResponses = 3;
 
-  // INVALID_ARGUMENT if two tables share a name. `checkpointer` may be null
-  // (Checkpoint then answers INVALID_ARGUMENT).
+  // INVALID_ARGUMENT if a table is null or two share a name. `checkpointer`
+  // may be null (Checkpoint then answers INVALID_ARGUMENT).
   static absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> Create(
       std::vector<std::shared_ptr<Table>> tables,
       std::shared_ptr<Checkpointer> checkpointer = nullptr);

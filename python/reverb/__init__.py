@@ -13,38 +13,41 @@ import sys as _sys
 _flags = _sys.getdlopenflags()
 _sys.setdlopenflags(_os.RTLD_NOW | _os.RTLD_DEEPBIND)
 try:
-  from reverb import pybind
+  from reverb import pybind as pybind
 finally:
   _sys.setdlopenflags(_flags)
 del _flags
 
-from reverb import client
-from reverb import platform
-from reverb.platform import checkpointers_lib as checkpointers
-from reverb import errors
-from reverb import item_selectors
-from reverb import item_selectors as selectors
-from reverb import rate_limiters
-from reverb import replay_iterator
-from reverb import replay_sample
-from reverb import reverb_types
-from reverb import server
-from reverb import specs
-from reverb import structured_writer
-from reverb import structured_writer as structured
-from reverb import trajectory_writer
-from reverb.client import Client
-from reverb.client import Writer
-from reverb.errors import DeadlineExceededError
-from reverb.errors import ReverbError
-from reverb.replay_iterator import ReplayIterator
-from reverb.replay_sample import ReplaySample
-from reverb.replay_sample import SampleInfo
-from reverb.server import Server
-from reverb.trajectory_writer import TrajectoryColumn
-from reverb.trajectory_writer import TrajectoryWriter
-from reverb.server import Table
-from reverb.server import TableExtensionBase
+# `import x as x`: a re-export (PEP 484), as linters and type checkers read it.
+from reverb import client as client
+from reverb import platform as platform
+from reverb import errors as errors
+from reverb import item_selectors as item_selectors
+from reverb import rate_limiters as rate_limiters
+from reverb import replay_iterator as replay_iterator
+from reverb import replay_sample as replay_sample
+from reverb import reverb_types as reverb_types
+from reverb import server as server
+from reverb import specs as specs
+from reverb import structured_writer as structured_writer
+from reverb import trajectory_writer as trajectory_writer
+from reverb.client import Client as Client
+from reverb.client import Writer as Writer
+from reverb.errors import DeadlineExceededError as DeadlineExceededError
+from reverb.errors import ReverbError as ReverbError
+from reverb.replay_iterator import ReplayIterator as ReplayIterator
+from reverb.replay_sample import ReplaySample as ReplaySample
+from reverb.replay_sample import SampleInfo as SampleInfo
+from reverb.server import Server as Server
+from reverb.trajectory_writer import TrajectoryColumn as TrajectoryColumn
+from reverb.trajectory_writer import TrajectoryWriter as TrajectoryWriter
+from reverb.server import Table as Table
+from reverb.server import TableExtensionBase as TableExtensionBase
+
+# dm-reverb's other names for three modules.
+checkpointers = platform.checkpointers_lib
+selectors = item_selectors
+structured = structured_writer
 
 
 # The TensorFlow integration loads (and imports TensorFlow) only when used.
@@ -73,7 +76,7 @@ def __getattr__(name):
 # our ops with it, so that graphs holding them (a SavedModel) load.
 # (A None entry is how some users block TensorFlow: nothing to register.)
 if _sys.modules.get('tensorflow') is not None:
-  from reverb import _datasets
+  from reverb import _datasets as _datasets
   try:
     _datasets.load_ops(_sys.modules['tensorflow'])
   except (ImportError, AttributeError):

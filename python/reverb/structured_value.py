@@ -173,7 +173,7 @@ def _load_tensorflow():
       'tensorflow') is None:
     return
   try:
-    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+    importlib.import_module('tensorflow')
   except Exception as e:  # pylint: disable=broad-except
     logging.warning('TensorFlow is installed but does not import (%s); '
                     'signatures use reverb.specs.', e)

@@ -94,6 +94,8 @@ def _load(path: pathlib.Path):
   return module
 
 
+# Loading the runner puts its folder on sys.path, where the scenario modules
+# find scenario_util.
 _runner = _load(_RUNNER)
 
 

@@ -8,13 +8,14 @@ dm-reverb 0.14 from `.venv-dmreverb`, and compares the two outcomes of every
 scenario.
 
 A scenario module holds functions `scenario_<name>(reverb, env)`, run in the
-order they are defined; it imports only the standard library and numpy at
-its top (the reverb module, and TensorFlow through `env.tf`, are handed
-in). A scenario's outcome is either what it returns (made JSON: numpy values
-become lists and numbers, tuples lists, dict keys strings) or, if it raises,
-`{'raised': class name, 'builtins': the builtin exception classes it is an
-instance of, 'message': str(exception)}`. Server addresses from `env.server`
-read `ADDRESS` in every outcome, so messages that name them compare equal.
+order they are defined; it imports only the standard library, numpy and
+`scenario_util` (the helpers the modules share) at its top (the reverb
+module, and TensorFlow through `env.tf`, are handed in). A scenario's
+outcome is either what it returns (made JSON: numpy values become lists and
+numbers, tuples lists, dict keys strings) or, if it raises, `{'raised':
+class name, 'builtins': the builtin exception classes it is an instance of,
+'message': str(exception)}`. Server addresses from `env.server` read
+`ADDRESS` in every outcome, so messages that name them compare equal.
 """
 
 import faulthandler
@@ -26,6 +27,13 @@ import sys
 import traceback
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# `python -I` leaves the script's folder out of sys.path: the scenario modules
+# and scenario_util are imported from it.
+if _HERE not in sys.path:
+  sys.path.insert(0, _HERE)
+
+from scenario_util import error_outcome  # pylint: disable=wrong-import-position
+
 RESULT_PREFIX = 'RESULT '
 # The whole module's run is bounded; a hang dumps every thread's stack.
 _WATCHDOG_SECONDS = 240
@@ -74,16 +82,6 @@ def _jsonable(value):
   return repr(value)
 
 
-def _error_outcome(e: BaseException) -> dict:
-  return {
-      'raised': type(e).__name__,
-      'builtins': sorted({c.__name__ for c in type(e).__mro__
-                          if c.__module__ == 'builtins' and
-                          c not in (object, BaseException)}),
-      'message': str(e),
-  }
-
-
 def _normalize(outcome, addresses):
   text = json.dumps(outcome, sort_keys=True)
   for address in addresses:
@@ -108,7 +106,7 @@ def run(module_name: str) -> dict:
     try:
       outcome = _jsonable(getattr(module, f'scenario_{name}')(reverb, env))
     except Exception as e:  # pylint: disable=broad-except
-      outcome = _error_outcome(e)
+      outcome = error_outcome(e)
       if os.environ.get('DIFFERENTIAL_TRACEBACKS'):
         traceback.print_exc()
     finally:
@@ -119,7 +117,6 @@ def run(module_name: str) -> dict:
 
 def main():
   faulthandler.dump_traceback_later(_WATCHDOG_SECONDS, exit=True)
-  sys.path.insert(0, _HERE)  # `python -I` leaves the script's folder out.
   outcomes = run(sys.argv[1])
   print(RESULT_PREFIX + json.dumps(outcomes, sort_keys=True), flush=True)
   # Some packages' threads outlive their objects; do not wait for them.

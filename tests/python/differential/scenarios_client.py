@@ -17,46 +17,18 @@ import time
 
 import numpy as np
 
-
-def _table(reverb, name='t', **kwargs):
-  options = dict(sampler=reverb.selectors.Uniform(),
-                 remover=reverb.selectors.Fifo(), max_size=100,
-                 rate_limiter=reverb.rate_limiters.MinSize(1))
-  options.update(kwargs)
-  return reverb.Table(name=name, **options)
+import scenario_util as util
 
 
 def _client(reverb, env, *tables):
-  return reverb.Client(env.server(list(tables) or [_table(reverb)]))
-
-
-def _type_error(fn):
-  """Calls `fn`, which must raise TypeError; its class and builtin bases
-  (pybind's messages print binding internals, which differ)."""
-  try:
-    fn()
-  except TypeError as e:
-    return {'raised': type(e).__name__,
-            'builtins': sorted({c.__name__ for c in type(e).__mro__
-                                if c.__module__ == 'builtins' and
-                                c not in (object, BaseException)})}
-  return 'no TypeError'
-
-
-def _outcome(fn):
-  """What `fn()` returns, or its exception's class and message (for
-  scenarios that go on after an error)."""
-  try:
-    return {'returned': fn()}
-  except Exception as e:  # pylint: disable=broad-except
-    return {'raised': type(e).__name__, 'message': str(e)}
+  return reverb.Client(env.server(list(tables) or [util.table(reverb)]))
 
 
 def _within(seconds, fn):
-  """`_outcome(fn)`, or 'did not finish' if it takes longer than `seconds`
+  """`util.outcome(fn)`, or 'did not finish' if it takes longer than `seconds`
   (for calls that block forever under one of the packages)."""
   result = []
-  thread = threading.Thread(target=lambda: result.append(_outcome(fn)),
+  thread = threading.Thread(target=lambda: result.append(util.outcome(fn)),
                             daemon=True)
   thread.start()
   thread.join(seconds)
@@ -143,8 +115,8 @@ def scenario_insert_into_unknown_table(reverb, env):
 
 def scenario_insert_into_known_and_unknown_table(reverb, env):
   client = _client(reverb, env)
-  error = _outcome(lambda: client.insert([np.int32(3)],
-                                         priorities={'t': 1.0, 'missing': 1.0}))
+  error = util.outcome(lambda: client.insert(
+      [np.int32(3)], priorities={'t': 1.0, 'missing': 1.0}))
   return {'error': error, 'size': _size(client, expected=1, within=3)}
 
 
@@ -158,31 +130,33 @@ def scenario_insert_with_priorities_none(reverb, env):
 
 def scenario_insert_with_string_priority(reverb, env):
   client = _client(reverb, env)
-  return _type_error(
+  return util.type_error(
       lambda: client.insert([np.int32(3)], priorities={'t': 'x'}))
 
 
 def scenario_insert_with_priority_none(reverb, env):
   client = _client(reverb, env)
-  return _type_error(
+  return util.type_error(
       lambda: client.insert([np.int32(3)], priorities={'t': None}))
 
 
 def scenario_insert_with_table_name_not_a_string(reverb, env):
   client = _client(reverb, env)
-  return _type_error(lambda: client.insert([np.int32(3)], priorities={1: 1.0}))
+  return util.type_error(
+      lambda: client.insert([np.int32(3)], priorities={1: 1.0}))
 
 
 def scenario_insert_with_nan_priority(reverb, env):
   client = _client(reverb, env)
-  error = _outcome(lambda: client.insert([np.int32(3)],
-                                         priorities={'t': float('nan')}))
+  error = util.outcome(lambda: client.insert([np.int32(3)],
+                                             priorities={'t': float('nan')}))
   return {'error': error, 'size': _size(client)}
 
 
 def scenario_insert_with_infinite_priority(reverb, env):
   client = _client(reverb, env,
-                   _table(reverb, sampler=reverb.selectors.Prioritized(1.0)))
+                   util.table(reverb,
+                              sampler=reverb.selectors.Prioritized(1.0)))
   client.insert([np.int32(3)], priorities={'t': float('inf')})
   return _size(client, expected=1)
 
@@ -197,26 +171,28 @@ def scenario_insert_with_negative_priority_into_uniform(reverb, env):
 def scenario_insert_with_negative_priority_into_prioritized(reverb, env):
   # dm-reverb's insert never returns (the table's worker dies).
   client = _client(reverb, env,
-                   _table(reverb, sampler=reverb.selectors.Prioritized(1.0)))
+                   util.table(reverb,
+                              sampler=reverb.selectors.Prioritized(1.0)))
   return _within(
       10, lambda: client.insert([np.int32(3)], priorities={'t': -1.0}))
 
 
 def scenario_insert_without_columns(reverb, env):
   client = _client(reverb, env)
-  error = _outcome(lambda: client.insert([], priorities={'t': 1.0}))
+  error = util.outcome(lambda: client.insert([], priorities={'t': 1.0}))
   error['message'] = _without_numbers(error.get('message', ''))
   return error
 
 
 def scenario_insert_none(reverb, env):
   client = _client(reverb, env)
-  return _type_error(lambda: client.insert(None, priorities={'t': 1.0}))
+  return util.type_error(lambda: client.insert(None, priorities={'t': 1.0}))
 
 
 def scenario_insert_object(reverb, env):
   client = _client(reverb, env)
-  return _type_error(lambda: client.insert([object()], priorities={'t': 1.0}))
+  return util.type_error(
+      lambda: client.insert([object()], priorities={'t': 1.0}))
 
 
 def scenario_insert_nested_then_sample(reverb, env):
@@ -237,7 +213,8 @@ def scenario_insert_python_values_then_sample(reverb, env):
 
 
 def scenario_insert_into_two_tables(reverb, env):
-  client = _client(reverb, env, _table(reverb, 'a'), _table(reverb, 'b'))
+  client = _client(reverb, env, util.table(reverb, 'a'),
+                   util.table(reverb, 'b'))
   client.insert([np.int32(1)], priorities={'a': 1.0, 'b': 2.0})
   _size(client, 'a', expected=1)
   _size(client, 'b', expected=1)
@@ -273,17 +250,17 @@ def scenario_sample_minus_two(reverb, env):
 def scenario_sample_float_count(reverb, env):
   client = _client(reverb, env)
   client.insert([np.int32(1)], priorities={'t': 1.0})
-  return _type_error(lambda: list(client.sample('t', 1.5)))
+  return util.type_error(lambda: list(client.sample('t', 1.5)))
 
 
 def scenario_sample_string_count(reverb, env):
   client = _client(reverb, env)
   client.insert([np.int32(1)], priorities={'t': 1.0})
-  return _type_error(lambda: list(client.sample('t', 'x')))
+  return util.type_error(lambda: list(client.sample('t', 'x')))
 
 
 def scenario_sample_info_of_prioritized_table(reverb, env):
-  client = _client(reverb, env, _table(
+  client = _client(reverb, env, util.table(
       reverb, sampler=reverb.selectors.MaxHeap(), max_times_sampled=2))
   client.insert([np.int32(1)], priorities={'t': 1.0})
   client.insert([np.int32(2)], priorities={'t': 3.0})
@@ -356,7 +333,8 @@ def scenario_mutate_priorities_with_nothing(reverb, env):
 
 def _prioritized_key(reverb, env):
   client = _client(reverb, env,
-                   _table(reverb, sampler=reverb.selectors.Prioritized(1.0)))
+                   util.table(reverb,
+                              sampler=reverb.selectors.Prioritized(1.0)))
   client.insert([np.int32(1)], priorities={'t': 1.0})
   [[sample]] = list(client.sample('t'))
   return client, sample.info.key
@@ -383,7 +361,7 @@ def scenario_mutate_priorities_negative_of_uniform(reverb, env):
 
 def scenario_mutate_priorities_then_sample(reverb, env):
   client = _client(reverb, env,
-                   _table(reverb, sampler=reverb.selectors.MaxHeap()))
+                   util.table(reverb, sampler=reverb.selectors.MaxHeap()))
   for i in range(3):
     client.insert([np.int32(i)], priorities={'t': float(i)})
   _size(client, expected=3)
@@ -400,12 +378,13 @@ def scenario_mutate_priorities_then_sample(reverb, env):
 
 def scenario_mutate_priorities_with_string_key(reverb, env):
   client = _client(reverb, env)
-  return _type_error(lambda: client.mutate_priorities('t', updates={'x': 1.0}))
+  return util.type_error(
+      lambda: client.mutate_priorities('t', updates={'x': 1.0}))
 
 
 def scenario_mutate_priorities_with_string_delete(reverb, env):
   client = _client(reverb, env)
-  return _type_error(lambda: client.mutate_priorities('t', deletes=['x']))
+  return util.type_error(lambda: client.mutate_priorities('t', deletes=['x']))
 
 
 # Client.reset.
@@ -430,14 +409,14 @@ def scenario_reset_then_server_info(reverb, env):
 def scenario_server_info_of_tables(reverb, env):
   client = _client(
       reverb, env,
-      _table(reverb, 'p', sampler=reverb.selectors.Prioritized(0.8),
-             remover=reverb.selectors.MinHeap(), max_times_sampled=3,
-             max_size=10,
-             rate_limiter=reverb.rate_limiters.SampleToInsertRatio(
-                 2.0, 2, 10.0)),
+      util.table(reverb, 'p', sampler=reverb.selectors.Prioritized(0.8),
+                 remover=reverb.selectors.MinHeap(), max_times_sampled=3,
+                 max_size=10,
+                 rate_limiter=reverb.rate_limiters.SampleToInsertRatio(
+                     2.0, 2, 10.0)),
       reverb.Table.queue('q', 4), reverb.Table.stack('s', 3),
-      _table(reverb, 'u', remover=reverb.selectors.Lifo(),
-             max_times_sampled=-3))
+      util.table(reverb, 'u', remover=reverb.selectors.Lifo(),
+                 max_times_sampled=-3))
   client.insert([np.int32(1)], priorities={'p': 1.0, 'q': 2.0, 's': 1.0})
   with client.writer(3) as writer:
     for i in range(3):
@@ -463,7 +442,7 @@ def scenario_server_info_of_unreachable_server(reverb, env):
 
 
 def scenario_server_info_with_episodes(reverb, env):
-  client = _client(reverb, env, _table(reverb, max_size=2))
+  client = _client(reverb, env, util.table(reverb, max_size=2))
   for _ in range(2):
     with client.writer(2) as writer:
       for i in range(2):
@@ -503,7 +482,7 @@ def scenario_client_repr_and_pickle(reverb, env):
 
 def scenario_client_address_not_a_string(reverb, env):
   del env
-  return _type_error(lambda: reverb.Client(123))
+  return util.type_error(lambda: reverb.Client(123))
 
 
 # Client.writer: the legacy Writer.
@@ -519,7 +498,7 @@ def scenario_writer_negative_length(reverb, env):
 
 def scenario_writer_float_length(reverb, env):
   client = _client(reverb, env)
-  return _type_error(lambda: client.writer(2.5))
+  return util.type_error(lambda: client.writer(2.5))
 
 
 def scenario_writer_chunk_longer_than_sequence(reverb, env):
@@ -581,7 +560,7 @@ def scenario_writer_create_item_in_unknown_table(reverb, env):
 
 def scenario_writer_create_item_with_string_priority(reverb, env):
   _, writer = _writer_with_one_step(reverb, env)
-  return _type_error(lambda: writer.create_item('t', 1, 'x'))
+  return util.type_error(lambda: writer.create_item('t', 1, 'x'))
 
 
 def scenario_writer_create_item_with_nan_priority(reverb, env):
@@ -596,7 +575,7 @@ def scenario_writer_append_more_columns(reverb, env):
 
 def scenario_writer_append_none(reverb, env):
   _, writer = _writer_with_one_step(reverb, env)
-  return _type_error(lambda: writer.append([None]))
+  return util.type_error(lambda: writer.append([None]))
 
 
 def scenario_writer_items_flushed_and_closed(reverb, env):
@@ -672,7 +651,6 @@ def scenario_writer_steps_beyond_max_sequence_length(reverb, env):
   return [s.data for s in steps]
 
 
-
 def scenario_writer_repr(reverb, env):
   client = _client(reverb, env)
   writer = client.writer(4, delta_encoded=True, max_in_flight_items=None)
@@ -695,10 +673,10 @@ def _writer_steps(client, steps, items, expected_size, chunk_length=None):
   flushing and closing a Writer of 4 steps; and the table's size (once it
   is `expected_size`, or after 10 s)."""
   writer = client.writer(4, chunk_length=chunk_length)
-  outcomes = [_outcome(lambda s=s: writer.append(s)) for s in steps]
-  outcomes += [_outcome(lambda n=n: writer.create_item('t', n, 1.0))
+  outcomes = [util.outcome(lambda s=s: writer.append(s)) for s in steps]
+  outcomes += [util.outcome(lambda n=n: writer.create_item('t', n, 1.0))
                for n in items]
-  outcomes += [_outcome(writer.flush), _outcome(writer.close)]
+  outcomes += [util.outcome(writer.flush), util.outcome(writer.close)]
   return {'outcomes': outcomes, 'size': _size(client, expected=expected_size)}
 
 
@@ -752,7 +730,7 @@ def scenario_writer_dtype_names(reverb, env):
   for first, second in pairs:
     writer = client.writer(2)
     writer.append([first(1)])
-    errors.append(_outcome(lambda s=second: writer.append([s(1)])))
+    errors.append(util.outcome(lambda s=second: writer.append([s(1)])))
     writer.close()
   return errors
 
@@ -765,9 +743,9 @@ def scenario_writer_append_sequence_errors(reverb, env):
                 np.array([b'a', b'b'])],
                [np.int32(1)], [np.arange(3), np.int32(1)], [],
                {'a': np.zeros((0, 2))}]
-  outcomes = [_outcome(lambda s=s: writer.append_sequence(s))
+  outcomes = [util.outcome(lambda s=s: writer.append_sequence(s))
               for s in sequences]
-  outcomes.append(_outcome(lambda: writer.create_item('t', 1, 1.0)))
+  outcomes.append(util.outcome(lambda: writer.create_item('t', 1, 1.0)))
   writer.close()
   return outcomes
 
@@ -781,12 +759,13 @@ def scenario_sample_timesteps_of_an_item_with_unequal_columns(reverb, env):
                                   'y': writer.history['y'][-2]})
   [sample] = list(client.sample('t', emit_timesteps=False))
   return {'data': sample.data,
-          'timesteps': _outcome(lambda: list(client.sample('t')))}
+          'timesteps': util.outcome(lambda: list(client.sample('t')))}
 
 
 def scenario_sample_probabilities_of_prioritized_table(reverb, env):
   client = _client(reverb, env,
-                   _table(reverb, sampler=reverb.selectors.Prioritized(1.0)))
+                   util.table(reverb,
+                              sampler=reverb.selectors.Prioritized(1.0)))
   client.insert([np.int32(1)], priorities={'t': 1.0})
   client.insert([np.int32(3)], priorities={'t': 3.0})
   _size(client, expected=2)
@@ -803,7 +782,7 @@ def scenario_mutate_priorities_with_a_list(reverb, env):
 def scenario_checkpoint_into_a_given_directory(reverb, env):
   directory = tempfile.mkdtemp()
   checkpointer = reverb.checkpointers.DefaultCheckpointer(directory)
-  client = reverb.Client(env.server([_table(reverb)],
+  client = reverb.Client(env.server([util.table(reverb)],
                                     checkpointer=checkpointer))
   client.insert([np.int32(1)], priorities={'t': 1.0})
   path = client.checkpoint()
@@ -850,7 +829,7 @@ def scenario_insert_into_a_full_queue_waits(reverb, env):
 
 def scenario_insert_after_the_server_stopped(reverb, env):
   del env
-  server = reverb.Server([_table(reverb)])
+  server = reverb.Server([util.table(reverb)])
   client = server.localhost_client()
   client.insert([np.int32(1)], priorities={'t': 1.0})
   server.stop()
@@ -862,7 +841,7 @@ def scenario_insert_after_the_server_stopped(reverb, env):
 def scenario_sample_after_the_server_stopped(reverb, env):
   # dm-reverb's sampler waits for the server forever.
   del env
-  server = reverb.Server([_table(reverb)])
+  server = reverb.Server([util.table(reverb)])
   client = server.localhost_client()
   client.insert([np.int32(1)], priorities={'t': 1.0})
   server.stop()
@@ -878,17 +857,17 @@ def scenario_table_names_not_strings(reverb, env):
   client = _client(reverb, env)
   writer = client.writer(2)
   writer.append([np.int32(1)])
-  outcomes = [_type_error(lambda: list(client.sample(1))),
-              _type_error(lambda: client.mutate_priorities(1, {})),
-              _type_error(lambda: client.reset(1)),
-              _type_error(lambda: writer.create_item(1, 1, 1.0))]
+  outcomes = [util.type_error(lambda: list(client.sample(1))),
+              util.type_error(lambda: client.mutate_priorities(1, {})),
+              util.type_error(lambda: client.reset(1)),
+              util.type_error(lambda: writer.create_item(1, 1, 1.0))]
   writer.close()
   return outcomes
 
 
 def scenario_server_info_with_a_float_timeout(reverb, env):
   client = _client(reverb, env)
-  return _outcome(lambda: sorted(client.server_info(timeout=0.5)))
+  return util.outcome(lambda: sorted(client.server_info(timeout=0.5)))
 
 
 def scenario_sample_probabilities_by_priority_exponent(reverb, env):
@@ -896,7 +875,7 @@ def scenario_sample_probabilities_by_priority_exponent(reverb, env):
   for exponent, priorities in ((-1, [1, 4]), (0, [1, 4]), (1, [0, 2]),
                                (1, [0, 0]), (2, [1, 3]), (0.5, [0, 0, 4]),
                                (-1, [0, 2])):
-    client = _client(reverb, env, _table(
+    client = _client(reverb, env, util.table(
         reverb, sampler=reverb.selectors.Prioritized(exponent)))
     for priority in priorities:
       client.insert([np.float32(priority)], priorities={'t': priority})

@@ -12,25 +12,7 @@ import subprocess
 import sys
 import time
 
-
-def _table(reverb, name='t', **kwargs):
-  options = dict(sampler=reverb.selectors.Uniform(),
-                 remover=reverb.selectors.Fifo(), max_size=100,
-                 rate_limiter=reverb.rate_limiters.MinSize(1))
-  options.update(kwargs)
-  return reverb.Table(name=name, **options)
-
-
-def _type_error(fn):
-  """Calls `fn`, which must raise TypeError; its class and builtin bases."""
-  try:
-    fn()
-  except TypeError as e:
-    return {'raised': type(e).__name__,
-            'builtins': sorted({c.__name__ for c in type(e).__mro__
-                                if c.__module__ == 'builtins' and
-                                c not in (object, BaseException)})}
-  return 'no TypeError'
+import scenario_util as util
 
 
 def _in_child(statement):
@@ -75,17 +57,17 @@ def scenario_server_with_tables_none(reverb, env):
 
 def scenario_server_with_duplicate_table_names(reverb, env):
   del env
-  reverb.Server([_table(reverb, n) for n in ('b', 'a', 'b', 'c', 'a', 'b')])
+  reverb.Server([util.table(reverb, n) for n in ('b', 'a', 'b', 'c', 'a', 'b')])
 
 
 def scenario_server_with_negative_port(reverb, env):
   del env
-  reverb.Server([_table(reverb)], port=-1)
+  reverb.Server([util.table(reverb)], port=-1)
 
 
 def scenario_server_with_port_above_65535(reverb, env):
   del env
-  server = reverb.Server([_table(reverb)], port=70000)
+  server = reverb.Server([util.table(reverb)], port=70000)
   port = server.port
   server.stop()
   return port
@@ -96,22 +78,22 @@ def scenario_server_with_port_in_use(reverb, env):
   with socket.socket(socket.AF_INET6) as sock:
     sock.bind(('::', 0))
     sock.listen()
-    reverb.Server([_table(reverb)], port=sock.getsockname()[1])
+    reverb.Server([util.table(reverb)], port=sock.getsockname()[1])
 
 
 def scenario_server_with_port_of_other_server(reverb, env):
-  address = env.server([_table(reverb)])
-  reverb.Server([_table(reverb)], port=int(address.split(':')[1]))
+  address = env.server([util.table(reverb)])
+  reverb.Server([util.table(reverb)], port=int(address.split(':')[1]))
 
 
 def scenario_server_with_string_port(reverb, env):
   del env
-  return _type_error(lambda: reverb.Server([_table(reverb)], port='x'))
+  return util.type_error(lambda: reverb.Server([util.table(reverb)], port='x'))
 
 
 def scenario_server_with_port_zero(reverb, env):
   del env
-  server = reverb.Server([_table(reverb)], port=0)
+  server = reverb.Server([util.table(reverb)], port=0)
   port = server.port
   server.stop()
   return port > 0
@@ -124,18 +106,18 @@ def scenario_server_with_a_non_table(reverb, env):
 
 def scenario_server_with_a_table_not_in_a_list(reverb, env):
   del env
-  reverb.Server(_table(reverb))
+  reverb.Server(util.table(reverb))
 
 
 def scenario_server_stopped_twice(reverb, env):
   del env
-  server = reverb.Server([_table(reverb)])
+  server = reverb.Server([util.table(reverb)])
   return [server.stop(), server.stop()]
 
 
 def scenario_server_localhost_client(reverb, env):
   del env
-  server = reverb.Server([_table(reverb)])
+  server = reverb.Server([util.table(reverb)])
   client = server.localhost_client()
   result = {'address': client.server_address == f'localhost:{server.port}',
             'tables': sorted(client.server_info())}
@@ -148,46 +130,46 @@ def scenario_server_localhost_client(reverb, env):
 
 def scenario_table_with_zero_max_size(reverb, env):
   del env
-  _table(reverb, max_size=0)
+  util.table(reverb, max_size=0)
 
 
 def scenario_table_with_negative_max_size(reverb, env):
   del env
-  _table(reverb, max_size=-5)
+  util.table(reverb, max_size=-5)
 
 
 def scenario_table_with_float_max_size(reverb, env):
   del env
-  return _type_error(lambda: _table(reverb, max_size=2.5))
+  return util.type_error(lambda: util.table(reverb, max_size=2.5))
 
 
 def scenario_table_with_empty_name(reverb, env):
   del env
-  _table(reverb, '')
+  util.table(reverb, '')
 
 
 def scenario_table_with_negative_max_times_sampled(reverb, env):
   del env
-  return _info(_table(reverb, max_times_sampled=-3).info)
+  return _info(util.table(reverb, max_times_sampled=-3).info)
 
 
 def scenario_table_with_a_non_selector(reverb, env):
   del env
-  return _type_error(lambda: _table(reverb, sampler='uniform'))
+  return util.type_error(lambda: util.table(reverb, sampler='uniform'))
 
 
 def scenario_table_repr_and_info(reverb, env):
   del env
-  table = _table(reverb, 'p', sampler=reverb.selectors.Prioritized(0.5),
-                 remover=reverb.selectors.MaxHeap(), max_times_sampled=2,
-                 rate_limiter=reverb.rate_limiters.SampleToInsertRatio(
-                     3.0, 5, 10.0))
+  table = util.table(reverb, 'p', sampler=reverb.selectors.Prioritized(0.5),
+                     remover=reverb.selectors.MaxHeap(), max_times_sampled=2,
+                     rate_limiter=reverb.rate_limiters.SampleToInsertRatio(
+                         3.0, 5, 10.0))
   return {'repr': repr(table), 'name': table.name, 'info': _info(table.info)}
 
 
 def scenario_table_can_sample_and_insert(reverb, env):
   del env
-  table = _table(reverb, rate_limiter=reverb.rate_limiters.MinSize(2))
+  table = util.table(reverb, rate_limiter=reverb.rate_limiters.MinSize(2))
   queue = reverb.Table.queue('q', 2)
   return [table.can_sample(1), table.can_insert(1), queue.can_sample(1),
           queue.can_insert(3)]
@@ -195,8 +177,8 @@ def scenario_table_can_sample_and_insert(reverb, env):
 
 def scenario_table_replace(reverb, env):
   del env
-  table = _table(reverb, sampler=reverb.selectors.Prioritized(0.5),
-                 max_times_sampled=2)
+  table = util.table(reverb, sampler=reverb.selectors.Prioritized(0.5),
+                     max_times_sampled=2)
   replaced = table.replace(name='r', max_size=7)
   defaults = table.replace()
   return {'replaced': _info(replaced.info), 'defaults': _info(defaults.info),
@@ -250,7 +232,7 @@ def scenario_min_size_negative(reverb, env):
 
 def scenario_min_size_float(reverb, env):
   del env
-  return _type_error(lambda: reverb.rate_limiters.MinSize(2.5))
+  return util.type_error(lambda: reverb.rate_limiters.MinSize(2.5))
 
 
 def scenario_min_size(reverb, env):
@@ -363,26 +345,26 @@ def scenario_selectors_repr(reverb, env):
 
 def scenario_prioritized_with_string_exponent(reverb, env):
   del env
-  return _type_error(lambda: reverb.selectors.Prioritized('x'))
+  return util.type_error(lambda: reverb.selectors.Prioritized('x'))
 
 
 def scenario_prioritized_without_exponent(reverb, env):
   del env
-  return _type_error(reverb.selectors.Prioritized)
+  return util.type_error(reverb.selectors.Prioritized)
 
 
 def scenario_uniform_with_an_argument(reverb, env):
   del env
-  return _type_error(lambda: reverb.selectors.Uniform(1))
+  return util.type_error(lambda: reverb.selectors.Uniform(1))
 
 
 def scenario_heap_with_an_argument(reverb, env):
   del env
-  return _type_error(lambda: reverb.selectors.MinHeap(1))
+  return util.type_error(lambda: reverb.selectors.MinHeap(1))
 
 
 def scenario_table_object_follows_the_served_table(reverb, env):
-  table = _table(reverb, rate_limiter=reverb.rate_limiters.MinSize(2))
+  table = util.table(reverb, rate_limiter=reverb.rate_limiters.MinSize(2))
   client = reverb.Client(env.server([table]))
   states = []
   for size in (1, 2):
@@ -403,7 +385,7 @@ def scenario_server_with_a_given_port(reverb, env):
   with socket.socket() as sock:
     sock.bind(('localhost', 0))
     port = sock.getsockname()[1]
-  server = reverb.Server([_table(reverb)], port=port)
+  server = reverb.Server([util.table(reverb)], port=port)
   result = [server.port == port,
             sorted(server.localhost_client().server_info())]
   server.stop()
@@ -412,17 +394,17 @@ def scenario_server_with_a_given_port(reverb, env):
 
 def scenario_table_replace_with_zero_max_size(reverb, env):
   del env
-  _table(reverb).replace(max_size=0)
+  util.table(reverb).replace(max_size=0)
 
 
 def scenario_table_replace_with_empty_name(reverb, env):
   del env
-  _table(reverb).replace(name='')
+  util.table(reverb).replace(name='')
 
 
 def scenario_table_replace_settings(reverb, env):
   del env
-  table = _table(reverb, max_times_sampled=3)
+  table = util.table(reverb, max_times_sampled=3)
   return [repr(table.replace(max_times_sampled=0)),
           repr(table.replace(rate_limiter=reverb.rate_limiters.Queue(3),
                              sampler=reverb.selectors.Lifo())),
@@ -431,5 +413,5 @@ def scenario_table_replace_settings(reverb, env):
 
 def scenario_table_with_empty_signatures(reverb, env):
   del env
-  return [repr(_table(reverb, signature=empty).info.signature)
+  return [repr(util.table(reverb, signature=empty).info.signature)
           for empty in ({}, [], ())]

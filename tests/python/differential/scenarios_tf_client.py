@@ -13,15 +13,9 @@ import re
 
 import numpy as np
 
+import scenario_util as util
+
 Step = collections.namedtuple('Step', ['observation', 'reward'])
-
-
-def _table(reverb, name, **kwargs):
-  options = dict(sampler=reverb.selectors.Fifo(),
-                 remover=reverb.selectors.Fifo(), max_size=100,
-                 rate_limiter=reverb.rate_limiters.MinSize(1))
-  options.update(kwargs)
-  return reverb.Table(name, **options)
 
 
 def _server(reverb, env, *extra_tables):
@@ -30,8 +24,8 @@ def _server(reverb, env, *extra_tables):
   `extra_tables`."""
   tf = env.tf
   address = env.server([
-      _table(reverb, 'plain'),
-      _table(reverb, 'signed', signature={
+      util.fifo_table(reverb, 'plain'),
+      util.fifo_table(reverb, 'signed', signature={
           'a': tf.TensorSpec([2], tf.float32),
           'b': {'c': tf.TensorSpec([], tf.int64, name='count')}}),
   ] + list(extra_tables))
@@ -40,17 +34,9 @@ def _server(reverb, env, *extra_tables):
   return address
 
 
-def _error(function):
-  """What `function` returned, or its error's class and message."""
-  try:
-    return {'returned': function()}
-  except Exception as e:  # pylint: disable=broad-except
-    return {'raised': type(e).__name__, 'message': str(e)}
-
-
 def _op_error(function):
-  """As `_error`, with only the op's message of a graph's error."""
-  outcome = _error(function)
+  """As `util.outcome`, with only the op's message of a graph's error."""
+  outcome = util.outcome(function)
   if 'message' in outcome:
     message = outcome['message']
     message = re.sub(r'\{\{function_node [^}]*\}\}\s*', '', message)
@@ -108,7 +94,7 @@ def scenario_sample_nested_data_dtypes(reverb, env):
 
 def scenario_sample_bare_dtype(reverb, env):
   tf = env.tf
-  address = _server(reverb, env, _table(reverb, 'single'))
+  address = _server(reverb, env, util.fifo_table(reverb, 'single'))
   reverb.Client(address).insert(np.float32(4.0), {'single': 1.0})
   data = reverb.TFClient(address).sample('single', tf.float32).data
   return [type(data).__name__ == 'EagerTensor', data.numpy()]
@@ -159,12 +145,14 @@ def scenario_sample_errors_eager(reverb, env):
                                       writer.history[1][-1]])
   client = reverb.TFClient(address)
   return {
-      'unknown_table': _error(lambda: client.sample('nope', [tf.float32])),
-      'dtype': _error(lambda: client.sample('plain', [tf.float64, tf.int64])),
-      'count': _error(lambda: client.sample('plain', [tf.float32])),
-      'none': _error(lambda: client.sample('plain', [])),
-      'squeezed': _error(lambda: client.sample('queue',
-                                               [tf.float32, tf.int64])),
+      'unknown_table': util.outcome(
+          lambda: client.sample('nope', [tf.float32])),
+      'dtype': util.outcome(
+          lambda: client.sample('plain', [tf.float64, tf.int64])),
+      'count': util.outcome(lambda: client.sample('plain', [tf.float32])),
+      'none': util.outcome(lambda: client.sample('plain', [])),
+      'squeezed': util.outcome(lambda: client.sample('queue',
+                                                     [tf.float32, tf.int64])),
   }
 
 
@@ -211,8 +199,8 @@ def scenario_insert_signature_mismatches(reverb, env):
   one = tf.constant([1.0], tf.float64)
 
   def insert(*data):
-    return _error(lambda: client.insert(list(data), tf.constant(['signed']),
-                                        one))
+    return util.outcome(
+        lambda: client.insert(list(data), tf.constant(['signed']), one))
 
   a, c = tf.constant([1.0, 2.0]), tf.constant(3, tf.int64)
   return {'dtype': insert(a, tf.constant(3)),
@@ -227,7 +215,7 @@ def scenario_insert_into_plain_and_mismatched_table(reverb, env):
   tf = env.tf
   address = _server(reverb, env)
   client = reverb.TFClient(address)
-  outcome = _error(lambda: client.insert(
+  outcome = util.outcome(lambda: client.insert(
       [tf.constant([1.0, 2.0]), tf.constant(3)], tf.constant(['plain',
                                                               'signed']),
       tf.constant([1.0, 1.0], tf.float64)))
@@ -236,9 +224,9 @@ def scenario_insert_into_plain_and_mismatched_table(reverb, env):
 
 def scenario_insert_into_unknown_table(reverb, env):
   tf = env.tf
-  address = env.server([_table(reverb, 't')])
+  address = env.server([util.fifo_table(reverb, 't')])
   client = reverb.TFClient(address)
-  outcome = _error(lambda: client.insert(
+  outcome = util.outcome(lambda: client.insert(
       [tf.constant(1.0)], tf.constant(['nope']), tf.constant([1.0],
                                                               tf.float64)))
   return {'outcome': outcome, 'sizes': _sizes(reverb, address)}
@@ -247,7 +235,7 @@ def scenario_insert_into_unknown_table(reverb, env):
 def scenario_insert_with_nan_priority(reverb, env):
   tf = env.tf
   address = _server(reverb, env)
-  outcome = _error(lambda: reverb.TFClient(address).insert(
+  outcome = util.outcome(lambda: reverb.TFClient(address).insert(
       [tf.constant(1.0)], tf.constant(['plain']),
       tf.constant([np.nan], tf.float64)))
   return {'outcome': outcome, 'sizes': _sizes(reverb, address)}
@@ -259,17 +247,17 @@ def scenario_insert_argument_errors(reverb, env):
   data = [tf.constant(1.0)]
   one = tf.constant([1.0], tf.float64)
   return {
-      'tables_rank_0': _error(lambda: client.insert(data, tf.constant('t'),
-                                                    one)),
-      'tables_int': _error(lambda: client.insert(data, tf.constant([1]),
-                                                 one)),
-      'priorities_float32': _error(lambda: client.insert(
+      'tables_rank_0': util.outcome(
+          lambda: client.insert(data, tf.constant('t'), one)),
+      'tables_int': util.outcome(lambda: client.insert(data, tf.constant([1]),
+                                                       one)),
+      'priorities_float32': util.outcome(lambda: client.insert(
           data, tf.constant(['t']), tf.constant([1.0]))),
-      'priorities_rank_0': _error(lambda: client.insert(
+      'priorities_rank_0': util.outcome(lambda: client.insert(
           data, tf.constant(['t']), tf.constant(1.0, tf.float64))),
-      'different_shapes': _error(lambda: client.insert(
+      'different_shapes': util.outcome(lambda: client.insert(
           data, tf.constant(['t']), tf.constant([1.0, 2.0], tf.float64))),
-      'tables_list': _error(lambda: client.insert(data, ['t'], one)),
+      'tables_list': util.outcome(lambda: client.insert(data, ['t'], one)),
   }
 
 
@@ -325,16 +313,16 @@ def scenario_update_priorities_errors_eager(reverb, env):
   client = reverb.TFClient(_server(reverb, env))
   keys = tf.constant([1, 2], tf.uint64)
   return {
-      'rank_0': _error(lambda: client.update_priorities(
+      'rank_0': util.outcome(lambda: client.update_priorities(
           'plain', tf.constant(1, tf.uint64), tf.constant(1.0, tf.float64))),
-      'lengths': _error(lambda: client.update_priorities(
+      'lengths': util.outcome(lambda: client.update_priorities(
           'plain', keys, tf.constant([1.0], tf.float64))),
-      'unknown_table': _error(lambda: client.update_priorities(
+      'unknown_table': util.outcome(lambda: client.update_priorities(
           'nope', keys, tf.constant([1.0, 2.0], tf.float64))),
-      'int64_keys': _error(lambda: client.update_priorities(
+      'int64_keys': util.outcome(lambda: client.update_priorities(
           'plain', tf.constant([1], tf.int64), tf.constant([1.0],
                                                            tf.float64))),
-      'float32_priorities': _error(lambda: client.update_priorities(
+      'float32_priorities': util.outcome(lambda: client.update_priorities(
           'plain', tf.constant([1], tf.uint64), tf.constant([1.0]))),
   }
 
@@ -353,5 +341,5 @@ def scenario_update_priorities_lengths_differ_in_graph(reverb, env):
 
 
 def scenario_server_address_property(reverb, env):
-  address = env.server([_table(reverb, 't')])
+  address = env.server([util.fifo_table(reverb, 't')])
   return reverb.TFClient(address, shared_name='shared').server_address

@@ -9,20 +9,7 @@ import time
 
 import numpy as np
 
-
-def _table(reverb, name='t', **kwargs):
-  options = dict(sampler=reverb.selectors.Fifo(),
-                 remover=reverb.selectors.Fifo(), max_size=100,
-                 rate_limiter=reverb.rate_limiters.MinSize(1))
-  options.update(kwargs)
-  return reverb.Table(name=name, **options)
-
-
-def _outcome(fn):
-  try:
-    return {'returned': fn()}
-  except Exception as e:  # pylint: disable=broad-except
-    return {'raised': type(e).__name__, 'message': str(e)}
+import scenario_util as util
 
 
 def _nested_signature(tf):
@@ -54,11 +41,14 @@ def _client(reverb, env, *tables):
 def _signed_client(reverb, env):
   tf = env.tf
   return _client(
-      reverb, env, _table(reverb, signature=_nested_signature(tf)),
-      _table(reverb, 'plain'),
-      _table(reverb, 'whole', signature=tf.TensorSpec([3, 2], tf.float32)),
-      _table(reverb, 'any', signature=tf.TensorSpec([None, 2], tf.float32)),
-      _table(reverb, 'one', signature=tf.TensorSpec([1, 2], tf.float32)))
+      reverb, env, util.fifo_table(reverb, signature=_nested_signature(tf)),
+      util.fifo_table(reverb, 'plain'),
+      util.fifo_table(reverb, 'whole',
+                      signature=tf.TensorSpec([3, 2], tf.float32)),
+      util.fifo_table(reverb, 'any',
+                      signature=tf.TensorSpec([None, 2], tf.float32)),
+      util.fifo_table(reverb, 'one',
+                      signature=tf.TensorSpec([1, 2], tf.float32)))
 
 
 def scenario_insert_matching_then_sample(reverb, env):
@@ -101,16 +91,16 @@ def scenario_insert_into_tables_with_and_without_signature(reverb, env):
 def scenario_insert_against_shapes_of_whole_items(reverb, env):
   client = _signed_client(reverb, env)
   outcomes = [
-      _outcome(lambda: client.insert([np.zeros(2, np.float32)],
-                                     priorities={'one': 1.0})),
-      _outcome(lambda: client.insert([np.zeros(2, np.float32)],
-                                     priorities={'any': 1.0})),
-      _outcome(lambda: client.insert([np.zeros((5, 2), np.float32)],
-                                     priorities={'any': 1.0})),
-      _outcome(lambda: client.insert([np.zeros((3, 2), np.float32)],
-                                     priorities={'whole': 1.0})),
-      _outcome(lambda: client.insert([np.zeros(2, np.float32)],
-                                     priorities={'whole': 1.0})),
+      util.outcome(lambda: client.insert([np.zeros(2, np.float32)],
+                                         priorities={'one': 1.0})),
+      util.outcome(lambda: client.insert([np.zeros(2, np.float32)],
+                                         priorities={'any': 1.0})),
+      util.outcome(lambda: client.insert([np.zeros((5, 2), np.float32)],
+                                         priorities={'any': 1.0})),
+      util.outcome(lambda: client.insert([np.zeros((3, 2), np.float32)],
+                                         priorities={'whole': 1.0})),
+      util.outcome(lambda: client.insert([np.zeros(2, np.float32)],
+                                         priorities={'whole': 1.0})),
   ]
   return {'outcomes': outcomes,
           'sizes': _sizes(client, {'one': 1, 'any': 2, 'whole': 1})}
@@ -125,9 +115,10 @@ def scenario_writer_items_checked_newest_step_first(reverb, env):
     writer = client.writer(3, chunk_length=1)
     for step in steps:
       writer.append(step)
-    outcomes.append(_outcome(lambda w=writer: w.create_item('t', 3, 1.0)))
-    outcomes.append(_outcome(lambda w=writer: w.create_item('t', 2, 1.0)))
-    outcomes.append(_outcome(lambda w=writer: w.create_item('plain', 3, 1.0)))
+    outcomes.append(util.outcome(lambda w=writer: w.create_item('t', 3, 1.0)))
+    outcomes.append(util.outcome(lambda w=writer: w.create_item('t', 2, 1.0)))
+    outcomes.append(
+        util.outcome(lambda w=writer: w.create_item('plain', 3, 1.0)))
     writer.close()
   return {'outcomes': outcomes, 'sizes': _sizes(client, {'t': 1})}
 
@@ -137,7 +128,7 @@ def scenario_writer_items_against_shapes_of_whole_items(reverb, env):
   writer = client.writer(3, chunk_length=1)
   for _ in range(3):
     writer.append([np.zeros(2, np.float32)])
-  outcomes = [_outcome(lambda t=t, n=n: writer.create_item(t, n, 1.0))
+  outcomes = [util.outcome(lambda t=t, n=n: writer.create_item(t, n, 1.0))
               for t, n in (('whole', 3), ('whole', 1), ('any', 3),
                            ('one', 1), ('one', 2))]
   writer.close()
@@ -165,20 +156,21 @@ def _bounded_spec(env, *args, **kwargs):
 def scenario_server_info_signatures(reverb, env):
   tf = env.tf
   client = _client(
-      reverb, env, _table(reverb, signature=_nested_signature(tf)),
-      _table(reverb, 'bounded', signature=_bounded_spec(
+      reverb, env, util.fifo_table(reverb, signature=_nested_signature(tf)),
+      util.fifo_table(reverb, 'bounded', signature=_bounded_spec(
           env, [2], tf.int32, minimum=0, maximum=[3, 4], name='b')),
-      _table(reverb, 'unknown_rank', signature=tf.TensorSpec(None, tf.int32)),
-      _table(reverb, 'strings', signature=[tf.TensorSpec([None, 2],
-                                                         tf.string)]),
-      _table(reverb, 'plain'))
+      util.fifo_table(reverb, 'unknown_rank',
+                      signature=tf.TensorSpec(None, tf.int32)),
+      util.fifo_table(reverb, 'strings', signature=[tf.TensorSpec([None, 2],
+                                                                  tf.string)]),
+      util.fifo_table(reverb, 'plain'))
   return {name: repr(info.signature)
           for name, info in sorted(client.server_info().items())}
 
 
 def scenario_table_with_signature(reverb, env):
   tf = env.tf
-  table = _table(reverb, signature={
+  table = util.fifo_table(reverb, signature={
       'x': tf.TensorSpec([3], tf.float64, name='n'),
       'y': _bounded_spec(env, [], tf.uint8, minimum=1, maximum=9)})
   # dm-reverb's decoded dicts follow the proto map's (arbitrary) order.
@@ -196,14 +188,14 @@ def scenario_table_queue_with_signature(reverb, env):
 
 def scenario_signature_with_a_number(reverb, env):
   del env
-  _table(reverb, signature={'a': 1})
+  util.fifo_table(reverb, signature={'a': 1})
 
 
 def scenario_signature_with_a_string(reverb, env):
   del env
-  _table(reverb, signature=['abc'])
+  util.fifo_table(reverb, signature=['abc'])
 
 
 def scenario_signature_with_a_ragged_spec(reverb, env):
   tf = env.tf
-  _table(reverb, signature=tf.RaggedTensorSpec([2, None], tf.int32))
+  util.fifo_table(reverb, signature=tf.RaggedTensorSpec([2, None], tf.int32))

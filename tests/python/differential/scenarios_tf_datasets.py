@@ -73,6 +73,11 @@ def _sample_error(function):
     return {'raised': type(e).__name__, 'message': message.strip()}
 
 
+def _first_key(dataset):
+  """The key of `dataset`'s first sample, or its error (as `_sample_error`)."""
+  return _sample_error(lambda: next(iter(dataset)).info.key.numpy())
+
+
 def scenario_datasets_are_v1_datasets(reverb, env):
   tf = env.tf
   address = _server(reverb, env)
@@ -145,7 +150,7 @@ def scenario_requested_dtype_differs_from_the_signature(reverb, env):
   dtypes, shapes = _nested_specs(tf, a_dtype=tf.float64)
   dataset = reverb.TrajectoryDataset(address, 'nested', dtypes, shapes,
                                      max_in_flight_samples_per_worker=1)
-  return _sample_error(lambda: next(iter(dataset)).info.key.numpy())
+  return _first_key(dataset)
 
 
 def scenario_requested_shape_differs_from_the_signature(reverb, env):
@@ -154,7 +159,7 @@ def scenario_requested_shape_differs_from_the_signature(reverb, env):
   dtypes, shapes = _nested_specs(tf, x_shape=[4])
   dataset = reverb.TrajectoryDataset(address, 'nested', dtypes, shapes,
                                      max_in_flight_samples_per_worker=1)
-  return _sample_error(lambda: next(iter(dataset)).info.key.numpy())
+  return _first_key(dataset)
 
 
 def scenario_requested_rank_differs_from_the_signature(reverb, env):
@@ -163,7 +168,7 @@ def scenario_requested_rank_differs_from_the_signature(reverb, env):
   dtypes, shapes = _nested_specs(tf, a_shape=[2])
   dataset = reverb.TimestepDataset(address, 'nested', dtypes, shapes,
                                    max_in_flight_samples_per_worker=1)
-  return _sample_error(lambda: next(iter(dataset)).info.key.numpy())
+  return _first_key(dataset)
 
 
 def scenario_requested_fewer_tensors_than_the_signature(reverb, env):
@@ -172,7 +177,7 @@ def scenario_requested_fewer_tensors_than_the_signature(reverb, env):
   dataset = reverb.TrajectoryDataset(address, 'nested', {'a': tf.float32},
                                      {'a': tf.TensorShape([None, 2])},
                                      max_in_flight_samples_per_worker=1)
-  return _sample_error(lambda: next(iter(dataset)).info.key.numpy())
+  return _first_key(dataset)
 
 
 def scenario_sampled_data_differs_from_the_request(reverb, env):
@@ -181,7 +186,7 @@ def scenario_sampled_data_differs_from_the_request(reverb, env):
   dataset = reverb.TrajectoryDataset(address, 'unsigned', tf.int32,
                                      tf.TensorShape([1, 2]),
                                      max_in_flight_samples_per_worker=1)
-  return _sample_error(lambda: next(iter(dataset)).info.key.numpy())
+  return _first_key(dataset)
 
 
 def scenario_unknown_table(reverb, env):
@@ -190,7 +195,7 @@ def scenario_unknown_table(reverb, env):
   dataset = reverb.TrajectoryDataset(address, 'missing', tf.int32,
                                      tf.TensorShape([]),
                                      max_in_flight_samples_per_worker=1)
-  return _sample_error(lambda: next(iter(dataset)).info.key.numpy())
+  return _first_key(dataset)
 
 
 def scenario_timesteps_of_squeezed_and_unsqueezed_columns(reverb, env):
@@ -206,4 +211,4 @@ def scenario_timesteps_of_squeezed_and_unsqueezed_columns(reverb, env):
   dataset = reverb.TimestepDataset(address, 'mixed', (tf.float32, tf.int64),
                                    (tf.TensorShape([2]), tf.TensorShape([])),
                                    max_in_flight_samples_per_worker=1)
-  return _sample_error(lambda: next(iter(dataset)).info.key.numpy())
+  return _first_key(dataset)

@@ -5,17 +5,11 @@ import re
 
 import numpy as np
 
-
-def _table(reverb, name='t', **kwargs):
-  options = dict(sampler=reverb.selectors.Fifo(),
-                 remover=reverb.selectors.Fifo(), max_size=100,
-                 rate_limiter=reverb.rate_limiters.MinSize(1))
-  options.update(kwargs)
-  return reverb.Table(name=name, **options)
+import scenario_util as util
 
 
 def _writer(reverb, env, num_keep_alive_refs=3, tables=None, **kwargs):
-  client = reverb.Client(env.server(tables or [_table(reverb)]))
+  client = reverb.Client(env.server(tables or [util.fifo_table(reverb)]))
   return client, client.trajectory_writer(num_keep_alive_refs, **kwargs)
 
 
@@ -549,7 +543,7 @@ def scenario_configure_a_column_with_buffered_steps(reverb, env):
 
 
 def scenario_trajectory_writer_of_no_keep_alive_refs(reverb, env):
-  client = reverb.Client(env.server([_table(reverb)]))
+  client = reverb.Client(env.server([util.fifo_table(reverb)]))
   return _error(client.trajectory_writer, 0)
 
 
@@ -567,7 +561,7 @@ def scenario_use_after_close(reverb, env):
 
 
 def scenario_context_manager_flushes(reverb, env):
-  client = reverb.Client(env.server([_table(reverb)]))
+  client = reverb.Client(env.server([util.fifo_table(reverb)]))
   with client.trajectory_writer(1) as writer:
     writer.append(np.int32(7))
     writer.create_item('t', 1.0, writer.history[-1])

@@ -4,7 +4,6 @@ their checks and errors, and how they end."""
 import collections
 import os
 import pathlib
-import signal
 import subprocess
 import sys
 import textwrap
