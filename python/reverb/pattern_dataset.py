@@ -1,8 +1,8 @@
 """PatternDataset: trajectories built from a dataset of steps by
 StructuredWriter configs, with no server.
 
-Steps flow through the same pattern logic as `Client.structured_writer`
-(reverb.structured_writer.Patterns); each item a config would insert is
+Steps flow through the same pattern engine as `Client.structured_writer`
+(reverb._patterns.Patterns); each item a config would insert is
 emitted as an element instead. Eager (TF2) only, as in dm-reverb. Importing
 this module imports TensorFlow.
 """
@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from reverb import _datasets
+from reverb import _patterns
 from reverb import _tree
 from reverb import replay_sample
 from reverb import structured_writer
@@ -51,10 +52,10 @@ class PatternDataset:
       raise ValueError(
           f'Invalid `is_end_of_episode`. `is_end_of_episode` must return '
           f'`bool`, but its return type is {output}.')
-    configs = [structured_writer.validated(config) for config in configs]
+    configs = [_patterns.validated(config) for config in configs]
 
     def generate() -> Iterator[Any]:
-      patterns = structured_writer.Patterns(configs)
+      patterns = _patterns.Patterns(configs)
       for step in input_dataset:
         values = [np.asarray(t) for t in tf.nest.flatten(step)]
         patterns.check_length(len(values))

@@ -1,0 +1,135 @@
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cc/client/chunker.h"
+#include "cc/client/client.h"
+#include "cc/client/connection.h"
+#include "cc/client/legacy_writer.h"
+#include "cc/client/sample_stream.h"
+#include "cc/client/sampler.h"
+#include "cc/client/trajectory_writer.h"
+#include "python/bindings/bind.h"
+#include "python/bindings/call.h"
+
+namespace py = pybind11;
+
+namespace deepmind::reverb {
+
+void BindClient(py::module_& m) {
+  py::class_<Client>(m, "Client")
+      .def(py::init<std::string>(), py::arg("server_address"))
+      .def(
+          "NewWriter",
+          [](Client& self, int chunk_length, int max_timesteps,
+             bool delta_encoded, int max_in_flight_items) {
+            WriterOptions options;
+            options.chunk_length = chunk_length;
+            options.max_timesteps = max_timesteps;
+            options.delta_encoded = delta_encoded;
+            options.max_in_flight_items = max_in_flight_items;
+            return ValueOrRaise(self.NewWriter(options));
+          },
+          py::arg("chunk_length"), py::arg("max_timesteps"),
+          py::arg("delta_encoded") = false,
+          py::arg("max_in_flight_items") = 25)
+      .def(
+          "NewSampler",
+          [](Client& self, const std::string& table, int64_t max_samples,
+             int64_t max_in_flight_samples_per_worker, int num_workers,
+             int64_t max_samples_per_stream,
+             std::optional<int64_t> rate_limiter_timeout_ms) {
+            SamplerOptions options;
+            options.max_samples = max_samples;
+            options.max_in_flight_samples_per_worker =
+                max_in_flight_samples_per_worker;
+            options.num_workers = num_workers;
+            options.max_samples_per_stream = max_samples_per_stream;
+            options.rate_limiter_timeout = TimeoutFromMs(rate_limiter_timeout_ms);
+            return ValueOrRaise(self.NewSampler(table, options));
+          },
+          py::arg("table"), py::arg("max_samples"),
+          py::arg("max_in_flight_samples_per_worker") = 100,
+          py::arg("num_workers") = 1,
+          py::arg("max_samples_per_stream") = 10000,
+          py::arg("rate_limiter_timeout_ms") = py::none())
+      .def(
+          "NewTrajectoryWriter",
+          [](Client& self, const std::shared_ptr<ChunkerOptions>& options) {
+            return ValueOrRaise(self.NewTrajectoryWriter(options->Clone()));
+          },
+          py::arg("chunker_options"))
+      .def(
+          "NewSampleStream",
+          [](Client& self, const std::string& table) {
+            absl::StatusOr<std::unique_ptr<SampleStream>> stream;
+            {
+              py::gil_scoped_release release;
+              stream = self.NewSampleStream(table, kConnectTimeout);
+            }
+            return ValueOrRaise(std::move(stream));
+          },
+          py::arg("table"))
+      .def(
+          "MutatePriorities",
+          [](Client& self, const std::string& table,
+             const std::vector<std::pair<uint64_t, double>>& updates,
+             const std::vector<uint64_t>& deletes,
+             std::optional<int64_t> timeout_ms) {
+            const std::vector<KeyWithPriority> protos = PriorityUpdates(updates);
+            RunWithoutGil([&] {
+              return self.MutatePriorities(table, protos, deletes,
+                                           TimeoutFromMs(timeout_ms));
+            });
+          },
+          py::arg("table"), py::arg("updates"), py::arg("deletes"),
+          py::arg("timeout_ms") = py::none())
+      .def(
+          "Reset",
+          [](Client& self, const std::string& table,
+             std::optional<int64_t> timeout_ms) {
+            RunWithoutGil(
+                [&] { return self.Reset(table, TimeoutFromMs(timeout_ms)); });
+          },
+          py::arg("table"), py::arg("timeout_ms") = py::none())
+      // (tables_state_id as a 128-bit int, [serialized TableInfo]).
+      .def(
+          "ServerInfo",
+          [](Client& self, std::optional<int64_t> timeout_ms) {
+            absl::StatusOr<ServerInfoResponse> response;
+            {
+              py::gil_scoped_release release;
+              response = self.ServerInfo(TimeoutFromMs(timeout_ms));
+            }
+            ServerInfoResponse info = ValueOrRaise(std::move(response));
+            py::list tables;
+            for (const auto& table : info.table_info()) {
+              tables.append(py::bytes(table.SerializeAsString()));
+            }
+            py::int_ high(info.tables_state_id().high());
+            py::int_ low(info.tables_state_id().low());
+            py::object state_id = (high.attr("__lshift__")(64)).attr("__or__")(low);
+            return py::make_tuple(state_id, tables);
+          },
+          py::arg("timeout_ms") = py::none())
+      .def(
+          "Checkpoint",
+          [](Client& self, std::optional<int64_t> timeout_ms) {
+            absl::StatusOr<std::string> path;
+            {
+              py::gil_scoped_release release;
+              path = self.Checkpoint(TimeoutFromMs(timeout_ms));
+            }
+            return ValueOrRaise(std::move(path));
+          },
+          py::arg("timeout_ms") = py::none());
+}
+
+}  // namespace deepmind::reverb

@@ -1,0 +1,158 @@
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "cc/client/sample.h"
+#include "cc/client/sample_stream.h"
+#include "cc/client/sampler.h"
+#include "cc/tensor/tensor.h"
+#include "python/bindings/bind.h"
+#include "python/bindings/call.h"
+#include "python/bindings/numpy_conversion.h"
+
+namespace py = pybind11;
+
+namespace deepmind::reverb {
+namespace {
+
+// A sample as ((key, probability, table_size, priority, times_sampled) as
+// Python numbers, [column arrays], timesteps) where timesteps is -1 if the
+// columns cannot be split into timesteps.
+py::tuple SampleToPython(Sample sample) {
+  const PrioritizedItem& item = sample.info->item();
+  py::tuple info = py::make_tuple(
+      py::int_(item.key()), py::float_(sample.info->probability()),
+      py::int_(sample.info->table_size()), py::float_(item.priority()),
+      py::int_(item.times_sampled()));
+  auto timesteps = NumTimesteps(sample);
+  py::list columns;
+  for (Tensor& column : sample.columns) {
+    columns.append(TensorToNumpy(std::move(column)));
+  }
+  return py::make_tuple(info, columns, timesteps.ok() ? *timesteps : -1);
+}
+
+}  // namespace
+
+void BindSampler(py::module_& m) {
+  py::class_<Sampler>(m, "Sampler")
+      .def_property_readonly_static(
+          "NUM_INFO_TENSORS",
+          [](py::object) { return Sampler::kNumInfoTensors; })
+      .def(
+          "GetNextTrajectory",
+          [](Sampler& self, std::optional<int64_t> timeout_ms) {
+            absl::StatusOr<Sample> sample;
+            {
+              py::gil_scoped_release release;
+              sample = self.GetNextSample(TimeoutFromMs(timeout_ms));
+            }
+            if (absl::IsOutOfRange(sample.status())) throw py::stop_iteration();
+            return SampleToPython(ValueOrRaise(std::move(sample)));
+          },
+          py::arg("timeout_ms") = py::none())
+      // ((keys, probabilities, table_sizes, priorities, times_sampled) as
+      // arrays [B], [columns stacked to [B, ...]]); StopIteration once the
+      // sampler has returned all its samples.
+      .def(
+          "GetNextBatch",
+          [](Sampler& self, int batch_size, std::optional<int64_t> timeout_ms,
+             std::optional<int64_t> fill_timeout_ms) {
+            absl::StatusOr<std::vector<Sample>> batch;
+            std::vector<Tensor> columns;
+            absl::Status stacked;
+            {
+              py::gil_scoped_release release;
+              batch = self.GetNextBatch(batch_size, TimeoutFromMs(timeout_ms),
+                                        TimeoutFromMs(fill_timeout_ms));
+              if (batch.ok()) {
+                const size_t num_columns = (*batch)[0].columns.size();
+                for (size_t c = 0; c < num_columns && stacked.ok(); ++c) {
+                  std::vector<Tensor> cells;
+                  cells.reserve(batch->size());
+                  for (Sample& sample : *batch) {
+                    if (sample.columns.size() != num_columns) {
+                      stacked = absl::InvalidArgumentError(
+                          "Samples of a batch have different numbers of "
+                          "columns.");
+                      break;
+                    }
+                    cells.push_back(std::move(sample.columns[c]));
+                  }
+                  auto column = StackTensors(std::move(cells));
+                  if (!column.ok()) {
+                    stacked = absl::InvalidArgumentError(absl::StrCat(
+                        "Cannot batch column ", c, " (use batch_size=1 for "
+                        "trajectories of different lengths): ",
+                        column.status().message()));
+                  } else {
+                    columns.push_back(*std::move(column));
+                  }
+                }
+              }
+            }
+            if (absl::IsOutOfRange(batch.status())) throw py::stop_iteration();
+            const std::vector<Sample>& samples = ValueOrRaise(std::move(batch));
+            MaybeRaise(stacked);
+            const ssize_t n = static_cast<ssize_t>(samples.size());
+            py::array_t<uint64_t> keys(n);
+            py::array_t<double> probabilities(n);
+            py::array_t<int64_t> table_sizes(n);
+            py::array_t<double> priorities(n);
+            py::array_t<int32_t> times_sampled(n);
+            for (ssize_t i = 0; i < n; ++i) {
+              const SampleInfo& info = *samples[i].info;
+              keys.mutable_at(i) = info.item().key();
+              probabilities.mutable_at(i) = info.probability();
+              table_sizes.mutable_at(i) = info.table_size();
+              priorities.mutable_at(i) = info.item().priority();
+              times_sampled.mutable_at(i) = info.item().times_sampled();
+            }
+            py::list arrays;
+            for (Tensor& column : columns) {
+              arrays.append(TensorToNumpy(std::move(column)));
+            }
+            return py::make_tuple(
+                py::make_tuple(keys, probabilities, table_sizes, priorities,
+                               times_sampled),
+                arrays);
+          },
+          py::arg("batch_size"), py::arg("timeout_ms") = py::none(),
+          py::arg("fill_timeout_ms") = py::none())
+      .def("Close", &Sampler::Close, py::call_guard<py::gil_scoped_release>());
+
+  py::class_<SampleStream>(m, "SampleStream")
+      .def(
+          "Request",
+          [](SampleStream& self, int64_t n, std::optional<int64_t> timeout_ms) {
+            RunWithoutGil(
+                [&] { return self.Request(n, TimeoutFromMs(timeout_ms)); });
+          },
+          py::arg("num_samples"), py::arg("rate_limiter_timeout_ms") = py::none())
+      .def("Read",
+           [](SampleStream& self) {
+             absl::StatusOr<Sample> sample;
+             {
+               py::gil_scoped_release release;
+               sample = self.Read();
+             }
+             return SampleToPython(ValueOrRaise(std::move(sample)));
+           })
+      .def_property_readonly("outstanding", &SampleStream::outstanding)
+      .def_property_readonly("ok", &SampleStream::ok)
+      .def("Cancel", &SampleStream::Cancel,
+           py::call_guard<py::gil_scoped_release>())
+      .def("Close", [](SampleStream& self) {
+        RunWithoutGil([&] { return self.Close(); });
+      });
+}
+
+}  // namespace deepmind::reverb
