@@ -83,18 +83,23 @@ absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
   MutexLock lock(&mu_);
   // Samples that arrived come before errors, in their order.
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (closed_) return true;
+    if (closed_ || unpack_failed_) return true;
     if (!queue_.empty()) return queue_.front().ready;
     return !error_.ok() || workers_running_ == 0;
   };
   mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  // Samples still queued are dropped.
+  if (closed_) return absl::CancelledError("The sampler is closed.");
+  if (unpack_failed_) return error_;
   absl::StatusOr<Sample> sample;
   if (PopReadyLocked(&sample)) {
     // A sample that cannot be unpacked fails the sampler for good.
-    if (!sample.ok() && error_.ok()) error_ = sample.status();
+    if (!sample.ok()) {
+      if (error_.ok()) error_ = sample.status();
+      unpack_failed_ = true;
+    }
     return sample;
   }
-  if (closed_) return absl::CancelledError("The sampler is closed.");
   if (!error_.ok()) return error_;
   if (workers_running_ == 0) {
     return absl::OutOfRangeError(absl::StrCat(

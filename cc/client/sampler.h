@@ -80,7 +80,9 @@ class REVERB_EXPORT Sampler {
 
   // The next sample. OUT_OF_RANGE once max_samples have been returned;
   // DEADLINE_EXCEEDED if none arrives within `timeout`; CANCELLED after
-  // Close(); otherwise the first error of a worker (sticky).
+  // Close() (samples still queued are dropped); otherwise the first error
+  // of a worker (sticky). A sample that cannot be unpacked is returned as
+  // its error (INVALID_ARGUMENT); every later call fails too, with error().
   absl::StatusOr<Sample> GetNextSample(
       absl::Duration timeout = absl::InfiniteDuration());
 
@@ -139,6 +141,9 @@ class REVERB_EXPORT Sampler {
   int64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t requested_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  // A sample that could not be unpacked has been returned: from then on
+  // every call returns error_, whatever is queued.
+  bool unpack_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int workers_running_ ABSL_GUARDED_BY(mu_) = 0;
   // The stream of each worker, for Close() to cancel.

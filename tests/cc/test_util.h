@@ -1,18 +1,60 @@
-// Helpers shared by the C++ tests: building chunks and items, and a
-// chi-square check for sampled frequencies.
+// Helpers shared by the C++ tests: building tensors, chunks and items, and
+// a chi-square check for sampled frequencies.
 #ifndef REVERB_TESTS_CC_TEST_UTIL_H_
 #define REVERB_TESTS_CC_TEST_UTIL_H_
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "cc/core/chunk.h"
 #include "cc/core/table_item.h"
+#include "cc/tensor/compression.h"
+#include "cc/tensor/tensor.h"
 #include "reverb/cc/schema.pb.h"
 
 namespace deepmind::reverb::testing {
+
+// `size` pseudo-random (incompressible) bytes, the same for the same `seed`.
+inline std::string RandomBytes(size_t size, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::string bytes(size, '\0');
+  for (char& c : bytes) c = static_cast<char>(random());
+  return bytes;
+}
+
+// A numeric tensor holding `values`, row-major.
+template <typename T>
+Tensor MakeTensor(tensorflow::DataType dtype, std::vector<int64_t> shape,
+                  const std::vector<T>& values) {
+  Tensor tensor;
+  tensor.dtype = dtype;
+  tensor.shape = std::move(shape);
+  tensor.bytes.assign(reinterpret_cast<const char*>(values.data()),
+                      values.size() * sizeof(T));
+  return tensor;
+}
+
+// The elements of a numeric tensor, as T.
+template <typename T>
+std::vector<T> Values(const Tensor& tensor) {
+  std::vector<T> values(tensor.bytes.size() / sizeof(T));
+  std::memcpy(values.data(), tensor.bytes.data(), tensor.bytes.size());
+  return values;
+}
+
+inline Tensor MakeStrings(std::vector<int64_t> shape,
+                          std::vector<std::string> values) {
+  Tensor tensor;
+  tensor.dtype = tensorflow::DT_STRING;
+  tensor.shape = std::move(shape);
+  tensor.strings = std::move(values);
+  return tensor;
+}
 
 // A chunk of `rows` steps of one float column, from episode `episode_id`.
 inline ChunkData MakeChunkData(uint64_t key, uint64_t episode_id = 1,
@@ -59,6 +101,30 @@ inline TableItem MakeItem(uint64_t key, double priority,
 inline TableItem MakeItem(uint64_t key, double priority = 1.0,
                           uint64_t episode_id = 1) {
   return MakeItem(key, priority, {MakeChunk(key + 1'000'000, episode_id)});
+}
+
+// A chunk of one step whose single column is the int32 scalar `value`,
+// compressed as a writer sends it (so that, unlike MakeChunk's, a sampler
+// can unpack it): the step reads back as a tensor of shape [1].
+inline std::shared_ptr<Chunk> MakeInt32Chunk(uint64_t key, int32_t value) {
+  ChunkData chunk;
+  chunk.set_chunk_key(key);
+  chunk.mutable_sequence_range()->set_episode_id(1);
+  chunk.mutable_sequence_range()->set_start(0);
+  chunk.mutable_sequence_range()->set_end(0);
+  const Tensor step = MakeTensor<int32_t>(tensorflow::DT_INT32, {1}, {value});
+  // A valid tensor: cannot fail.
+  CompressTensorAsProto(step, chunk.mutable_data()->add_tensors())
+      .IgnoreError();
+  chunk.set_data_tensors_len(1);
+  chunk.set_data_uncompressed_size(4);
+  return std::make_shared<Chunk>(chunk);
+}
+
+// An item over a MakeInt32Chunk of its own (chunk key = item key +
+// 1'000'000).
+inline TableItem MakeInt32Item(uint64_t key, double priority, int32_t value) {
+  return MakeItem(key, priority, {MakeInt32Chunk(key + 1'000'000, value)});
 }
 
 // Pearson's chi-square statistic of `counts` against `probabilities`.

@@ -84,11 +84,11 @@ TEST(WireReaderTest, MalformedInputIsRefused) {
   EXPECT_FALSE(WireReader(absl::Cord(std::string(1, '\0')))
                    .ReadTag(&field, &type));
   // Lengths past the end.
-  EXPECT_FALSE(WireReader(absl::Cord("\x05ab")).ReadLengthDelimited(
+  EXPECT_FALSE(WireReader(absl::Cord("\x05" "ab")).ReadLengthDelimited(
       &value_bytes));
   EXPECT_FALSE(WireReader(absl::Cord("abc")).Skip(kFixed32));
   std::string out;
-  EXPECT_FALSE(WireReader(absl::Cord("\x05ab"))
+  EXPECT_FALSE(WireReader(absl::Cord("\x05" "ab"))
                    .CopyField(1, kLengthDelimited, &out));
 }
 

@@ -1,40 +1,18 @@
 #include "cc/tensor/tensor.h"
 
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "cc/tensor/compression.h"
 #include "gtest/gtest.h"
+#include "tests/cc/test_util.h"
 
 namespace deepmind::reverb {
 namespace {
 
-template <typename T>
-Tensor MakeTensor(tensorflow::DataType dtype, std::vector<int64_t> shape,
-                  const std::vector<T>& values) {
-  Tensor tensor;
-  tensor.dtype = dtype;
-  tensor.shape = std::move(shape);
-  tensor.bytes.assign(reinterpret_cast<const char*>(values.data()),
-                      values.size() * sizeof(T));
-  return tensor;
-}
-
-template <typename T>
-std::vector<T> Values(const Tensor& tensor) {
-  std::vector<T> values(tensor.bytes.size() / sizeof(T));
-  std::memcpy(values.data(), tensor.bytes.data(), tensor.bytes.size());
-  return values;
-}
-
-Tensor MakeStrings(std::vector<int64_t> shape, std::vector<std::string> values) {
-  Tensor tensor;
-  tensor.dtype = tensorflow::DT_STRING;
-  tensor.shape = std::move(shape);
-  tensor.strings = std::move(values);
-  return tensor;
-}
+using testing::MakeStrings;
+using testing::MakeTensor;
+using testing::Values;
 
 TEST(TensorTest, StackAddsLeadingDimension) {
   std::vector<Tensor> steps = {
@@ -84,45 +62,6 @@ TEST(TensorTest, StringRows) {
   ASSERT_TRUE(row.ok());
   EXPECT_TRUE(row->shape.empty());
   EXPECT_EQ(row->strings, (std::vector<std::string>{"ccc"}));
-}
-
-TEST(TensorCompressionTest, NumericRoundTripIsCompressed) {
-  std::vector<int64_t> values(1000, 7);
-  Tensor t = MakeTensor<int64_t>(tensorflow::DT_INT64, {10, 100}, values);
-  tensorflow::TensorProto proto;
-  ASSERT_TRUE(CompressTensorAsProto(t, &proto).ok());
-  EXPECT_EQ(proto.dtype(), tensorflow::DT_INT64);
-  EXPECT_EQ(proto.tensor_shape().dim_size(), 2);
-  EXPECT_LT(proto.tensor_content().size(), t.bytes.size() / 10);
-  auto back = DecompressTensorFromProto(proto);
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->shape, t.shape);
-  EXPECT_EQ(back->bytes, t.bytes);
-}
-
-TEST(TensorCompressionTest, MovedTensorCompressesAlikeIntoItsOwnBuffer) {
-  std::vector<uint8_t> pattern(300000);
-  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = (i * i) % 251;
-  // Compressible, incompressible, and larger than the scratch buffer.
-  for (size_t size : {size_t{1000}, pattern.size(), size_t{9} << 20}) {
-    std::vector<uint8_t> values(size);
-    for (size_t i = 0; i < size; ++i) values[i] = pattern[i % pattern.size()];
-    Tensor t = MakeTensor<uint8_t>(tensorflow::DT_UINT8,
-                                   {static_cast<int64_t>(size)}, values);
-    tensorflow::TensorProto copied, moved;
-    ASSERT_TRUE(CompressTensorAsProto(t, &copied).ok());
-    const char* buffer = t.bytes.data();
-    ASSERT_TRUE(CompressTensorAsProto(std::move(t), &moved).ok());
-    EXPECT_EQ(moved.SerializeAsString(), copied.SerializeAsString()) << size;
-    if (size == 1000) EXPECT_EQ(moved.tensor_content().data(), buffer);
-    EXPECT_EQ(DecompressTensorFromProto(moved)->bytes,
-              std::string(values.begin(), values.end()));
-  }
-  Tensor strings = MakeStrings({2}, {"a", "bc"});
-  tensorflow::TensorProto copied, moved;
-  ASSERT_TRUE(CompressTensorAsProto(strings, &copied).ok());
-  ASSERT_TRUE(CompressTensorAsProto(std::move(strings), &moved).ok());
-  EXPECT_EQ(moved.SerializeAsString(), copied.SerializeAsString());
 }
 
 TEST(TensorViewTest, RowsAreViewedWhereTheyAre) {
@@ -197,93 +136,6 @@ TEST(TensorViewTest, AppendRowsCopiesRowsOfTheSameDtypeAndShape) {
                 .code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(out.shape, (std::vector<int64_t>{3, 2}));
-}
-
-TEST(TensorCompressionTest, StringsUseTensorFlowStringListEncoding) {
-  Tensor t = MakeStrings({2}, {"ab", std::string(200, 'x')});
-  tensorflow::TensorProto proto;
-  ASSERT_TRUE(CompressTensorAsProto(t, &proto).ok());
-  // Varint lengths (2, then 200 as two bytes), then the bytes.
-  const std::string& content = proto.tensor_content();
-  ASSERT_EQ(content.size(), 1 + 2 + 2 + 200);
-  EXPECT_EQ(content[0], 2);
-  EXPECT_EQ(static_cast<unsigned char>(content[1]), 200 & 0x7f | 0x80);
-  EXPECT_EQ(content[2], 1);
-  EXPECT_EQ(content.substr(3, 2), "ab");
-  auto back = DecompressTensorFromProto(proto);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->strings, t.strings);
-}
-
-TEST(TensorCompressionTest, StringValIsAccepted) {
-  tensorflow::TensorProto proto;
-  proto.set_dtype(tensorflow::DT_STRING);
-  proto.mutable_tensor_shape()->add_dim()->set_size(2);
-  proto.add_string_val("x");
-  proto.add_string_val("yz");
-  auto back = DecompressTensorFromProto(proto);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->strings, (std::vector<std::string>{"x", "yz"}));
-}
-
-TEST(TensorCompressionTest, CorruptOrAbsurdProtosAreRejected) {
-  Tensor t = MakeTensor<float>(tensorflow::DT_FLOAT, {4}, {1, 2, 3, 4});
-  tensorflow::TensorProto proto;
-  ASSERT_TRUE(CompressTensorAsProto(t, &proto).ok());
-
-  auto wrong_shape = proto;
-  wrong_shape.mutable_tensor_shape()->mutable_dim(0)->set_size(5);
-  EXPECT_EQ(DecompressTensorFromProto(wrong_shape).status().code(),
-            absl::StatusCode::kInvalidArgument);
-
-  auto huge = proto;
-  huge.mutable_tensor_shape()->mutable_dim(0)->set_size(int64_t{1} << 40);
-  EXPECT_EQ(DecompressTensorFromProto(huge).status().code(),
-            absl::StatusCode::kInvalidArgument);
-
-  auto negative = proto;
-  negative.mutable_tensor_shape()->mutable_dim(0)->set_size(-1);
-  EXPECT_EQ(DecompressTensorFromProto(negative).status().code(),
-            absl::StatusCode::kInvalidArgument);
-
-  auto garbage = proto;
-  garbage.set_tensor_content("\xff\xff\xff\xff\x0f garbage");
-  EXPECT_EQ(DecompressTensorFromProto(garbage).status().code(),
-            absl::StatusCode::kInvalidArgument);
-
-  tensorflow::TensorProto strings;
-  strings.set_dtype(tensorflow::DT_STRING);
-  strings.mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 50);
-  strings.set_tensor_content("\x01x");
-  EXPECT_EQ(DecompressTensorFromProto(strings).status().code(),
-            absl::StatusCode::kInvalidArgument);
-
-  tensorflow::TensorProto resource;
-  resource.set_dtype(tensorflow::DT_RESOURCE);
-  EXPECT_EQ(DecompressTensorFromProto(resource).status().code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
-TEST(TensorCompressionTest, DeltaEncodingRoundTripsWithWrapAround) {
-  Tensor t = MakeTensor<int8_t>(tensorflow::DT_INT8, {3, 2},
-                                {127, -128, -128, 127, 0, 5});
-  Tensor encoded = t;
-  DeltaEncode(&encoded, /*encode=*/true);
-  EXPECT_EQ(Values<int8_t>(encoded),
-            (std::vector<int8_t>{127, -128, 1, -1, -128, -122}));
-  DeltaEncode(&encoded, /*encode=*/false);
-  EXPECT_EQ(encoded.bytes, t.bytes);
-}
-
-TEST(TensorCompressionTest, DeltaEncodingSkipsFloatsAndRankOne) {
-  Tensor floats = MakeTensor<float>(tensorflow::DT_FLOAT, {2, 1}, {1, 2});
-  Tensor copy = floats;
-  DeltaEncode(&copy, true);
-  EXPECT_EQ(copy.bytes, floats.bytes);
-  Tensor rank1 = MakeTensor<int32_t>(tensorflow::DT_INT32, {2}, {1, 2});
-  copy = rank1;
-  DeltaEncode(&copy, true);
-  EXPECT_EQ(copy.bytes, rank1.bytes);
 }
 
 }  // namespace

@@ -147,6 +147,35 @@ TEST(InsertRequestTest, RequestWithoutChunks) {
       Parse(EncodeInsertRequest(request, {})), request));
 }
 
+TEST(InsertRequestTest, ChunksComeFirstAsProtobufWritesThem) {
+  // Small chunks (nothing borrowed): the bytes are protobuf's own.
+  const std::vector<std::shared_ptr<const ChunkData>> chunks = {
+      Chunk(1, {Tensor(100, 1)}), Chunk(2, {Tensor(20, 2), Tensor(30, 3)})};
+  InsertStreamRequest expected = ItemsAndKeys();
+  for (const auto& chunk : chunks) *expected.add_chunks() = *chunk;
+  std::string bytes;
+  for (const grpc::Slice& slice :
+       SlicesOf(EncodeInsertRequest(ItemsAndKeys(), chunks))) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  EXPECT_EQ(bytes, expected.SerializeAsString());
+}
+
+TEST(InsertRequestTest, DecodingReplacesWhatTheRequestHeld) {
+  DecodedInsertRequest decoded;
+  const grpc::ByteBuffer first =
+      EncodeInsertRequest(ItemsAndKeys(), {Chunk(1, {Tensor(10, 1)})});
+  ASSERT_TRUE(DecodeInsertRequest(first, &decoded).ok());
+  ASSERT_EQ(decoded.chunks.size(), 1);
+  InsertStreamRequest keys_only;
+  keys_only.add_keep_chunk_keys(9);
+  ASSERT_TRUE(
+      DecodeInsertRequest(EncodeInsertRequest(keys_only, {}), &decoded).ok());
+  EXPECT_TRUE(decoded.chunks.empty());
+  EXPECT_TRUE(decoded.items.empty());
+  EXPECT_EQ(decoded.keep_chunk_keys, std::vector<uint64_t>({9}));
+}
+
 // The bytes of `message` as a ByteBuffer of slices of (at most) `piece`
 // bytes, as gRPC hands over a message received in frames.
 grpc::ByteBuffer InPieces(const std::string& bytes, size_t piece) {

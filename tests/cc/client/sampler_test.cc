@@ -1,0 +1,323 @@
+// Sampler against a real server on loopback, whose tables the tests fill
+// directly.
+#include "cc/client/sampler.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cc/client/connection.h"
+#include "cc/core/table.h"
+#include "cc/rate_limiters/presets.h"
+#include "cc/selectors/fifo.h"
+#include "cc/service/server.h"
+#include "gtest/gtest.h"
+#include "tests/cc/test_util.h"
+
+namespace deepmind::reverb {
+namespace {
+
+using testing::MakeInt32Item;
+using testing::Values;
+
+// Against hangs only.
+constexpr absl::Duration kPatience = absl::Seconds(30);
+
+std::shared_ptr<Table> FifoTable(const std::string& name,
+                                 int32_t max_times_sampled = 0) {
+  return *Table::Create(name, std::make_unique<FifoSelector>(),
+                        std::make_unique<FifoSelector>(), 1000,
+                        max_times_sampled, *MinSizeRateLimiter(1));
+}
+
+// Waits (up to kPatience) until `done()`; false if it never is.
+template <typename Done>
+bool Eventually(Done done) {
+  const absl::Time deadline = absl::Now() + kPatience;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+class SamplerTest : public ::testing::Test {
+ protected:
+  void StartServer(std::vector<std::shared_ptr<Table>> tables) {
+    auto server = Server::Start(std::move(tables), 0, "localhost");
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    connection_ = std::make_shared<Connection>("localhost:" +
+                                               std::to_string(server_->port()));
+  }
+
+  std::unique_ptr<Sampler> NewSampler(const std::string& table,
+                                      const SamplerOptions& options) {
+    auto sampler = Sampler::Create(connection_, table, options);
+    EXPECT_TRUE(sampler.ok()) << sampler.status();
+    return sampler.ok() ? *std::move(sampler) : nullptr;
+  }
+
+  static void Insert(Table& table, uint64_t key, int32_t value) {
+    ASSERT_TRUE(
+        table.InsertOrAssign(MakeInt32Item(key, 1.0, value), kPatience).ok());
+  }
+
+  static int32_t TimesSampled(const Table& table, uint64_t key) {
+    auto item = table.Get(key);
+    return item.ok() ? item->times_sampled() : -1;
+  }
+
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<Connection> connection_;
+};
+
+TEST_F(SamplerTest, CreateRejectsNonPositiveCounts) {
+  StartServer({FifoTable("t")});
+  std::vector<SamplerOptions> bad(6);
+  bad[0].max_samples = 0;
+  bad[1].max_samples = -2;
+  bad[2].max_samples_per_stream = 0;
+  bad[3].max_in_flight_samples_per_worker = 0;
+  bad[4].max_in_flight_samples_per_worker = -1;
+  bad[5].num_workers = 0;
+  for (const SamplerOptions& options : bad) {
+    EXPECT_EQ(Sampler::Create(connection_, "t", options).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  SamplerOptions unlimited;
+  unlimited.max_samples = -1;
+  unlimited.max_samples_per_stream = -1;
+  EXPECT_TRUE(Sampler::Create(connection_, "t", unlimited).ok());
+}
+
+TEST_F(SamplerTest, WorkersTogetherReturnEachItemOfAQueueOnce) {
+  constexpr int kItems = 200;
+  auto table = FifoTable("queue", /*max_times_sampled=*/1);
+  StartServer({table});
+  for (int key = 1; key <= kItems; ++key) Insert(*table, key, 10 * key);
+  SamplerOptions options;
+  options.num_workers = 4;
+  options.max_in_flight_samples_per_worker = 5;
+  options.max_samples = kItems;
+  auto sampler = NewSampler("queue", options);
+  std::set<uint64_t> keys;
+  for (int i = 0; i < kItems; ++i) {
+    auto sample = sampler->GetNextSample(kPatience);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    const uint64_t key = sample->info->item().key();
+    EXPECT_TRUE(keys.insert(key).second) << "key " << key << " twice";
+    EXPECT_EQ(Values<int32_t>(sample->columns[0]),
+              (std::vector<int32_t>{10 * static_cast<int32_t>(key)}));
+  }
+  EXPECT_EQ(keys.size(), kItems);
+  EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(table->size(), 0);
+}
+
+TEST_F(SamplerTest, MaxSamplesIsAlsoWhatTheServerSamples) {
+  for (int64_t per_stream : {int64_t{-1}, int64_t{3}}) {
+    SCOPED_TRACE(per_stream);
+    auto table = FifoTable("fifo");
+    StartServer({table});
+    Insert(*table, 1, 7);
+    SamplerOptions options;
+    options.num_workers = 3;
+    options.max_in_flight_samples_per_worker = 4;
+    options.max_samples = 25;
+    options.max_samples_per_stream = per_stream;
+    auto sampler = NewSampler("fifo", options);
+    for (int i = 0; i < 25; ++i) {
+      auto sample = sampler->GetNextSample(kPatience);
+      ASSERT_TRUE(sample.ok()) << sample.status();
+      EXPECT_EQ(Values<int32_t>(sample->columns[0]), (std::vector<int32_t>{7}));
+    }
+    for (int i = 0; i < 2; ++i) {
+      auto end = sampler->GetNextSample(kPatience);
+      EXPECT_EQ(end.status().code(), absl::StatusCode::kOutOfRange);
+      EXPECT_EQ(end.status().message(),
+                "The sampler has returned all its 25 samples.");
+    }
+    EXPECT_EQ(TimesSampled(*table, 1), 25);
+    EXPECT_TRUE(sampler->error().ok()) << sampler->error();
+  }
+}
+
+TEST_F(SamplerTest, SamplesInFlightAreBoundedByTheQueue) {
+  auto table = FifoTable("fifo");
+  StartServer({table});
+  Insert(*table, 1, 7);
+  SamplerOptions options;
+  options.num_workers = 2;
+  options.max_in_flight_samples_per_worker = 3;
+  auto sampler = NewSampler("fifo", options);
+  // Nothing is taken: the workers stop at 2 x 3 samples.
+  ASSERT_TRUE(Eventually([&] { return TimesSampled(*table, 1) >= 6; }));
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(TimesSampled(*table, 1), 6);
+  // Each sample taken makes room for one more.
+  for (int taken = 1; taken <= 10; ++taken) {
+    ASSERT_TRUE(sampler->GetNextSample(kPatience).ok());
+    ASSERT_TRUE(
+        Eventually([&] { return TimesSampled(*table, 1) >= 6 + taken; }));
+    EXPECT_LE(TimesSampled(*table, 1), 6 + taken);
+  }
+  // Workers waiting for room do not hold Close() up.
+  sampler->Close();
+  EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
+            absl::StatusCode::kCancelled);
+}
+
+TEST_F(SamplerTest, PerCallTimeoutIsNotAnError) {
+  auto table = FifoTable("fifo");
+  StartServer({table});
+  auto sampler = NewSampler("fifo", SamplerOptions());
+  auto sample = sampler->GetNextSample(absl::Milliseconds(100));
+  EXPECT_EQ(sample.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(sampler->GetNextBatch(3, absl::Milliseconds(100)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(sampler->error().ok()) << sampler->error();
+  Insert(*table, 1, 7);
+  sample = sampler->GetNextSample(kPatience);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(Values<int32_t>(sample->columns[0]), (std::vector<int32_t>{7}));
+}
+
+TEST_F(SamplerTest, BatchesFillAndEndBeforeAnError) {
+  auto table = FifoTable("fifo");
+  StartServer({table});
+  Insert(*table, 1, 7);
+  SamplerOptions options;
+  options.max_samples = 5;
+  auto sampler = NewSampler("fifo", options);
+  auto batch = sampler->GetNextBatch(2, kPatience, kPatience);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->size(), 2);
+  // Three samples remain: the batch ends with them, the end comes next.
+  batch = sampler->GetNextBatch(5, kPatience, kPatience);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->size(), 3);
+  for (const Sample& sample : *batch) {
+    EXPECT_EQ(Values<int32_t>(sample.columns[0]), (std::vector<int32_t>{7}));
+  }
+  EXPECT_EQ(sampler->GetNextBatch(5, kPatience, kPatience).status().code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+TEST_F(SamplerTest, RateLimiterTimeoutIsTheSamplersLastWord) {
+  auto table = FifoTable("empty");
+  StartServer({table});
+  SamplerOptions options;
+  options.rate_limiter_timeout = absl::Milliseconds(100);
+  auto sampler = NewSampler("empty", options);
+  EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(sampler->error().code(), absl::StatusCode::kDeadlineExceeded);
+  // Sticky: an item that comes later is not sampled.
+  Insert(*table, 1, 7);
+  EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(TimesSampled(*table, 1), 0);
+}
+
+TEST_F(SamplerTest, UnknownTableIsNotFoundForGood) {
+  StartServer({FifoTable("t")});
+  SamplerOptions options;
+  options.num_workers = 2;
+  auto sampler = NewSampler("nope", options);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
+              absl::StatusCode::kNotFound);
+  }
+  EXPECT_EQ(sampler->error().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SamplerTest, AnUnreachableServerIsRetriedThenUnavailable) {
+  StartServer({FifoTable("t")});
+  server_->Stop();
+  server_.reset();  // Nothing listens on the port any more.
+  SamplerOptions options;
+  options.num_workers = 2;
+  options.reconnect_window = absl::Seconds(3);
+  auto sampler = NewSampler("t", options);
+  // Within the window the workers retry: the call times out on its own.
+  EXPECT_EQ(sampler->GetNextSample(absl::Milliseconds(100)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(sampler->error().ok()) << sampler->error();
+  // Then they give up.
+  auto sample = sampler->GetNextSample(kPatience);
+  EXPECT_EQ(sample.status().code(), absl::StatusCode::kUnavailable)
+      << sample.status();
+  EXPECT_EQ(sampler->error().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(SamplerTest, AStoppingServerEndsEveryWorkerWithCancelled) {
+  auto table = FifoTable("empty");
+  StartServer({table});
+  SamplerOptions options;
+  options.num_workers = 3;
+  options.reconnect_window = absl::Hours(1);
+  auto sampler = NewSampler("empty", options);
+  EXPECT_EQ(sampler->GetNextSample(absl::Milliseconds(200)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  server_->Stop();
+  // Final, not retried for the hour of the reconnect window.
+  auto sample = sampler->GetNextSample(kPatience);
+  EXPECT_EQ(sample.status().code(), absl::StatusCode::kCancelled)
+      << sample.status();
+  EXPECT_EQ(sampler->error().code(), absl::StatusCode::kCancelled);
+  sampler->Close();  // Joins all three workers.
+}
+
+TEST_F(SamplerTest, CloseEndsWaitingCallsWithCancelled) {
+  StartServer({FifoTable("empty")});
+  SamplerOptions options;
+  options.num_workers = 2;
+  auto sampler = NewSampler("empty", options);
+  absl::Status sample_status, batch_status;
+  std::thread sample_waiter(
+      [&] { sample_status = sampler->GetNextSample().status(); });
+  std::thread batch_waiter(
+      [&] { batch_status = sampler->GetNextBatch(4).status(); });
+  absl::SleepFor(absl::Milliseconds(100));
+  sampler->Close();
+  sample_waiter.join();
+  batch_waiter.join();
+  EXPECT_EQ(sample_status.code(), absl::StatusCode::kCancelled)
+      << sample_status;
+  EXPECT_EQ(batch_status.code(), absl::StatusCode::kCancelled) << batch_status;
+  EXPECT_EQ(sampler->GetNextSample().status().code(),
+            absl::StatusCode::kCancelled);
+  sampler->Close();  // Idempotent.
+}
+
+TEST_F(SamplerTest, ASampleThatCannotBeUnpackedFailsTheSampler) {
+  // Small samples are unpacked by the worker, large ones by other threads.
+  for (int32_t rows : {1, 1000}) {
+    SCOPED_TRACE(rows);
+    auto table = FifoTable("queue", /*max_times_sampled=*/1);
+    StartServer({table});
+    // Raw bytes where Snappy data belongs; then a good item.
+    ASSERT_TRUE(
+        table
+            ->InsertOrAssign(
+                testing::MakeItem(1, 1.0, {testing::MakeChunk(11, 1, rows)}),
+                kPatience)
+            .ok());
+    Insert(*table, 2, 7);
+    auto sampler = NewSampler("queue", SamplerOptions());
+    auto sample = sampler->GetNextSample(kPatience);
+    EXPECT_EQ(sample.status().code(), absl::StatusCode::kInvalidArgument)
+        << sample.status();
+    EXPECT_EQ(sampler->error().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace deepmind::reverb
