@@ -599,7 +599,7 @@ def test_server_info_state_id_differs_between_servers(pb, proto):
 def test_checkpoint_writes_into_the_default_checkpointer(proto, stored):
   # A Server given no checkpointer saves into a temporary directory, as
   # dm-reverb. (A service without any checkpointer answers INVALID_ARGUMENT:
-  # tests/cc/client_server_test.cc.)
+  # tests/cc/service/client_server_test.cc.)
   response, status = proto.call('Checkpoint',
                                 proto.pb.service.CheckpointRequest())
   assert status.code == _OK, status
