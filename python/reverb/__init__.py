@@ -33,6 +33,7 @@ from reverb import specs
 from reverb import structured_writer
 from reverb import structured_writer as structured
 from reverb import trajectory_writer
+from reverb._cmake import get_cmake_dir
 from reverb.client import Client
 from reverb.client import Writer
 from reverb.errors import DeadlineExceededError
