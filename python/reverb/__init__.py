@@ -31,6 +31,7 @@ from reverb import server as server
 from reverb import specs as specs
 from reverb import structured_writer as structured_writer
 from reverb import trajectory_writer as trajectory_writer
+from reverb._cmake import get_cmake_dir as get_cmake_dir
 from reverb.client import Client as Client
 from reverb.client import Writer as Writer
 from reverb.errors import DeadlineExceededError as DeadlineExceededError
