@@ -2,11 +2,11 @@
 // (insert_reactor.h, sample_reactor.h), which read and write raw bytes.
 //
 // Lifetime: a reactor deletes itself in OnDone, gRPC's last reaction, but
-// table callbacks it asked for may arrive later. Such callbacks hold the reactor's
-// Guard (a shared_ptr, not the reactor) and reach the reactor only while
-// `Guard::reactor` is set, under `Guard::mu`; Start sets it, OnDone clears
-// it under the same mutex before deleting the reactor, so a late callback
-// finds null and does nothing.
+// table callbacks it asked for may arrive later. Such callbacks hold the
+// reactor's Guard (a shared_ptr, not the reactor) and reach the reactor only
+// while `Guard::reactor` is set, under `Guard::mu`; Start sets it, OnDone
+// clears it under the same mutex before deleting the reactor, so a late
+// callback finds null and does nothing.
 //
 // Finishing: FinishOnce ends the call with the first status it is given
 // and ignores later ones. Finish itself is called once no write is in

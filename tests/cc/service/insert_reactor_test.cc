@@ -1,7 +1,6 @@
 // InsertReactor (cc/service/insert_reactor.h) through a real server: raw
 // InsertStreams encoded here, confirmations read as InsertStreamResponses.
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -21,11 +20,13 @@ class InsertReactorTest : public StreamTest {
   void SetUp() override {
     // Takes every insert.
     free_ = FifoTable("free", *MinSizeRateLimiter(1));
-    // Takes one item, then one more per sample. Its max_size of 10 lets a
-    // stream have one insert queued before it stops reading.
-    queue_ = FifoTable("queue", *QueueRateLimiter(1), /*max_size=*/10,
+    // Take one item, then one more per sample. A stream stops reading with
+    // max_size / 10 inserts queued: 100 for `queue`, 1 for `small_queue`.
+    queue_ = FifoTable("queue", *QueueRateLimiter(1), /*max_size=*/1000,
                        /*max_times_sampled=*/1);
-    StartServer({free_, queue_});
+    small_queue_ = FifoTable("small_queue", *QueueRateLimiter(1),
+                             /*max_size=*/10, /*max_times_sampled=*/1);
+    StartServer({free_, queue_, small_queue_});
   }
 
   // Reads responses until they have confirmed `n` keys in all.
@@ -35,7 +36,7 @@ class InsertReactorTest : public StreamTest {
     while (keys.size() < n) {
       if (!call.stream->Read(&response)) {
         ADD_FAILURE() << "The stream ended after confirming " << keys.size()
-                      << " keys: " << call.stream->Finish().error_message();
+                      << " keys.";
         break;
       }
       keys.insert(keys.end(), response.keys().begin(), response.keys().end());
@@ -81,6 +82,7 @@ class InsertReactorTest : public StreamTest {
 
   std::shared_ptr<Table> free_;
   std::shared_ptr<Table> queue_;
+  std::shared_ptr<Table> small_queue_;
   uint64_t next_probe_key_ = 1'000'000;
 };
 
@@ -88,17 +90,17 @@ TEST_F(InsertReactorTest, ConfirmsTheItemsOfARequestTogetherInTheirOrder) {
   auto call = OpenInsertStream();
   // Chunks alone: nothing to confirm.
   ASSERT_TRUE(call->stream->Write(InsertRequest({11, 12}, {}, {})));
-  ASSERT_TRUE(call->stream->Write(InsertRequest(
-      {},
-      {ItemOf(3, "free", {11}), ItemOf(1, "free", {12}),
-       ItemOf(2, "free", {11, 12})},
-      {})));
+  ASSERT_TRUE(call->stream->Write(
+      InsertRequest({},
+                    {ItemOf(3, "free", {11}), ItemOf(1, "free", {12}),
+                     ItemOf(2, "free", {11, 12})},
+                    {})));
   // One response, with the items' keys in request order.
   InsertStreamResponse response;
   ASSERT_TRUE(call->stream->Read(&response));
-  EXPECT_EQ(std::vector<uint64_t>(response.keys().begin(),
-                                  response.keys().end()),
-            (std::vector<uint64_t>{3, 1, 2}));
+  EXPECT_EQ(
+      std::vector<uint64_t>(response.keys().begin(), response.keys().end()),
+      (std::vector<uint64_t>{3, 1, 2}));
   EXPECT_TRUE(Close(*call).ok());
   EXPECT_EQ(free_->size(), 3);
 }
@@ -109,8 +111,8 @@ TEST_F(InsertReactorTest, ConfirmsAnItemOnlyOnceItsTableHasInsertedIt) {
       {21}, {ItemOf(1, "queue", {21}), ItemOf(2, "queue", {21})}, {})));
   EXPECT_EQ(ReadKeys(*call, 1), std::vector<uint64_t>{1});
   EXPECT_TRUE(queue_->Get(1).ok());
-  // Item 2 waits for the rate limiter, unconfirmed; the call waits for it
-  // after the client half-closes.
+  // Item 2 waits for the rate limiter, unconfirmed. The server reads on, and
+  // the call waits for item 2 after the client half-closes.
   EXPECT_EQ(queue_->Get(2).status().code(), absl::StatusCode::kNotFound);
   call->stream->WritesDone();
 
@@ -119,9 +121,9 @@ TEST_F(InsertReactorTest, ConfirmsAnItemOnlyOnceItsTableHasInsertedIt) {
   EXPECT_EQ(sample->ref->item.key(), 1);
   InsertStreamResponse response;
   ASSERT_TRUE(call->stream->Read(&response));
-  EXPECT_EQ(std::vector<uint64_t>(response.keys().begin(),
-                                  response.keys().end()),
-            std::vector<uint64_t>{2});
+  EXPECT_EQ(
+      std::vector<uint64_t>(response.keys().begin(), response.keys().end()),
+      std::vector<uint64_t>{2});
   EXPECT_TRUE(queue_->Get(2).ok());
   EXPECT_FALSE(call->stream->Read(&response));
   EXPECT_TRUE(call->stream->Finish().ok());
@@ -130,10 +132,11 @@ TEST_F(InsertReactorTest, ConfirmsAnItemOnlyOnceItsTableHasInsertedIt) {
 TEST_F(InsertReactorTest, StopsReadingWhileItsTableHoldsBackAnInsert) {
   auto call = OpenInsertStream();
   ASSERT_TRUE(call->stream->Write(InsertRequest(
-      {31}, {ItemOf(1, "queue", {31}), ItemOf(2, "queue", {31})}, {})));
+      {31}, {ItemOf(1, "small_queue", {31}), ItemOf(2, "small_queue", {31})},
+      {})));
   EXPECT_EQ(ReadKeys(*call, 1), std::vector<uint64_t>{1});
-  // Item 2 is queued in `queue` (max_size 10: at most one queued insert), so
-  // the server must not read this request yet.
+  // Item 2 is queued in `small_queue`, so the server must not read this
+  // request yet.
   ASSERT_TRUE(
       call->stream->Write(InsertRequest({32}, {ItemOf(3, "free", {32})}, {})));
   // A server that went on reading would insert item 3 at once. This wait
@@ -144,7 +147,7 @@ TEST_F(InsertReactorTest, StopsReadingWhileItsTableHoldsBackAnInsert) {
   }
   EXPECT_EQ(free_->size(), 0);
 
-  ASSERT_TRUE(queue_->Sample(absl::Seconds(30)).ok());  // Lets item 2 in.
+  ASSERT_TRUE(small_queue_->Sample(absl::Seconds(30)).ok());  // Lets item 2 in.
   EXPECT_EQ(ReadKeys(*call, 2), (std::vector<uint64_t>{2, 3}));
   EXPECT_TRUE(Close(*call).ok());
   EXPECT_TRUE(free_->Get(3).ok());

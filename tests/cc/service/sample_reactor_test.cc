@@ -42,9 +42,14 @@ class SampleReader {
     return true;
   }
 
-  // Half-closes, reads what is left and returns the call's status.
+  // Half-closes, then as ReadToEnd.
   grpc::Status Close() {
     call_->stream->WritesDone();
+    return ReadToEnd();
+  }
+
+  // Reads what is left and returns the call's status.
+  grpc::Status ReadToEnd() {
     SampleStreamResponse response;
     while (call_->stream->Read(&response)) Add(response);
     EXPECT_FALSE(in_sample_) << "The stream ended inside a sample.";
@@ -89,7 +94,8 @@ class SampleReader {
 
 std::vector<uint64_t> ChunkKeys(const ReceivedSample& sample) {
   std::vector<uint64_t> keys;
-  for (const ChunkData& chunk : sample.chunks) keys.push_back(chunk.chunk_key());
+  for (const ChunkData& chunk : sample.chunks)
+    keys.push_back(chunk.chunk_key());
   return keys;
 }
 
@@ -162,7 +168,9 @@ TEST_F(SampleReactorTest, EachSampleCarriesTheChunksOfItsItemOnce) {
   Start({table});
   // Item 10 reads chunks 1, 2 and 1 again; item 20 shares chunk 2.
   TableItem item10 = MakeItem(10, 1.5, {MakeChunk(1), MakeChunk(2)});
-  *item10.item.mutable_flat_trajectory()->mutable_columns(0)->add_chunk_slices() =
+  *item10.item.mutable_flat_trajectory()
+       ->mutable_columns(0)
+       ->add_chunk_slices() =
       item10.item.flat_trajectory().columns(0).chunk_slices(0);
   ASSERT_TRUE(table->InsertOrAssign(item10).ok());
   ASSERT_TRUE(table->InsertOrAssign(MakeItem(20, 2.5, {MakeChunk(2)})).ok());
@@ -202,17 +210,16 @@ TEST_F(SampleReactorTest, SamplesOfOneItemSpanResponsesOfAboutTwoMegabytes) {
   const int32_t rows = (3 << 20) / 2 / 4;
   ASSERT_GT(2 * 4 * rows, ReverbServiceImpl::kMaxSampleResponseBytes);
   ASSERT_TRUE(table
-                  ->InsertOrAssign(MakeItem(
-                      1, 1.0,
-                      {std::make_shared<Chunk>(MakeChunkData(1, 1, rows)),
-                       std::make_shared<Chunk>(MakeChunkData(2, 1, rows)),
-                       std::make_shared<Chunk>(MakeChunkData(3, 1, rows))}))
+                  ->InsertOrAssign(
+                      MakeItem(1, 1.0,
+                               {MakeChunk(1, 1, rows), MakeChunk(2, 1, rows),
+                                MakeChunk(3, 1, rows)}))
                   .ok());
 
   auto call = OpenSampleStream();
   ASSERT_TRUE(call->stream->Write(SampleRequest("fifo", 1)));
+  // Half-closed at once: the call still ends after the second response.
   SampleReader reader(call.get());
-  ASSERT_TRUE(reader.ReadUntil(1));
   EXPECT_TRUE(reader.Close().ok());
   EXPECT_EQ(reader.responses(), 2);
   ASSERT_EQ(reader.samples().size(), 1);
@@ -259,6 +266,19 @@ TEST_F(SampleReactorTest, BatchesAreFlexible) {
   ASSERT_TRUE(reader.ReadUntil(5));
   EXPECT_TRUE(reader.Close().ok());
   EXPECT_EQ(reader.keys(), Range(1, 5));
+}
+
+TEST_F(SampleReactorTest, HalfClosedCallEndsOnceEverySampleOwedIsWritten) {
+  auto table = FifoTable("fifo", *MinSizeRateLimiter(1), 1000,
+                         /*max_times_sampled=*/1);
+  Start({table});
+  auto call = OpenSampleStream();
+  ASSERT_TRUE(call->stream->Write(SampleRequest("fifo", 3)));
+  ASSERT_TRUE(call->stream->WritesDone());
+  Insert(*table, 1, 3);
+  SampleReader reader(call.get());
+  EXPECT_TRUE(reader.ReadToEnd().ok());
+  EXPECT_EQ(reader.keys(), Range(1, 3));
 }
 
 TEST_F(SampleReactorTest, RateLimiterTimeoutIsDeadlineExceeded) {
@@ -329,7 +349,9 @@ TEST_F(SampleReactorTest, CancellingAStreamWithdrawsItsRequestFromTheTable) {
 TEST_F(SampleReactorTest, BytesThatDoNotParseAreInvalid) {
   Start({});
   // Field 1 (the table) announces 5 bytes and has 2.
-  ExpectEndsWith(Bytes(std::string("\x0a\x05" "ab", 4)),
+  ExpectEndsWith(Bytes(std::string("\x0a\x05"
+                                   "ab",
+                                   4)),
                  grpc::StatusCode::INVALID_ARGUMENT,
                  "Malformed SampleStreamRequest.");
 }

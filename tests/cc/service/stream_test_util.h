@@ -130,12 +130,15 @@ class StreamTest : public ::testing::Test {
 
  private:
   template <typename Response>
-  std::unique_ptr<Call<Response>> Open(const grpc::internal::RpcMethod& method) {
+  std::unique_ptr<Call<Response>> Open(
+      const grpc::internal::RpcMethod& method) {
     auto call = std::make_unique<Call<Response>>();
-    call->context.set_deadline(absl::ToChronoTime(absl::Now() + kStreamDeadline));
-    call->stream.reset(
-        grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, Response>::
-            Create(channel_.get(), method, &call->context));
+    call->context.set_deadline(
+        absl::ToChronoTime(absl::Now() + kStreamDeadline));
+    call->stream.reset(grpc::internal::ClientReaderWriterFactory<
+                       grpc::ByteBuffer, Response>::Create(channel_.get(),
+                                                           method,
+                                                           &call->context));
     return call;
   }
 
