@@ -5,9 +5,10 @@
 //    an item references them or they are no longer in `keep_chunk_keys`;
 //    each item is confirmed once its table has really inserted it. Reading
 //    pauses while a stream has many inserts queued in its table
-//    (back-pressure).
+//    (back-pressure). See insert_reactor.h.
 //  - SampleStream serves each request in growing table batches (64, 128, ...)
-//    and writes responses of about 2 MB; a sample may span responses.
+//    and writes responses of about 2 MB; a sample may span responses. See
+//    sample_reactor.h.
 //  - MutatePriorities, Reset, ServerInfo, Checkpoint are unary. A checkpoint
 //    is saved on a thread of its own (one at a time), not on gRPC's.
 //  - InitializeConnection always answers address 0 (no pointer hand-over):

@@ -1,0 +1,90 @@
+// InsertReactor: the server side of one InsertStream (docs/wire-protocol.md,
+// "InsertStream").
+//
+// On the wire: reads InsertStreamRequests as raw bytes (DecodeInsertRequest
+// keeps large chunks in the memory gRPC received them in) and writes
+// InsertStreamResponses with the keys of the items their tables inserted.
+//  - The chunks of a request go into a map of this stream (a key already
+//    there is ignored). A request with items then queues each item into its
+//    table with the chunks it references, in order, and afterwards drops
+//    from the map every chunk not in its `keep_chunk_keys`. A request
+//    without items releases nothing.
+//  - Each item is confirmed once its table has really inserted it (after
+//    the rate limiter allowed it). The confirmations of the items a request
+//    inserted at once go out together, after its last item; keys that pile
+//    up while a response is being written go out in the next one.
+//  - The first error ends the call with its status: a request with neither
+//    chunks nor items or that does not parse (INVALID_ARGUMENT), an unknown
+//    table (NOT_FOUND), a chunk missing from the map (INTERNAL), a
+//    `keep_chunk_keys` naming a chunk the map lacks (FAILED_PRECONDITION),
+//    or an insert its table fails. Items queued before stay queued.
+//  - When the client half-closes, the call ends with OK once every item
+//    read has been inserted and confirmed.
+//
+// Flow control: reading pauses while the stream has
+// max(1, min(max_size / 10, 1000)) inserts queued (max_size of the table of
+// the last item read), and resumes as they complete: a rate-limited table
+// back-pressures the writer through gRPC.
+//
+// Threading and lifetime: see stream_reactor.h. Made by
+// ReverbServiceImpl::InsertStream; the service must outlive it.
+#ifndef REVERB_CC_SERVICE_INSERT_REACTOR_H_
+#define REVERB_CC_SERVICE_INSERT_REACTOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "cc/core/chunk.h"
+#include "cc/service/stream_reactor.h"
+#include "cc/wire/insert_request.h"
+#include "grpcpp/support/byte_buffer.h"
+
+namespace deepmind::reverb {
+
+class ReverbServiceImpl;
+
+class InsertReactor : public StreamReactor<InsertReactor, grpc::ByteBuffer,
+                                           grpc::ByteBuffer> {
+ public:
+  // Starts reading. Tables are looked up in `service`.
+  explicit InsertReactor(const ReverbServiceImpl* service);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+
+ private:
+  // Decodes request_bytes_ and acts on it. Without the mutex.
+  absl::Status ProcessRequest();
+  // Queues request_'s items, then releases the chunks not kept.
+  absl::Status InsertItems();
+  // The insert of item `key` is done.
+  void OnInserted(uint64_t key, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  // Writes the confirmed keys, unless a write is in flight or confirmations
+  // are held back.
+  void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  // Finishes with OK once the client is done and everything is confirmed.
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+
+  const ReverbServiceImpl* const service_;
+  grpc::ByteBuffer request_bytes_;
+  DecodedInsertRequest request_;
+  // Chunks this stream sent and still keeps. Used by OnReadDone only.
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks_;
+
+  grpc::ByteBuffer response_ ABSL_GUARDED_BY(guard_->mu);
+  std::vector<uint64_t> confirmed_keys_ ABSL_GUARDED_BY(guard_->mu);
+  int64_t pending_inserts_ ABSL_GUARDED_BY(guard_->mu) = 0;
+  int64_t max_pending_inserts_ ABSL_GUARDED_BY(guard_->mu) = 1;
+  bool read_paused_ ABSL_GUARDED_BY(guard_->mu) = false;
+  bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
+  // Set while a request's items are being queued (see ProcessRequest).
+  bool holding_confirmations_ ABSL_GUARDED_BY(guard_->mu) = false;
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SERVICE_INSERT_REACTOR_H_

@@ -1,0 +1,168 @@
+#include "cc/service/sample_reactor.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cc/service/service.h"
+#include "cc/support/mutex.h"
+#include "cc/support/task_executor.h"
+#include "cc/wire/grpc_status.h"
+
+namespace deepmind::reverb {
+namespace {
+
+// Sample batches up to this many chunk bytes are serialized on the table
+// worker (a thread hop costs more than copying them).
+constexpr int64_t kInlineSampleBytes = 64 << 10;
+
+int64_t SampledBytes(const std::vector<SampledItem>& samples) {
+  int64_t bytes = 0;
+  for (const SampledItem& sample : samples) {
+    for (const auto& chunk : sample.ref->chunks) {
+      bytes += static_cast<int64_t>(chunk->DataByteSizeLong());
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+SampleReactor::SampleReactor(ReverbServiceImpl* service)
+    : service_(service),
+      next_batch_size_(ReverbServiceImpl::kInitialSampleBatchSize) {
+  Start(&request_bytes_);
+}
+
+// The client has gone: its request queued at the table must not take items
+// (a queue would lose them).
+void SampleReactor::OnCancel() {
+  StreamReactor::OnCancel();
+  MutexLock lock(&guard_->mu);
+  if (table_ != nullptr) table_->CancelSample(cancellation_);
+}
+
+void SampleReactor::OnReadDone(bool ok) {
+  MutexLock lock(&guard_->mu);
+  if (!ok) {
+    reads_done_ = true;
+    MaybeFinishLocked();
+    return;
+  }
+  const grpc::Status parsed =
+      grpc::SerializationTraits<SampleStreamRequest>::Deserialize(
+          &request_bytes_, &request_);
+  if (!parsed.ok()) {
+    FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "Malformed SampleStreamRequest."));
+    return;
+  }
+  if (request_.num_samples() <= 0) {
+    FinishOnce(grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("`num_samples` must be > 0, got ", request_.num_samples(),
+                     ".")));
+    return;
+  }
+  auto table = service_->FindTable(request_.table());
+  if (!table.ok()) {
+    FinishOnce(ToGrpcStatus(table.status()));
+    return;
+  }
+  table_ = *std::move(table);
+  remaining_ = request_.num_samples();
+  // Only a strictly positive timeout counts (as dm-reverb).
+  timeout_ = request_.has_rate_limiter_timeout() &&
+                     request_.rate_limiter_timeout().milliseconds() > 0
+                 ? absl::Milliseconds(
+                       request_.rate_limiter_timeout().milliseconds())
+                 : absl::InfiniteDuration();
+  RequestSamplesLocked();
+}
+
+void SampleReactor::OnWriteDone(bool ok) {
+  MutexLock lock(&guard_->mu);
+  responses_.pop_front();
+  if (!WriteDone(ok)) return;
+  MaybeWriteLocked();
+  RequestSamplesLocked();
+  MaybeFinishLocked();
+}
+
+void SampleReactor::RequestSamplesLocked() {
+  if (finishing() || table_request_in_flight_ || remaining_ <= 0 ||
+      static_cast<int>(responses_.size()) >=
+          ReverbServiceImpl::kMaxQueuedResponses) {
+    return;
+  }
+  const int32_t batch =
+      static_cast<int32_t>(std::min<int64_t>(next_batch_size_, remaining_));
+  next_batch_size_ = std::min<int64_t>(2 * next_batch_size_, 1 << 20);
+  table_request_in_flight_ = true;
+  TaskExecutor* executor = service_->executor();
+  table_->SampleAsync(
+      batch, absl::Now() + timeout_,
+      [guard = guard_,
+       executor](absl::StatusOr<std::vector<SampledItem>> samples) {
+        auto deliver = [guard](
+                           absl::StatusOr<std::vector<SampledItem>> samples) {
+          MutexLock lock(&guard->mu);
+          if (guard->reactor != nullptr) {
+            guard->reactor->OnSampled(std::move(samples));
+          }
+        };
+        // Small batches are serialized right here, on the table worker;
+        // large ones on the executor, so that the worker goes on sampling.
+        // Errors too: the table reports some (closed) on the calling
+        // thread, which holds the guard.
+        if (samples.ok() && SampledBytes(*samples) <= kInlineSampleBytes) {
+          deliver(std::move(samples));
+          return;
+        }
+        executor->Schedule([deliver, samples = std::move(samples)]() mutable {
+          deliver(std::move(samples));
+        });
+      },
+      cancellation_);
+}
+
+void SampleReactor::OnSampled(
+    absl::StatusOr<std::vector<SampledItem>> samples) {
+  table_request_in_flight_ = false;
+  if (!samples.ok()) {
+    FinishOnce(ToGrpcStatus(samples.status()));
+    return;
+  }
+  // Each batch starts a response of its own; the one at the front may be in
+  // flight.
+  int64_t last_bytes = ReverbServiceImpl::kMaxSampleResponseBytes;
+  for (const SampledItem& sample : *samples) {
+    AppendSample(sample, ReverbServiceImpl::kMaxSampleResponseBytes,
+                 &responses_, &last_bytes);
+  }
+  remaining_ -= static_cast<int64_t>(samples->size());
+  samples->clear();  // Chunks are released outside the table's worker.
+  MaybeWriteLocked();
+  if (remaining_ > 0) {
+    RequestSamplesLocked();
+  } else if (!reads_done_ && !finishing()) {
+    StartRead(&request_bytes_);
+  }
+  MaybeFinishLocked();
+}
+
+void SampleReactor::MaybeWriteLocked() {
+  if (write_in_flight() || finishing() || responses_.empty()) return;
+  SampleResponseBytes& front = responses_.front();
+  front.bytes = front.wire.Finish();
+  StartWriteOf(&front.bytes);
+}
+
+void SampleReactor::MaybeFinishLocked() {
+  if (reads_done_ && remaining_ == 0 && !table_request_in_flight_ &&
+      responses_.empty() && !write_in_flight()) {
+    FinishOnce(grpc::Status::OK);
+  }
+}
+
+}  // namespace deepmind::reverb
