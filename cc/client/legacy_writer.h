@@ -12,9 +12,10 @@
 // Requests are written by a sender thread, so the caller never waits for
 // the network; requests that queue up while it writes go out as one. At
 // most `max_in_flight_items` items are unsent or unconfirmed at any time;
-// creating one more waits. A broken stream becomes the writer's permanent
-// error. Not thread-safe: one caller thread at a time (two more threads
-// write requests and read confirmations).
+// creating one more waits. The call, its confirmations and its final status
+// are an InsertStream's (insert_stream.h); a broken stream becomes the
+// writer's permanent error. Not thread-safe: one caller thread at a time
+// (two more threads write requests and read confirmations).
 #ifndef REVERB_CC_CLIENT_LEGACY_WRITER_H_
 #define REVERB_CC_CLIENT_LEGACY_WRITER_H_
 
@@ -33,6 +34,7 @@
 #include "cc/support/mutex.h"
 #include "cc/tensor/tensor.h"
 #include "cc/client/connection.h"
+#include "cc/client/insert_stream.h"
 
 namespace deepmind::reverb {
 
@@ -118,7 +120,6 @@ class REVERB_EXPORT Writer {
   absl::Status StartStream();
   // The stream's final status once its reader has stopped.
   absl::Status StreamError();
-  void ReadConfirmations();
   // The sender thread: writes the outbox until StopSender().
   void SendRequests();
   // Lets the sender write what is queued, then joins it.
@@ -137,11 +138,7 @@ class REVERB_EXPORT Writer {
   absl::Status status_;  // Permanent error.
   bool closed_ = false;
 
-  std::unique_ptr<grpc::ClientContext> context_;
-  std::unique_ptr<
-      grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
-      stream_;
-  std::thread reader_;
+  std::unique_ptr<InsertStream> stream_;
   std::thread sender_;
 
   // Requests queued for the sender are merged up to this size.
