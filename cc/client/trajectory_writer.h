@@ -12,9 +12,10 @@
 //
 // Each stream is an InsertStream (insert_stream.h), which reads the
 // confirmations and gives the stream's final status. Confirmed items are
-// forgotten. After UNAVAILABLE or CANCELLED the stream is reopened (backoff 1 ms to 1 s) and unconfirmed items are sent again,
-// with their chunks. Any other error becomes the writer's permanent status,
-// returned by every later call.
+// forgotten. After UNAVAILABLE or CANCELLED the stream is reopened (backoff
+// 1 ms to 1 s) and unconfirmed items are sent again, with their chunks. Any
+// other error becomes the writer's permanent status, returned by every
+// later call.
 //
 // Thread-safe.
 #ifndef REVERB_CC_CLIENT_TRAJECTORY_WRITER_H_
