@@ -5,10 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/core/errors.h"
 #include "cc/support/mutex.h"
-#include "cc/wire/insert_request.h"
 #include "cc/tensor/signature.h"
-#include "cc/wire/grpc_status.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
@@ -74,12 +73,11 @@ Writer::Writer(std::shared_ptr<const Connection> connection,
       episode_id_(NewRandomKey()) {}
 
 Writer::~Writer() {
-  if (stream_ != nullptr && !closed_) {
-    context_->TryCancel();
-    StopSender();
-    reader_.join();
-    stream_->Finish().IgnoreError();
-  }
+  if (stream_ == nullptr) return;  // Never opened, or closed.
+  stream_->Cancel();
+  StopSender();
+  // Before the members its reader's callbacks use.
+  stream_.reset();
 }
 
 absl::Status Writer::CheckOpen(absl::string_view method) const {
@@ -184,11 +182,7 @@ absl::Status Writer::Flush(absl::Duration timeout) {
     if (!in_flight_.empty() && !reader_done_) awaiting = in_flight_.size();
     else if (in_flight_.empty()) return absl::OkStatus();
   }
-  if (awaiting > 0) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "Timeout exceeded with 0 items waiting to be written and ", awaiting,
-        " items awaiting confirmation."));
-  }
+  if (awaiting > 0) return WriterTimeout(0, awaiting);
   return StreamError();
 }
 
@@ -213,17 +207,11 @@ absl::Status Writer::Close(absl::Duration timeout) {
   absl::Status status = Flush(timeout);
   closed_ = true;
   if (stream_ == nullptr) return status;
-  if (status.ok()) {
-    StopSender();
-    stream_->WritesDone();
-  } else {
-    context_->TryCancel();
-    StopSender();
-  }
-  reader_.join();
-  absl::Status finish = FromGrpcStatus(stream_->Finish());
+  if (!status.ok()) stream_->Cancel();  // Unblocks the sender.
+  StopSender();
+  if (status.ok()) status = stream_->Close();
   stream_.reset();
-  return status.ok() ? finish : status;
+  return status;
 }
 
 std::string Writer::DebugString() const {
@@ -391,8 +379,7 @@ void Writer::SendRequests() {
         outbox_.pop_front();
       }
     }
-    if (!stream_->Write(EncodeInsertRequest(request, chunks),
-                        grpc::WriteOptions().set_no_compression())) {
+    if (!stream_->Write(request, chunks)) {
       // The call has ended; the reader learns why.
       MutexLock lock(&mu_);
       write_failed_ = true;
@@ -410,32 +397,23 @@ void Writer::StopSender() {
   if (sender_.joinable()) sender_.join();
 }
 
+// Runs once: a failed start or a stream error is permanent (status_), and
+// Close() ends the writer.
 absl::Status Writer::StartStream() {
-  REVERB_RETURN_IF_ERROR(connection_->WaitForConnection(kConnectTimeout));
-  context_ = std::make_unique<grpc::ClientContext>();
-  context_->set_wait_for_ready(false);
-  stream_ = connection_->OpenInsertStream(context_.get());
-  {
-    MutexLock lock(&mu_);
-    reader_done_ = false;
-    stop_sending_ = false;
-    write_failed_ = false;
-  }
-  reader_ = std::thread([this] { ReadConfirmations(); });
+  REVERB_ASSIGN_OR_RETURN(
+      stream_, InsertStream::Open(
+                   connection_, kConnectTimeout,
+                   [this](absl::Span<const uint64_t> keys) {
+                     MutexLock lock(&mu_);
+                     for (uint64_t key : keys) in_flight_.erase(key);
+                   },
+                   [this] {
+                     MutexLock lock(&mu_);
+                     reader_done_ = true;
+                   }));
   sender_ = std::thread([this] { SendRequests(); });
-  SetThreadName(reader_, "reverb-confirm");
   SetThreadName(sender_, "reverb-writer");
   return absl::OkStatus();
-}
-
-void Writer::ReadConfirmations() {
-  InsertStreamResponse response;
-  while (stream_->Read(&response)) {
-    MutexLock lock(&mu_);
-    for (uint64_t key : response.keys()) in_flight_.erase(key);
-  }
-  MutexLock lock(&mu_);
-  reader_done_ = true;
 }
 
 absl::Status Writer::StreamError() {
@@ -444,13 +422,9 @@ absl::Status Writer::StreamError() {
     MutexLock lock(&mu_);
     mu_.Await(absl::Condition(&reader_done_));
   }
-  reader_.join();
   StopSender();
-  absl::Status status = FromGrpcStatus(stream_->Finish());
+  status_ = stream_->Finish();
   stream_.reset();
-  status_ = status.ok() ? absl::UnavailableError(
-                              "The server ended the insert stream.")
-                        : status;
   return status_;
 }
 

@@ -15,9 +15,10 @@
 // creating one more waits, without timeout, so Append and CreateItem block
 // while the table's rate limiter holds inserts back. The stream is opened
 // with the first item, once the channel is connected (UNAVAILABLE after
-// kConnectTimeout, connection.h). A broken stream becomes the writer's permanent
-// error. Not thread-safe: one caller thread at a time (two more threads
-// write requests and read confirmations).
+// kConnectTimeout, connection.h). The call, its confirmations and its final
+// status are an InsertStream's (insert_stream.h); a broken stream becomes
+// the writer's permanent error. Not thread-safe: one caller thread at a
+// time (two more threads write requests and read confirmations).
 #ifndef REVERB_CC_CLIENT_LEGACY_WRITER_H_
 #define REVERB_CC_CLIENT_LEGACY_WRITER_H_
 
@@ -36,6 +37,7 @@
 #include "cc/support/mutex.h"
 #include "cc/tensor/tensor.h"
 #include "cc/client/connection.h"
+#include "cc/client/insert_stream.h"
 
 namespace deepmind::reverb {
 
@@ -121,7 +123,6 @@ class REVERB_EXPORT Writer {
   absl::Status StartStream();
   // The stream's final status once its reader has stopped.
   absl::Status StreamError();
-  void ReadConfirmations();
   // The sender thread: writes the outbox until StopSender().
   void SendRequests();
   // Lets the sender write what is queued, then joins it.
@@ -140,11 +141,7 @@ class REVERB_EXPORT Writer {
   absl::Status status_;  // Permanent error.
   bool closed_ = false;
 
-  std::unique_ptr<grpc::ClientContext> context_;
-  std::unique_ptr<
-      grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
-      stream_;
-  std::thread reader_;
+  std::unique_ptr<InsertStream> stream_;
   std::thread sender_;
 
   // Requests queued for the sender are merged up to this size.

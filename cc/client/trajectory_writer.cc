@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cc/core/errors.h"
 #include "cc/support/mutex.h"
-#include "cc/wire/insert_request.h"
 #include "cc/tensor/signature.h"
 #include "cc/wire/grpc_status.h"
 #include "cc/support/random_key.h"
@@ -93,7 +93,7 @@ void TrajectoryWriter::Close() {
     MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
-    if (context_ != nullptr) context_->TryCancel();
+    if (stream_ != nullptr) stream_->Cancel();
   }
   stream_thread_.join();
 }
@@ -320,12 +320,7 @@ absl::Status TrajectoryWriter::FlushLocked(int ignore_last_num_items,
   ++flushing_;
   const bool flushed = mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
   --flushing_;
-  if (!flushed) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "Timeout exceeded with ", queue_.size(),
-        " items waiting to be written and ", in_flight_.size(),
-        " items awaiting confirmation."));
-  }
+  if (!flushed) return WriterTimeout(queue_.size(), in_flight_.size());
   if (closed_) return absl::CancelledError(kClosed);
   return status_;
 }
@@ -404,9 +399,7 @@ void TrajectoryWriter::RunStreams() {
       if (closed_) return;
     }
     const absl::Time started = absl::Now();
-    absl::Status status =
-        connection_->WaitForConnection(absl::Milliseconds(250));
-    if (status.ok()) status = RunStream();
+    const absl::Status status = RunStream();
 
     MutexLock lock(&mu_);
     if (closed_) return;
@@ -417,9 +410,7 @@ void TrajectoryWriter::RunStreams() {
     }
     if (failing_since == absl::InfiniteFuture()) failing_since = now;
     if (!IsTransientError(status) || now - failing_since > kConnectTimeout) {
-      status_ = status.ok() ? absl::UnavailableError(
-                                  "The server ended the insert stream.")
-                            : status;
+      status_ = status;
       return;
     }
     // Send the unconfirmed items again, in their order, on a new stream
@@ -439,25 +430,27 @@ void TrajectoryWriter::RunStreams() {
 }
 
 absl::Status TrajectoryWriter::RunStream() {
-  grpc::ClientContext context;
-  context.set_wait_for_ready(false);
-  auto stream = connection_->OpenInsertStream(&context);
+  {
+    MutexLock lock(&mu_);
+    stream_broken_ = false;
+  }
+  REVERB_ASSIGN_OR_RETURN(
+      std::unique_ptr<InsertStream> stream,
+      InsertStream::Open(
+          connection_, absl::Milliseconds(250),
+          [this](absl::Span<const uint64_t> keys) {
+            MutexLock lock(&mu_);
+            for (uint64_t key : keys) in_flight_.erase(key);
+          },
+          [this] {
+            MutexLock lock(&mu_);
+            stream_broken_ = true;
+          }));
   {
     MutexLock lock(&mu_);
     if (closed_) return absl::CancelledError(kClosed);
-    context_ = &context;
-    stream_broken_ = false;
+    stream_ = stream.get();
   }
-  std::thread reader([this, &stream] {
-    InsertStreamResponse response;
-    while (stream->Read(&response)) {
-      MutexLock lock(&mu_);
-      for (uint64_t key : response.keys()) in_flight_.erase(key);
-    }
-    MutexLock lock(&mu_);
-    stream_broken_ = true;
-  });
-  SetThreadName(reader, "reverb-confirm");
   bool cancel = false;
   while (true) {
     // The request's items are many small messages: an arena makes them
@@ -487,19 +480,14 @@ absl::Status TrajectoryWriter::RunStream() {
       if (closed_ || stream_broken_) break;
       BuildRequestLocked(request, &chunks);
     }
-    const bool written =
-        stream->Write(EncodeInsertRequest(*request, chunks),
-                      grpc::WriteOptions().set_no_compression());
     // A failed write means the call has ended: Finish() tells why.
-    if (!written) break;
+    if (!stream->Write(*request, chunks)) break;
   }
-  if (cancel) context.TryCancel();
-  reader.join();
-  absl::Status status = FromGrpcStatus(stream->Finish());
+  if (cancel) stream->Cancel();
+  absl::Status status = stream->Finish();
   MutexLock lock(&mu_);
-  context_ = nullptr;
-  return status.ok() ? absl::UnavailableError("The insert stream ended.")
-                     : status;
+  stream_ = nullptr;
+  return status;
 }
 
 bool TrajectoryWriter::BuildRequestLocked(

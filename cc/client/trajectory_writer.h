@@ -10,11 +10,13 @@
 // asks the server to keep the chunks later items may still use: those of
 // the refs the chunkers keep alive and those of queued items.
 //
-// Confirmed items are forgotten. After UNAVAILABLE or CANCELLED the stream
-// is reopened (backoff 1 ms to 1 s, reset by a stream that lived 2 s) and
-// unconfirmed items are sent again, with their chunks. After kConnectTimeout
-// (connection.h, 10 s) of failing continuously, or on any other error, the
-// error becomes the writer's permanent status, returned by every later call.
+// Each stream is an InsertStream (insert_stream.h), which reads the
+// confirmations and gives the stream's final status. Confirmed items are
+// forgotten. After UNAVAILABLE or CANCELLED the stream is reopened (backoff
+// 1 ms to 1 s, reset by a stream that lived 2 s) and unconfirmed items are
+// sent again, with their chunks. After kConnectTimeout (connection.h, 10 s)
+// of failing continuously, or on any other error, the error becomes the
+// writer's permanent status, returned by every later call.
 //
 // Thread-safe.
 #ifndef REVERB_CC_CLIENT_TRAJECTORY_WRITER_H_
@@ -36,6 +38,7 @@
 #include "absl/types/span.h"
 #include "cc/client/chunker.h"
 #include "cc/client/connection.h"
+#include "cc/client/insert_stream.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
 
@@ -175,7 +178,8 @@ class REVERB_EXPORT TrajectoryWriter {
 
   // Background thread: (re)opens streams and writes queued items.
   void RunStreams();
-  // Serves one stream until it fails or the writer closes.
+  // Opens a stream (once connected, within 250 ms) and serves it until it
+  // fails or the writer closes; returns why it ended (never OK).
   absl::Status RunStream();
   // Builds the next request: its items and keep_chunk_keys in `request`,
   // the chunks to send first in `chunks` (see EncodeInsertRequest); false if
@@ -203,9 +207,10 @@ class REVERB_EXPORT TrajectoryWriter {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   // Flush and EndEpisode calls waiting for items to be confirmed.
   int flushing_ ABSL_GUARDED_BY(mu_) = 0;
-  // Set by the reader when the stream has ended.
+  // Set by the stream's reader when the stream has ended.
   bool stream_broken_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The stream RunStream() serves, for Close() to cancel.
+  InsertStream* stream_ ABSL_GUARDED_BY(mu_) = nullptr;
 
   std::thread stream_thread_;
 };

@@ -1,6 +1,7 @@
 #include "cc/core/errors.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -21,6 +22,13 @@ bool IsRateLimiterTimeout(const absl::Status& status) {
 
 absl::Status TableClosed() {
   return absl::CancelledError("RateLimiter has been cancelled");
+}
+
+absl::Status WriterTimeout(int64_t waiting, int64_t awaiting) {
+  return absl::DeadlineExceededError(
+      absl::StrCat("Timeout exceeded with ", waiting,
+                   " items waiting to be written and ", awaiting,
+                   " items awaiting confirmation."));
 }
 
 }  // namespace deepmind::reverb

@@ -2,6 +2,8 @@
 #ifndef REVERB_CC_CORE_ERRORS_H_
 #define REVERB_CC_CORE_ERRORS_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "cc/support/export.h"
 
@@ -17,6 +19,12 @@ REVERB_EXPORT bool IsRateLimiterTimeout(const absl::Status& status);
 // CANCELLED: the table was closed while the request waited, or before it
 // was made.
 REVERB_EXPORT absl::Status TableClosed();
+
+// DEADLINE_EXCEEDED "Timeout exceeded with <waiting> items waiting to be
+// written and <awaiting> items awaiting confirmation.": a writer's Flush
+// (or EndEpisode, Close) timed out. Python's reverb.errors.writer_call_timeout
+// turns it into DeadlineExceededError by its "Timeout exceeded".
+REVERB_EXPORT absl::Status WriterTimeout(int64_t waiting, int64_t awaiting);
 
 }  // namespace deepmind::reverb
 

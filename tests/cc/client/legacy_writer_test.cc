@@ -1,0 +1,178 @@
+// The legacy Writer over its InsertStream, against a real server on
+// loopback: what reaches the table, flushing and closing with a timeout,
+// and the server's errors.
+#include "cc/client/legacy_writer.h"
+
+#include <memory>
+#include <vector>
+
+#include "cc/wire/grpc_status.h"
+#include "gtest/gtest.h"
+#include "tests/cc/client/writer_test_util.h"
+
+namespace deepmind::reverb {
+namespace {
+
+using ::deepmind::reverb::testing::Address;
+using ::deepmind::reverb::testing::FifoTable;
+using ::deepmind::reverb::testing::Int32;
+using ::deepmind::reverb::testing::StartServer;
+using ::deepmind::reverb::testing::StoredItems;
+
+constexpr char kOneAwaitingConfirmation[] =
+    "Timeout exceeded with 0 items waiting to be written and 1 items "
+    "awaiting confirmation.";
+
+class LegacyWriterTest : public ::testing::Test {
+ protected:
+  void Start(std::vector<std::shared_ptr<Table>> tables) {
+    auto server = StartServer(std::move(tables));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    connection_ = std::make_shared<Connection>(Address(server_->port()));
+  }
+
+  std::unique_ptr<Writer> NewWriter(int chunk_length, int max_timesteps) {
+    WriterOptions options;
+    options.chunk_length = chunk_length;
+    options.max_timesteps = max_timesteps;
+    return *Writer::Create(connection_, options);
+  }
+
+  // A step of one int32 scalar column.
+  static std::vector<Tensor> Step(int32_t value) {
+    return {Int32({value}, {})};
+  }
+
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<Connection> connection_;
+};
+
+TEST_F(LegacyWriterTest, ItemsReachTheTableWithTheirChunksAndPriorities) {
+  auto table = FifoTable("t", *MinSizeRateLimiter(1));
+  Start({table});
+  auto writer = NewWriter(/*chunk_length=*/2, /*max_timesteps=*/4);
+  for (int32_t t = 0; t < 5; ++t) {
+    ASSERT_TRUE(writer->Append(Step(t)).ok());
+    // Steps 0-1 (sent at once, its chunk is complete); then steps 2-4 and
+    // step 4 alone, sent when Close() chunks step 4.
+    if (t == 1) ASSERT_TRUE(writer->CreateItem("t", 2, 1.5).ok());
+  }
+  ASSERT_TRUE(writer->CreateItem("t", 3, 0.5).ok());
+  ASSERT_TRUE(writer->CreateItem("t", 1, 2).ok());
+  ASSERT_TRUE(writer->Close(absl::Seconds(30)).ok());
+
+  auto stored = StoredItems(*table);
+  ASSERT_EQ(stored.size(), 3);
+  EXPECT_EQ(stored[0].item.priority(), 1.5);
+  EXPECT_EQ(stored[0].columns, (std::vector<std::vector<int32_t>>{{0, 1}}));
+  ASSERT_EQ(stored[0].chunks.size(), 1);
+  EXPECT_EQ(stored[0].chunks[0].sequence_range().start(), 0);
+  EXPECT_EQ(stored[0].chunks[0].sequence_range().end(), 1);
+
+  EXPECT_EQ(stored[1].item.priority(), 0.5);
+  EXPECT_EQ(stored[1].columns, (std::vector<std::vector<int32_t>>{{2, 3, 4}}));
+  ASSERT_EQ(stored[1].chunks.size(), 2);
+  EXPECT_EQ(stored[1].chunks[0].sequence_range().start(), 2);
+  EXPECT_EQ(stored[1].chunks[0].sequence_range().end(), 3);
+  EXPECT_EQ(stored[1].chunks[1].sequence_range().start(), 4);
+  EXPECT_EQ(stored[1].chunks[1].sequence_range().end(), 4);
+
+  EXPECT_EQ(stored[2].item.priority(), 2);
+  EXPECT_EQ(stored[2].columns, (std::vector<std::vector<int32_t>>{{4}}));
+  // The chunk of step 4, sent once with the item before.
+  EXPECT_EQ(stored[2].chunk_keys,
+            (std::vector<uint64_t>{stored[1].chunk_keys[1]}));
+  // One episode.
+  for (const auto& item : stored) {
+    for (const ChunkData& chunk : item.chunks) {
+      EXPECT_EQ(chunk.sequence_range().episode_id(),
+                stored[0].chunks[0].sequence_range().episode_id());
+    }
+  }
+}
+
+TEST_F(LegacyWriterTest, FlushTimesOutWhileTheTableHoldsAnItemBack) {
+  // A queue of one: the second item waits until the first is sampled.
+  auto table = FifoTable("q", *QueueRateLimiter(1), 1);
+  Start({table});
+  auto writer = NewWriter(1, 1);
+  ASSERT_TRUE(writer->Append(Step(1)).ok());
+  ASSERT_TRUE(writer->CreateItem("q", 1, 1).ok());
+  ASSERT_TRUE(writer->Flush(absl::Seconds(30)).ok());
+  ASSERT_TRUE(writer->Append(Step(2)).ok());
+  ASSERT_TRUE(writer->CreateItem("q", 1, 1).ok());
+  absl::Status flush = writer->Flush(absl::Milliseconds(300));
+  EXPECT_EQ(flush.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(flush.message(), kOneAwaitingConfirmation);
+
+  // The timeout is not the writer's error: once the table takes the item,
+  // the writer flushes and closes.
+  ASSERT_TRUE(table->Sample(absl::Seconds(30)).ok());
+  EXPECT_TRUE(writer->Flush(absl::Seconds(30)).ok());
+  EXPECT_TRUE(writer->Close(absl::Seconds(30)).ok());
+  auto stored = StoredItems(*table);
+  ASSERT_EQ(stored.size(), 1);
+  EXPECT_EQ(stored[0].columns, (std::vector<std::vector<int32_t>>{{2}}));
+}
+
+TEST_F(LegacyWriterTest, CloseTimesOutAndClosesTheWriter) {
+  auto table = FifoTable("q", *QueueRateLimiter(1), 1);
+  Start({table});
+  auto writer = NewWriter(1, 1);
+  for (int32_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(writer->Append(Step(i)).ok());
+    ASSERT_TRUE(writer->CreateItem("q", 1, 1).ok());
+    if (i == 0) ASSERT_TRUE(writer->Flush(absl::Seconds(30)).ok());
+  }
+  absl::Status close = writer->Close(absl::Milliseconds(300));
+  EXPECT_EQ(close.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(close.message(), kOneAwaitingConfirmation);
+  absl::Status append = writer->Append(Step(3));
+  EXPECT_EQ(append.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(append.message(), "Calling method Append after Close has been called");
+}
+
+TEST_F(LegacyWriterTest, AnUnknownTableBecomesTheWritersError) {
+  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  auto writer = NewWriter(1, 1);
+  ASSERT_TRUE(writer->Append(Step(1)).ok());
+  ASSERT_TRUE(writer->CreateItem("nope", 1, 1).ok());
+  for (const absl::Status& status :
+       {writer->Flush(absl::Seconds(30)), writer->Append(Step(2)),
+        writer->Close(absl::Seconds(30))}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(status.message(), "Priority table nope was not found");
+  }
+}
+
+TEST_F(LegacyWriterTest, AServerThatStopsBecomesTheWritersError) {
+  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  auto writer = NewWriter(1, 1);
+  ASSERT_TRUE(writer->Append(Step(1)).ok());
+  ASSERT_TRUE(writer->CreateItem("t", 1, 1).ok());
+  ASSERT_TRUE(writer->Flush(absl::Seconds(30)).ok());
+  server_->Stop();
+  ASSERT_TRUE(writer->Append(Step(2)).ok());
+  absl::Status status = writer->CreateItem("t", 1, 1);
+  if (status.ok()) status = writer->Flush(absl::Seconds(30));
+  EXPECT_TRUE(IsTransientError(status)) << status;
+  // Permanent: the legacy writer does not reconnect.
+  EXPECT_EQ(writer->Append(Step(3)), status);
+}
+
+TEST_F(LegacyWriterTest, DestroyingAWriterDoesNotWaitForConfirmations) {
+  Start({FifoTable("q", *QueueRateLimiter(1), 1)});
+  auto writer = NewWriter(1, 1);
+  for (int32_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(writer->Append(Step(i)).ok());
+    ASSERT_TRUE(writer->CreateItem("q", 1, 1).ok());
+  }
+  // The second item is never confirmed: a destructor that waited would hang.
+  EXPECT_EQ(writer->Flush(absl::Milliseconds(100)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  writer.reset();
+}
+
+}  // namespace
+}  // namespace deepmind::reverb

@@ -1,0 +1,155 @@
+// The TrajectoryWriter over its InsertStreams, against a real server on
+// loopback: what reaches the table, flushing and ending episodes with a
+// timeout, the server's errors and streaming again to a restarted server.
+#include "cc/client/trajectory_writer.h"
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/cc/client/writer_test_util.h"
+
+namespace deepmind::reverb {
+namespace {
+
+using ::deepmind::reverb::testing::Address;
+using ::deepmind::reverb::testing::FifoTable;
+using ::deepmind::reverb::testing::Int32;
+using ::deepmind::reverb::testing::StartServer;
+using ::deepmind::reverb::testing::StoredItems;
+
+constexpr char kOneAwaitingConfirmation[] =
+    "Timeout exceeded with 0 items waiting to be written and 1 items "
+    "awaiting confirmation.";
+
+class TrajectoryWriterTest : public ::testing::Test {
+ protected:
+  void Start(std::vector<std::shared_ptr<Table>> tables, int port = 0) {
+    auto server = StartServer(std::move(tables), port);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    if (connection_ == nullptr) {
+      connection_ = std::make_shared<Connection>(Address(server_->port()));
+    }
+  }
+
+  std::unique_ptr<TrajectoryWriter> NewWriter(int max_chunk_length,
+                                              int num_keep_alive_refs) {
+    return *TrajectoryWriter::Create(
+        connection_, std::make_shared<ConstantChunkerOptions>(
+                         max_chunk_length, num_keep_alive_refs));
+  }
+
+  // Appends a step of one int32 scalar column; its cell.
+  static std::weak_ptr<CellRef> Append(TrajectoryWriter& writer,
+                                       int32_t value) {
+    auto refs = writer.Append({std::optional<TensorView>(Int32({value}, {}))});
+    EXPECT_TRUE(refs.ok()) << refs.status();
+    return refs.ok() ? *(*refs)[0] : std::weak_ptr<CellRef>();
+  }
+
+  static uint64_t ChunkKey(const std::weak_ptr<CellRef>& cell) {
+    return cell.lock()->chunk_key();
+  }
+
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<Connection> connection_;
+};
+
+TEST_F(TrajectoryWriterTest, ItemsReachTheTableWithTheirChunksAndPriorities) {
+  auto table = FifoTable("t", *MinSizeRateLimiter(1));
+  Start({table});
+  auto writer = NewWriter(/*max_chunk_length=*/2, /*num_keep_alive_refs=*/4);
+  std::vector<std::weak_ptr<CellRef>> cells;
+  for (int32_t t = 0; t < 4; ++t) cells.push_back(Append(*writer, t));
+  ASSERT_TRUE(writer->CreateItem("t", 0.5, {{{cells[1], cells[2]}}}).ok());
+  ASSERT_TRUE(writer->CreateItem("t", 3, {{{cells[3]}}}).ok());
+  ASSERT_TRUE(writer->Flush(0, absl::Seconds(30)).ok());
+  EXPECT_EQ(writer->num_pending_items(), 0);
+
+  auto stored = StoredItems(*table);
+  ASSERT_EQ(stored.size(), 2);
+  EXPECT_EQ(stored[0].item.priority(), 0.5);
+  EXPECT_EQ(stored[0].columns, (std::vector<std::vector<int32_t>>{{1, 2}}));
+  EXPECT_EQ(stored[0].chunk_keys,
+            (std::vector<uint64_t>{ChunkKey(cells[1]), ChunkKey(cells[2])}));
+  EXPECT_EQ(stored[1].item.priority(), 3);
+  EXPECT_EQ(stored[1].columns, (std::vector<std::vector<int32_t>>{{3}}));
+  EXPECT_EQ(stored[1].chunk_keys, (std::vector<uint64_t>{ChunkKey(cells[3])}));
+  writer->Close();
+}
+
+TEST_F(TrajectoryWriterTest, FlushAndEndEpisodeTimeOutWhileTheTableHoldsBack) {
+  // A queue of one: the second item waits until the first is sampled.
+  auto table = FifoTable("q", *QueueRateLimiter(1), 1);
+  Start({table});
+  auto writer = NewWriter(1, 1);
+  ASSERT_TRUE(writer->CreateItem("q", 1, {{{Append(*writer, 1)}}}).ok());
+  ASSERT_TRUE(writer->Flush(0, absl::Seconds(30)).ok());
+  ASSERT_TRUE(writer->CreateItem("q", 1, {{{Append(*writer, 2)}}}).ok());
+
+  for (const absl::Status& status :
+       {writer->Flush(0, absl::Seconds(1)),
+        writer->EndEpisode(/*clear_buffers=*/true, absl::Seconds(1))}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_EQ(status.message(), kOneAwaitingConfirmation);
+  }
+  EXPECT_EQ(writer->episode_steps(), 2);  // The episode did not end.
+  EXPECT_EQ(writer->num_pending_items(), 1);
+
+  ASSERT_TRUE(table->Sample(absl::Seconds(30)).ok());
+  ASSERT_TRUE(writer->EndEpisode(true, absl::Seconds(30)).ok());
+  EXPECT_EQ(writer->episode_steps(), 0);
+  EXPECT_EQ(writer->num_pending_items(), 0);
+  auto stored = StoredItems(*table);
+  ASSERT_EQ(stored.size(), 1);
+  EXPECT_EQ(stored[0].columns, (std::vector<std::vector<int32_t>>{{2}}));
+  writer->Close();
+}
+
+TEST_F(TrajectoryWriterTest, AnUnknownTableBecomesTheWritersError) {
+  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  auto writer = NewWriter(1, 1);
+  ASSERT_TRUE(writer->CreateItem("nope", 1, {{{Append(*writer, 1)}}}).ok());
+  for (const absl::Status& status :
+       {writer->Flush(0, absl::Seconds(30)),
+        writer->Append({std::optional<TensorView>(Int32({2}, {}))}).status(),
+        writer->EndEpisode(true)}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(status.message(), "Priority table nope was not found");
+  }
+  writer->Close();
+}
+
+TEST_F(TrajectoryWriterTest, StreamsAgainToARestartedServer) {
+  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  const int port = server_->port();
+  auto writer = NewWriter(/*max_chunk_length=*/1, /*num_keep_alive_refs=*/2);
+  auto first = Append(*writer, 1);
+  ASSERT_TRUE(writer->CreateItem("t", 1, {{{first}}}).ok());
+  ASSERT_TRUE(writer->Flush(0, absl::Seconds(30)).ok());
+
+  // The server cancels the stream as it stops (a transient error); the
+  // writer streams again once a server is back, within kConnectTimeout.
+  server_->Stop();
+  server_.reset();
+  auto table = FifoTable("t", *MinSizeRateLimiter(1));
+  Start({table}, port);
+  // Its chunk went out on the old stream only: the new one needs it too.
+  ASSERT_TRUE(writer->CreateItem("t", 2, {{{first}}}).ok());
+  ASSERT_TRUE(writer->CreateItem("t", 3, {{{first, Append(*writer, 2)}}}).ok());
+  absl::Status flush = writer->Flush(0, absl::Seconds(60));
+  ASSERT_TRUE(flush.ok()) << flush;
+
+  auto stored = StoredItems(*table);
+  ASSERT_EQ(stored.size(), 2);
+  EXPECT_EQ(stored[0].item.priority(), 2);
+  EXPECT_EQ(stored[0].columns, (std::vector<std::vector<int32_t>>{{1}}));
+  EXPECT_EQ(stored[1].item.priority(), 3);
+  EXPECT_EQ(stored[1].columns, (std::vector<std::vector<int32_t>>{{1, 2}}));
+  writer->Close();
+}
+
+}  // namespace
+}  // namespace deepmind::reverb
