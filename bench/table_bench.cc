@@ -19,11 +19,11 @@
 
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
+#include "cc/core/table.h"
 #include "cc/rate_limiters/presets.h"
 #include "cc/selectors/fifo.h"
 #include "cc/selectors/prioritized.h"
 #include "cc/selectors/uniform.h"
-#include "cc/core/table.h"
 
 namespace deepmind::reverb {
 namespace {

@@ -12,13 +12,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cc/client/client.h"
+#include "cc/client/legacy_writer.h"
 #include "cc/client/sample.h"
 #include "cc/client/sample_stream.h"
 #include "cc/client/sampler.h"
+#include "cc/support/status_macros.h"
 #include "cc/tensor/signature.h"
 #include "cc/tensor/tensor.h"
-#include "cc/support/status_macros.h"
-#include "cc/client/legacy_writer.h"
 #include "tf_ops/op_waits.h"
 
 namespace deepmind::reverb::tf_ops {
@@ -88,7 +88,8 @@ absl::Status CheckStep(const std::string& table,
         "Unable to CreateItem in table '", table,
         "' because Append was called with a tensor signature inconsistent "
         "with table signature.  Append for timestep offset 0 was called "
-        "with ", given.size(), " tensors, but table requires ", specs.size(),
+        "with ",
+        given.size(), " tensors, but table requires ", specs.size(),
         " tensors per entry.  Table signature: ", DescribeSignature(specs),
         ", data signature: ", DescribeSignature(given), "."));
   }
@@ -104,8 +105,8 @@ absl::Status CheckStep(const std::string& table,
     return absl::InvalidArgumentError(absl::StrCat(
         "Unable to CreateItem in table '", table,
         "' because Append was called with a tensor signature inconsistent "
-        "with the table signature. At timestep offset 0, flattened index ", c,
-        ", saw a tensor of dtype ", DataTypeName(given[c].dtype), ", shape ",
+        "with the table signature. At timestep offset 0, flattened index ",
+        c, ", saw a tensor of dtype ", DataTypeName(given[c].dtype), ", shape ",
         ShapeString(given[c].shape), ", but expected tensor '", specs[c].name,
         "' of dtype ", DataTypeName(specs[c].dtype),
         " and shape compatible with ", ShapeString(specs[c].shape),
@@ -184,7 +185,8 @@ struct ClientBridge::State {
       idle_streams;
   std::vector<std::unique_ptr<Writer>> idle_writers;
   // Every table of the last ServerInfo, with its signature (or null).
-  std::unordered_map<std::string, std::shared_ptr<const std::vector<SignatureSpec>>>
+  std::unordered_map<std::string,
+                     std::shared_ptr<const std::vector<SignatureSpec>>>
       signatures;
 };
 
@@ -210,8 +212,7 @@ absl::StatusOr<reverb::Sample> ClientBridge::State::SampleOne(
       stream = *std::move(made);
     }
     REVERB_RETURN_IF_ERROR(waits.Begin(generation, stream.get()));
-    const absl::Status requested =
-        stream->Request(1, absl::InfiniteDuration());
+    const absl::Status requested = stream->Request(1, absl::InfiniteDuration());
     absl::StatusOr<reverb::Sample> sample =
         requested.ok() ? stream->Read()
                        : absl::StatusOr<reverb::Sample>(requested);
@@ -243,7 +244,8 @@ ClientBridge::State::Signature(const std::string& table) {
   }
   absl::StatusOr<ServerInfoResponse> info = client.ServerInfo(kConnectTimeout);
   if (!info.ok()) return info.status();
-  std::unordered_map<std::string, std::shared_ptr<const std::vector<SignatureSpec>>>
+  std::unordered_map<std::string,
+                     std::shared_ptr<const std::vector<SignatureSpec>>>
       fetched;
   for (const TableInfo& table_info : info->table_info()) {
     std::shared_ptr<const std::vector<SignatureSpec>> specs;
@@ -251,8 +253,8 @@ ClientBridge::State::Signature(const std::string& table) {
       absl::StatusOr<std::vector<SignatureSpec>> flat =
           FlattenSignature(table_info.signature());
       if (!flat.ok()) return flat.status();
-      specs = std::make_shared<const std::vector<SignatureSpec>>(
-          *std::move(flat));
+      specs =
+          std::make_shared<const std::vector<SignatureSpec>>(*std::move(flat));
     }
     fetched[table_info.name()] = std::move(specs);
   }
@@ -263,10 +265,10 @@ ClientBridge::State::Signature(const std::string& table) {
   std::vector<std::string> names;
   for (const auto& [name, unused] : signatures) names.push_back(name);
   std::sort(names.begin(), names.end());
-  return absl::InvalidArgumentError(absl::StrCat(
-      "Unable to find signatures for table '", table,
-      "' in signature cache.  Available tables: ['",
-      absl::StrJoin(names, "', '"), "']."));
+  return absl::InvalidArgumentError(
+      absl::StrCat("Unable to find signatures for table '", table,
+                   "' in signature cache.  Available tables: ['",
+                   absl::StrJoin(names, "', '"), "']."));
 }
 
 absl::Status ClientBridge::State::InsertOnce(
@@ -301,8 +303,9 @@ ClientStatus ClientBridge::Sample(const std::string& table,
   if (columns.size() != dtypes.size()) {
     return ToClientStatus(absl::InvalidArgumentError(absl::StrCat(
         "Number of tensors in the replay sample did not match the expected "
-        "count. Got ", columns.size() + Sampler::kNumInfoTensors,
-        " but wanted ", dtypes.size() + Sampler::kNumInfoTensors)));
+        "count. Got ",
+        columns.size() + Sampler::kNumInfoTensors, " but wanted ",
+        dtypes.size() + Sampler::kNumInfoTensors)));
   }
   SampledStep::State& out = *step->state_;
   out.shapes.clear();

@@ -47,7 +47,8 @@ struct Kernel {
   ClientBridge* Get(const std::string& server_address) {
     std::lock_guard<std::mutex> lock(mu);
     std::unique_ptr<ClientBridge>& client = clients[server_address];
-    if (client == nullptr) client = std::make_unique<ClientBridge>(server_address);
+    if (client == nullptr)
+      client = std::make_unique<ClientBridge>(server_address);
     return client.get();
   }
 };
@@ -106,8 +107,8 @@ TF_Tensor* Allocate(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
 }
 
 template <typename T>
-bool WriteScalar(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
-                 T value, TF_Status* status) {
+bool WriteScalar(TF_OpKernelContext* ctx, int index, TF_DataType dtype, T value,
+                 TF_Status* status) {
   TF_Tensor* tensor = Allocate(ctx, index, dtype, {}, status);
   if (tensor == nullptr) return false;
   *static_cast<T*>(TF_TensorData(tensor)) = value;
@@ -121,8 +122,7 @@ bool WriteStep(TF_OpKernelContext* ctx, const SampledStep& step,
       !WriteScalar<double>(ctx, 1, TF_DOUBLE, step.probability(), status) ||
       !WriteScalar<int64_t>(ctx, 2, TF_INT64, step.table_size(), status) ||
       !WriteScalar<double>(ctx, 3, TF_DOUBLE, step.priority(), status) ||
-      !WriteScalar<int32_t>(ctx, 4, TF_INT32, step.times_sampled(),
-                            status)) {
+      !WriteScalar<int32_t>(ctx, 4, TF_INT32, step.times_sampled(), status)) {
     return false;
   }
   for (int c = 0; c < step.num_columns(); ++c) {
@@ -163,7 +163,8 @@ void ComputeSample(void* kernel, TF_OpKernelContext* ctx) {
     Fail(ctx, result.code, result.message);
     return;
   }
-  if (!WriteStep(ctx, step, status.s)) TF_OpKernelContext_Failure(ctx, status.s);
+  if (!WriteStep(ctx, step, status.s))
+    TF_OpKernelContext_Failure(ctx, status.s);
 }
 
 // A view of a tensor's elements for the bridge.
@@ -174,7 +175,8 @@ TensorRef RefOf(const Input& input) {
     ref.shape.push_back(TF_Dim(input.t, d));
   }
   if (ref.dtype == TF_STRING) {
-    const auto* strings = static_cast<const TF_TString*>(TF_TensorData(input.t));
+    const auto* strings =
+        static_cast<const TF_TString*>(TF_TensorData(input.t));
     const int64_t n = TF_TensorElementCount(input.t);
     for (int64_t i = 0; i < n; ++i) {
       ref.strings.emplace_back(TF_TString_GetDataPointer(&strings[i]),
@@ -214,8 +216,10 @@ void ComputeInsert(void* kernel, TF_OpKernelContext* ctx) {
     return;
   }
   const int64_t n = TF_Dim(tables_input.t, 0);
-  const auto* names = static_cast<const TF_TString*>(TF_TensorData(tables_input.t));
-  const auto* values = static_cast<const double*>(TF_TensorData(priorities_input.t));
+  const auto* names =
+      static_cast<const TF_TString*>(TF_TensorData(tables_input.t));
+  const auto* values =
+      static_cast<const double*>(TF_TensorData(priorities_input.t));
   std::vector<std::string> tables;
   for (int64_t i = 0; i < n; ++i) {
     tables.emplace_back(TF_TString_GetDataPointer(&names[i]),
@@ -281,12 +285,10 @@ void CheckVectorShapes(TF_ShapeInferenceContext* ctx, int first, int second,
   if (TF_GetCode(status) == TF_OK && TF_DimensionHandleValueKnown(dims[0]) &&
       TF_DimensionHandleValueKnown(dims[1]) &&
       TF_DimensionHandleValue(dims[0]) != TF_DimensionHandleValue(dims[1])) {
-    const std::string message = std::string("Tensors ") + names +
-                                " do not match in shape ([" +
-                                std::to_string(TF_DimensionHandleValue(dims[0])) +
-                                "] vs. [" +
-                                std::to_string(TF_DimensionHandleValue(dims[1])) +
-                                "])";
+    const std::string message =
+        std::string("Tensors ") + names + " do not match in shape ([" +
+        std::to_string(TF_DimensionHandleValue(dims[0])) + "] vs. [" +
+        std::to_string(TF_DimensionHandleValue(dims[1])) + "])";
     TF_SetStatus(status, TF_INVALID_ARGUMENT, message.c_str());
   }
   for (int i = 0; i < 2; ++i) {
@@ -315,7 +317,8 @@ struct OpSpec {
 
 void Register(const OpSpec& spec) {
   TF_OpDefinitionBuilder* op = TF_NewOpDefinitionBuilder(spec.name);
-  for (const char* input : spec.inputs) TF_OpDefinitionBuilderAddInput(op, input);
+  for (const char* input : spec.inputs)
+    TF_OpDefinitionBuilderAddInput(op, input);
   for (const char* output : spec.outputs) {
     TF_OpDefinitionBuilderAddOutput(op, output);
   }
@@ -331,14 +334,14 @@ void Register(const OpSpec& spec) {
 }
 
 void RegisterOps() {
-  Register({kSampleOp,
-            {"server_address: string", "table: string"},
-            {"key: uint64", "probability: double", "table_size: int64",
-             "priority: double", "times_sampled: int32",
-             "outputs: Toutput_list"},
-            {"Toutput_list: list(type) >= 0"},
-            &SampleShapes,
-            &ComputeSample});
+  Register(
+      {kSampleOp,
+       {"server_address: string", "table: string"},
+       {"key: uint64", "probability: double", "table_size: int64",
+        "priority: double", "times_sampled: int32", "outputs: Toutput_list"},
+       {"Toutput_list: list(type) >= 0"},
+       &SampleShapes,
+       &ComputeSample});
   Register({kInsertOp,
             {"server_address: string", "data: T", "tables: string",
              "priorities: double"},

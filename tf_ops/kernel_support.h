@@ -70,9 +70,8 @@ inline std::string ShapeText(const TF_Tensor* tensor) {
 
 // The string held by input `index`, a string tensor of one element (a
 // scalar, or a vector of one); false (with `status` set) otherwise.
-inline bool GetStringInput(TF_OpKernelContext* ctx, int index,
-                           const char* name, std::string* out,
-                           TF_Status* status) {
+inline bool GetStringInput(TF_OpKernelContext* ctx, int index, const char* name,
+                           std::string* out, TF_Status* status) {
   Input input;
   if (!GetInput(ctx, index, &input, status)) return false;
   if (TF_TensorType(input.t) != TF_STRING ||

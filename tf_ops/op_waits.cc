@@ -70,8 +70,7 @@ absl::Status OpWaits::Check(uint64_t generation) const {
 
 absl::Status OpWaits::CheckLocked(uint64_t generation) const {
   if (over_) {
-    return absl::CancelledError(
-        "Reverb op cancelled: the process is exiting.");
+    return absl::CancelledError("Reverb op cancelled: the process is exiting.");
   }
   if (generation != generation_) {
     return absl::CancelledError("Reverb op cancelled by an interrupt.");
@@ -106,8 +105,8 @@ void WatchInterrupts() {
   std::call_once(once, [] {
     struct sigaction current;
     if (sigaction(SIGINT, nullptr, &current) != 0 ||
-        (current.sa_flags & SA_SIGINFO) != 0 ||
-        current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN ||
+        (current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler == SIG_DFL ||
+        current.sa_handler == SIG_IGN ||
         pipe2(interrupt_pipe, O_CLOEXEC) != 0) {
       return;
     }

@@ -145,18 +145,16 @@ TF_Tensor* Allocate(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
   dims.insert(dims.end(), row_shape.begin(), row_shape.end());
   int64_t elements = 1;
   for (int64_t d : dims) elements *= d;
-  const size_t bytes =
-      dtype == TF_STRING ? elements * sizeof(TF_TString)
-                         : elements * TF_DataTypeSize(dtype);
+  const size_t bytes = dtype == TF_STRING ? elements * sizeof(TF_TString)
+                                          : elements * TF_DataTypeSize(dtype);
   return TF_AllocateOutput(ctx, index, dtype, dims.data(),
                            static_cast<int>(dims.size()), bytes, status);
 }
 
 // Writes one info field of every row to output `index`.
 template <typename T, typename Get>
-bool WriteInfo(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
-               bool nest, const SampleSource& source, Get get,
-               TF_Status* status) {
+bool WriteInfo(TF_OpKernelContext* ctx, int index, TF_DataType dtype, bool nest,
+               const SampleSource& source, Get get, TF_Status* status) {
   const int64_t rows = source.num_rows();
   TF_Tensor* tensor = Allocate(ctx, index, dtype, nest, rows, {}, status);
   if (TF_GetCode(status) != TF_OK) return false;
@@ -168,21 +166,21 @@ bool WriteInfo(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
 
 bool WriteOutputs(TF_OpKernelContext* ctx, const Kernel& kernel,
                   const SampleSource& source, TF_Status* status) {
-  if (!WriteInfo<uint64_t>(ctx, 0, TF_UINT64, kernel.nest_rows, source,
-                           [](auto& s, int64_t r) { return s.key(r); },
-                           status) ||
-      !WriteInfo<double>(ctx, 1, TF_DOUBLE, kernel.nest_rows, source,
-                         [](auto& s, int64_t r) { return s.probability(r); },
-                         status) ||
-      !WriteInfo<int64_t>(ctx, 2, TF_INT64, kernel.nest_rows, source,
-                          [](auto& s, int64_t r) { return s.table_size(r); },
-                          status) ||
-      !WriteInfo<double>(ctx, 3, TF_DOUBLE, kernel.nest_rows, source,
-                         [](auto& s, int64_t r) { return s.priority(r); },
-                         status) ||
-      !WriteInfo<int32_t>(ctx, 4, TF_INT32, kernel.nest_rows, source,
-                          [](auto& s, int64_t r) { return s.times_sampled(r); },
-                          status)) {
+  if (!WriteInfo<uint64_t>(
+          ctx, 0, TF_UINT64, kernel.nest_rows, source,
+          [](auto& s, int64_t r) { return s.key(r); }, status) ||
+      !WriteInfo<double>(
+          ctx, 1, TF_DOUBLE, kernel.nest_rows, source,
+          [](auto& s, int64_t r) { return s.probability(r); }, status) ||
+      !WriteInfo<int64_t>(
+          ctx, 2, TF_INT64, kernel.nest_rows, source,
+          [](auto& s, int64_t r) { return s.table_size(r); }, status) ||
+      !WriteInfo<double>(
+          ctx, 3, TF_DOUBLE, kernel.nest_rows, source,
+          [](auto& s, int64_t r) { return s.priority(r); }, status) ||
+      !WriteInfo<int32_t>(
+          ctx, 4, TF_INT32, kernel.nest_rows, source,
+          [](auto& s, int64_t r) { return s.times_sampled(r); }, status)) {
     return false;
   }
   const std::vector<int>& dtypes = kernel.options.dtypes;
@@ -267,9 +265,8 @@ void RegisterOp() {
   Status status;
   TF_RegisterOpDefinition(op, status.s);
   if (!status.ok()) return;
-  TF_KernelBuilder* builder =
-      TF_NewKernelBuilder(kOpName, "CPU", &CreateKernel, &Compute,
-                          &DeleteKernel);
+  TF_KernelBuilder* builder = TF_NewKernelBuilder(kOpName, "CPU", &CreateKernel,
+                                                  &Compute, &DeleteKernel);
   TF_RegisterKernelBuilder(kOpName, builder, status.s);
 }
 

@@ -193,8 +193,8 @@ bool SampleSource::State::CheckedSignature(absl::Time deadline) {
     signature_deadline =
         absl::Now() + absl::Milliseconds(options.signature_timeout_ms);
   }
-  absl::StatusOr<ServerInfoResponse> info = client->ServerInfo(
-      std::min(deadline, signature_deadline) - absl::Now());
+  absl::StatusOr<ServerInfoResponse> info =
+      client->ServerInfo(std::min(deadline, signature_deadline) - absl::Now());
   if (absl::IsDeadlineExceeded(info.status()) &&
       absl::Now() < signature_deadline) {
     return false;
@@ -219,8 +219,7 @@ SourceStatus SampleSource::Next() {
   s.num_rows = 0;
   const absl::Time deadline =
       absl::Now() + absl::Milliseconds(s.options.max_wait_ms);
-  if (s.error.ok() && !s.signature_checked &&
-      !s.CheckedSignature(deadline)) {
+  if (s.error.ok() && !s.signature_checked && !s.CheckedSignature(deadline)) {
     return {};
   }
   if (s.error.ok() && s.sampler == nullptr) {
@@ -244,7 +243,8 @@ SourceStatus SampleSource::Next() {
   while (s.error.ok() && s.pending.size() < batch_size) {
     const absl::Time until =
         s.pending.empty() ? deadline : std::min(deadline, s.fill_deadline);
-    absl::StatusOr<Sample> sample = s.sampler->GetNextSample(until - absl::Now());
+    absl::StatusOr<Sample> sample =
+        s.sampler->GetNextSample(until - absl::Now());
     if (sample.ok()) {
       if (s.pending.empty()) {
         s.fill_deadline = absl::Now() + FromMs(s.options.fill_timeout_ms);
@@ -278,11 +278,11 @@ SourceStatus SampleSource::Next() {
     if (shapes.ok() && i == 0) {
       s.row_shapes = *std::move(shapes);
     } else if (shapes.ok() && *shapes != s.row_shapes) {
-      mismatch = absl::InvalidArgumentError(absl::StrCat(
-          "Samples of table '", s.options.table,
-          "' have different shapes and cannot be batched: [",
-          absl::StrJoin(s.row_shapes[0], ","), "] and [",
-          absl::StrJoin((*shapes)[0], ","), "] (first columns)."));
+      mismatch = absl::InvalidArgumentError(
+          absl::StrCat("Samples of table '", s.options.table,
+                       "' have different shapes and cannot be batched: [",
+                       absl::StrJoin(s.row_shapes[0], ","), "] and [",
+                       absl::StrJoin((*shapes)[0], ","), "] (first columns)."));
     }
     if (!mismatch.ok()) {
       s.error = mismatch;

@@ -18,9 +18,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cc/checkpointing/record_io.h"
+#include "cc/core/table_item.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
-#include "cc/core/table_item.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -115,10 +115,10 @@ Checkpointer::Checkpointer(std::string root_dir, std::string group,
       options_(options) {}
 
 std::string Checkpointer::DebugString() const {
-  return absl::StrCat("Checkpointer(root_dir=", root_dir_,
-                      ", fallback_checkpoint_path=",
-                      fallback_checkpoint_path_.value_or(""),
-                      ", keep_latest=", options_.keep_latest, ")");
+  return absl::StrCat(
+      "Checkpointer(root_dir=", root_dir_,
+      ", fallback_checkpoint_path=", fallback_checkpoint_path_.value_or(""),
+      ", keep_latest=", options_.keep_latest, ")");
 }
 
 absl::StatusOr<std::string> Checkpointer::Save(
@@ -241,9 +241,9 @@ absl::Status Checkpointer::Load(
     absl::Span<const std::shared_ptr<Table>> tables) const {
   const fs::path dir(path);
   if (!fs::exists(dir / kDoneFile)) {
-    return absl::NotFoundError(absl::StrCat(
-        path, " is not a complete checkpoint (it has no ", kDoneFile,
-        " file)."));
+    return absl::NotFoundError(
+        absl::StrCat(path, " is not a complete checkpoint (it has no ",
+                     kDoneFile, " file)."));
   }
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> by_name;
   std::vector<std::string> names;
@@ -251,8 +251,9 @@ absl::Status Checkpointer::Load(
     by_name[table->name()] = table;
     names.push_back(table->name());
   }
-  REVERB_ASSIGN_OR_RETURN(auto checkpoints,
-                          ReadMessages<PriorityTableCheckpoint>(dir / kTablesFile));
+  REVERB_ASSIGN_OR_RETURN(
+      auto checkpoints,
+      ReadMessages<PriorityTableCheckpoint>(dir / kTablesFile));
   for (const auto& checkpoint : checkpoints) {
     if (!by_name.contains(checkpoint.table_name())) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -261,9 +262,9 @@ absl::Status Checkpointer::Load(
           absl::StrJoin(names, ", "), "]."));
     }
     if (!checkpoint.deprecated_items().empty()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "Checkpoint ", path,
-          " stores items inside its tables (a pre-2021 format)."));
+      return absl::UnimplementedError(
+          absl::StrCat("Checkpoint ", path,
+                       " stores items inside its tables (a pre-2021 format)."));
     }
   }
   REVERB_ASSIGN_OR_RETURN(auto items,
@@ -274,18 +275,17 @@ absl::Status Checkpointer::Load(
   absl::flat_hash_map<std::string, std::vector<TableItem>> table_items;
   for (PrioritizedItem& item : items) {
     if (!by_name.contains(item.table())) {
-      return absl::DataLossError(absl::StrCat(
-          "Checkpoint ", path, " has an item of table ", item.table(),
-          ", which it does not describe."));
+      return absl::DataLossError(
+          absl::StrCat("Checkpoint ", path, " has an item of table ",
+                       item.table(), ", which it does not describe."));
     }
     TableItem table_item;
     for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {
       auto it = chunks.find(key);
       if (it == chunks.end()) {
         return absl::DataLossError(absl::StrCat(
-            "Item ", item.key(), " of checkpoint ", path,
-            " references chunk ", key, ", which is not in ", kChunksFile,
-            "."));
+            "Item ", item.key(), " of checkpoint ", path, " references chunk ",
+            key, ", which is not in ", kChunksFile, "."));
       }
       table_item.chunks.push_back(it->second);
     }

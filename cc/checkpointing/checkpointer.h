@@ -31,8 +31,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "cc/support/export.h"
 #include "cc/core/table.h"
+#include "cc/support/export.h"
 #include "cc/support/mutex.h"
 
 namespace deepmind::reverb {
@@ -59,10 +59,10 @@ class REVERB_EXPORT Checkpointer {
 
   // `fallback_checkpoint_path`: a checkpoint directory loaded when root_dir
   // has none. A non-empty `group` is not supported (as in OSS dm-reverb).
-  Checkpointer(std::string root_dir, std::string group = "",
-               std::optional<std::string> fallback_checkpoint_path =
-                   std::nullopt,
-               CheckpointerOptions options = {});
+  Checkpointer(
+      std::string root_dir, std::string group = "",
+      std::optional<std::string> fallback_checkpoint_path = std::nullopt,
+      CheckpointerOptions options = {});
 
   // Saves every table; returns the absolute path of the new checkpoint.
   // Keeps the newest `options.keep_latest` checkpoints (or `keep_latest` if
@@ -79,7 +79,8 @@ class REVERB_EXPORT Checkpointer {
 
   // Loads the newest complete checkpoint of root_dir, skipping (and
   // logging) ones that fail to read. NOT_FOUND if there is none.
-  absl::Status LoadLatest(absl::Span<const std::shared_ptr<Table>> tables) const;
+  absl::Status LoadLatest(
+      absl::Span<const std::shared_ptr<Table>> tables) const;
 
   // Loads the fallback checkpoint; NOT_FOUND if none is configured or it is
   // not a complete checkpoint.

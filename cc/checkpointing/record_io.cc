@@ -21,7 +21,8 @@ std::array<uint32_t, 256> MakeCrcTable() {
   std::array<uint32_t, 256> table;
   for (uint32_t i = 0; i < 256; ++i) {
     uint32_t crc = i;
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1)));
+    for (int k = 0; k < 8; ++k)
+      crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1)));
     table[i] = crc;
   }
   return table;
@@ -35,8 +36,8 @@ uint32_t Crc32cPortable(uint32_t crc, const unsigned char* p, size_t n) {
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) uint32_t Crc32cSse42(uint32_t crc,
-                                                        const unsigned char* p,
-                                                        size_t n) {
+                                                       const unsigned char* p,
+                                                       size_t n) {
   uint64_t crc64 = crc;
   while (n >= 8) {
     uint64_t word;
@@ -60,21 +61,23 @@ void PutFixed32(uint32_t value, char* out) {
 uint64_t GetFixed64(const char* in) {
   uint64_t value = 0;
   for (int i = 0; i < 8; ++i) {
-    value |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+    value |= static_cast<uint64_t>(static_cast<unsigned char>(in[i]))
+             << (8 * i);
   }
   return value;
 }
 uint32_t GetFixed32(const char* in) {
   uint32_t value = 0;
   for (int i = 0; i < 4; ++i) {
-    value |= static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+    value |= static_cast<uint32_t>(static_cast<unsigned char>(in[i]))
+             << (8 * i);
   }
   return value;
 }
 
 absl::Status IoError(absl::string_view what, const std::string& path) {
-  return absl::InternalError(absl::StrCat(what, " ", path, ": ",
-                                          std::strerror(errno)));
+  return absl::InternalError(
+      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
 }  // namespace
@@ -92,7 +95,8 @@ uint32_t MaskCrc32c(uint32_t crc) {
   return ((crc >> 15) | (crc << 17)) + kMaskDelta;
 }
 
-// --- Writer ---------------------------------------------------------------------
+// --- Writer
+// ---------------------------------------------------------------------
 
 struct RecordWriter::Zlib {
   z_stream stream{};
@@ -142,7 +146,8 @@ absl::Status RecordWriter::Append(absl::string_view bytes) {
     stream.next_out = reinterpret_cast<Bytef*>(zlib_->out.data());
     stream.avail_out = static_cast<uInt>(zlib_->out.size());
     if (deflate(&stream, Z_NO_FLUSH) == Z_STREAM_ERROR) {
-      return absl::InternalError(absl::StrCat("Compression failed for ", path_));
+      return absl::InternalError(
+          absl::StrCat("Compression failed for ", path_));
     }
     const size_t produced = zlib_->out.size() - stream.avail_out;
     if (std::fwrite(zlib_->out.data(), 1, produced, file_) != produced) {
@@ -185,7 +190,8 @@ absl::Status RecordWriter::Close() {
       }
     } while (result == Z_OK);
     if (result != Z_STREAM_END) {
-      return absl::InternalError(absl::StrCat("Compression failed for ", path_));
+      return absl::InternalError(
+          absl::StrCat("Compression failed for ", path_));
     }
   }
   const bool ok = std::fflush(file_) == 0 && fsync(fileno(file_)) == 0;
@@ -195,7 +201,8 @@ absl::Status RecordWriter::Close() {
   return absl::OkStatus();
 }
 
-// --- Reader ---------------------------------------------------------------------
+// --- Reader
+// ---------------------------------------------------------------------
 
 struct RecordReader::Zlib {
   z_stream stream{};
@@ -252,7 +259,8 @@ absl::StatusOr<size_t> RecordReader::ReadBytes(char* out, size_t n) {
   stream.avail_out = static_cast<uInt>(n);
   while (stream.avail_out > 0 && !zlib_->finished) {
     if (stream.avail_in == 0) {
-      const size_t read = std::fread(zlib_->in.data(), 1, zlib_->in.size(), file_);
+      const size_t read =
+          std::fread(zlib_->in.data(), 1, zlib_->in.size(), file_);
       if (read == 0) return Corrupt("the compressed stream is truncated");
       stream.next_in = reinterpret_cast<Bytef*>(zlib_->in.data());
       stream.avail_in = static_cast<uInt>(read);

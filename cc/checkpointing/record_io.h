@@ -2,7 +2,8 @@
 // read them, so that checkpoints are readable by dm-reverb and TensorFlow.
 //
 // A record is framed as
-//   uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)
+//   uint64 length | uint32 masked_crc32c(length) | data | uint32
+//   masked_crc32c(data)
 // (little-endian). With ZLIB compression the whole framed stream is one
 // zlib (RFC 1950) stream; any compression level reads back the same.
 //

@@ -9,29 +9,29 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cc/client/sample.h"
-#include "cc/support/mutex.h"
-#include "cc/tensor/signature.h"
 #include "cc/support/buffer_pool.h"
+#include "cc/support/mutex.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
 #include "cc/tensor/compression.h"
+#include "cc/tensor/signature.h"
 #include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
 
-// --- Options -------------------------------------------------------------------
+// --- Options
+// -------------------------------------------------------------------
 
 absl::Status ChunkerOptions::Validate() const {
   if (GetNumKeepAliveRefs() < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num_keep_alive_refs (", GetNumKeepAliveRefs(), ") must be >= 1."));
   }
-  if (GetMaxChunkLength() < 1 ||
-      GetMaxChunkLength() > GetNumKeepAliveRefs()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_chunk_length (", GetMaxChunkLength(),
-        ") must be in [1, num_keep_alive_refs (", GetNumKeepAliveRefs(),
-        ")]."));
+  if (GetMaxChunkLength() < 1 || GetMaxChunkLength() > GetNumKeepAliveRefs()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_chunk_length (", GetMaxChunkLength(),
+                     ") must be in [1, num_keep_alive_refs (",
+                     GetNumKeepAliveRefs(), ")]."));
   }
   return absl::OkStatus();
 }
@@ -90,8 +90,7 @@ void AutoTunedChunkerOptions::MaybeTune() {
   double rows = 0;
   for (const auto& chunk : chunks_) rows += chunk.second;
   const double average_length = rows / chunks_.size();
-  const double cost =
-      per_step(chunks_) + throughput_weight_ * per_step(items_);
+  const double cost = per_step(chunks_) + throughput_weight_ * per_step(items_);
   if (!previous_cost_.has_value()) {
     last_change_grew_ = true;
     max_chunk_length_ = std::min(max_chunk_length_ + 2, num_keep_alive_refs_);
@@ -110,10 +109,11 @@ void AutoTunedChunkerOptions::MaybeTune() {
   items_.clear();
 }
 
-// --- CellRef -------------------------------------------------------------------
+// --- CellRef
+// -------------------------------------------------------------------
 
-CellRef::CellRef(std::weak_ptr<Chunker> chunker, uint64_t chunk_key,
-                 int offset, uint64_t episode_id, int32_t episode_step,
+CellRef::CellRef(std::weak_ptr<Chunker> chunker, uint64_t chunk_key, int offset,
+                 uint64_t episode_id, int32_t episode_step,
                  tensorflow::DataType dtype,
                  std::shared_ptr<const std::vector<int64_t>> shape)
     : chunker_(std::move(chunker)),
@@ -193,7 +193,8 @@ absl::StatusOr<Tensor> CellRef::GetData() const {
       "The cell's chunk was never finalized and its chunker has dropped it.");
 }
 
-// --- Chunker -------------------------------------------------------------------
+// --- Chunker
+// -------------------------------------------------------------------
 
 Chunker::Chunker(int column, std::shared_ptr<ChunkerOptions> options)
     : column_(column),
@@ -224,16 +225,16 @@ absl::Status Chunker::CanAppendLocked(tensorflow::DataType dtype,
   }
   if (dtype_.has_value() && shape != absl::MakeConstSpan(*shape_)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Tensor of incompatible shape provided for column ", column_,
-        ". Got [", absl::StrJoin(shape, ","), "] which is incompatible with [",
+        "Tensor of incompatible shape provided for column ", column_, ". Got [",
+        absl::StrJoin(shape, ","), "] which is incompatible with [",
         absl::StrJoin(*shape_, ","), "]."));
   }
   if (!buffer_refs_.empty() &&
       buffer_refs_.back()->episode_id() == episode_id &&
       buffer_refs_.back()->episode_step() >= episode_step) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Column ", column_, " already has step ", episode_step,
-        " (column present in previous AppendPartial)."));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Column ", column_, " already has step ", episode_step,
+                     " (column present in previous AppendPartial)."));
   }
   return absl::OkStatus();
 }
@@ -257,9 +258,8 @@ absl::Status Chunker::StartCellLocked(tensorflow::DataType dtype,
 std::shared_ptr<CellRef> Chunker::NewRefLocked(uint64_t episode_id,
                                                int32_t episode_step) {
   auto ref = std::make_shared<CellRef>(
-      weak_from_this(), next_chunk_key_,
-      static_cast<int>(buffer_refs_.size()), episode_id, episode_step,
-      *dtype_, shape_);
+      weak_from_this(), next_chunk_key_, static_cast<int>(buffer_refs_.size()),
+      episode_id, episode_step, *dtype_, shape_);
   buffer_refs_.push_back(ref);
   active_refs_.push_back(ref);
   while (static_cast<int>(active_refs_.size()) >
@@ -269,8 +269,9 @@ std::shared_ptr<CellRef> Chunker::NewRefLocked(uint64_t episode_id,
   return ref;
 }
 
-absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(
-    const TensorView& cell, uint64_t episode_id, int32_t episode_step) {
+absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(const TensorView& cell,
+                                                         uint64_t episode_id,
+                                                         int32_t episode_step) {
   TensorView row = cell;
   row.shape.insert(row.shape.begin(), 1);
   REVERB_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<CellRef>> refs,
@@ -345,11 +346,10 @@ absl::Status Chunker::FinalizeLocked() {
   const int64_t uncompressed = static_cast<int64_t>(stacked.bytes.size());
   const bool delta = options_->GetDeltaEncode();
   if (delta) DeltaEncode(&stacked, /*encode=*/true);
-  return FinalizeRefsLocked(uncompressed, delta,
-                            [&stacked](tensorflow::TensorProto* proto) {
-                              return CompressTensorAsProto(
-                                  std::move(stacked), proto);
-                            });
+  return FinalizeRefsLocked(
+      uncompressed, delta, [&stacked](tensorflow::TensorProto* proto) {
+        return CompressTensorAsProto(std::move(stacked), proto);
+      });
 }
 
 absl::Status Chunker::FinalizeRefsLocked(

@@ -89,7 +89,8 @@ class REVERB_EXPORT AutoTunedChunkerOptions : public ChunkerOptions {
   bool GetDeltaEncode() const override { return delta_encode_; }
   double throughput_weight() const { return throughput_weight_; }
   void OnChunkFinalized(int64_t bytes, int rows) override;
-  void OnItemFinalized(absl::Span<const std::shared_ptr<CellRef>> refs) override;
+  void OnItemFinalized(
+      absl::Span<const std::shared_ptr<CellRef>> refs) override;
   std::shared_ptr<ChunkerOptions> Clone() const override {
     return std::make_shared<AutoTunedChunkerOptions>(
         num_keep_alive_refs_, throughput_weight_, delta_encode_);
@@ -119,8 +120,7 @@ class REVERB_EXPORT CellRef {
  public:
   // `shape` is shared by the cells of a column.
   CellRef(std::weak_ptr<Chunker> chunker, uint64_t chunk_key, int offset,
-          uint64_t episode_id, int32_t episode_step,
-          tensorflow::DataType dtype,
+          uint64_t episode_id, int32_t episode_step, tensorflow::DataType dtype,
           std::shared_ptr<const std::vector<int64_t>> shape);
 
   uint64_t chunk_key() const { return chunk_key_; }

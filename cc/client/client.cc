@@ -31,7 +31,8 @@ absl::Status Client::MutatePriorities(const std::string& table,
   grpc::ClientContext context;
   SetDeadline(&context, timeout, /*wait_for_ready=*/true);
   MutatePrioritiesResponse response;
-  return FromGrpcStatus(connection_->stub()->MutatePriorities(&context, request, &response));
+  return FromGrpcStatus(
+      connection_->stub()->MutatePriorities(&context, request, &response));
 }
 
 absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
@@ -40,7 +41,8 @@ absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   grpc::ClientContext context;
   SetDeadline(&context, timeout, /*wait_for_ready=*/true);
   ResetResponse response;
-  return FromGrpcStatus(connection_->stub()->Reset(&context, request, &response));
+  return FromGrpcStatus(
+      connection_->stub()->Reset(&context, request, &response));
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {

@@ -18,11 +18,11 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "cc/client/connection.h"
+#include "cc/client/legacy_writer.h"
 #include "cc/client/sample_stream.h"
 #include "cc/client/sampler.h"
-#include "cc/support/export.h"
 #include "cc/client/trajectory_writer.h"
-#include "cc/client/legacy_writer.h"
+#include "cc/support/export.h"
 
 namespace deepmind::reverb {
 

@@ -47,10 +47,9 @@ absl::Status Connection::WaitForConnection(absl::Duration timeout) const {
   if (channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) {
     return absl::OkStatus();
   }
-  return absl::UnavailableError(
-      absl::StrCat("Could not connect to the Reverb server at ",
-                   server_address_, " within ", absl::FormatDuration(timeout),
-                   "."));
+  return absl::UnavailableError(absl::StrCat(
+      "Could not connect to the Reverb server at ", server_address_, " within ",
+      absl::FormatDuration(timeout), "."));
 }
 
 }  // namespace deepmind::reverb

@@ -59,8 +59,8 @@ absl::Status InsertStream::Finish() {
 void InsertStream::ReadConfirmations() {
   InsertStreamResponse response;
   while (stream_->Read(&response)) {
-    on_confirmed_(absl::MakeConstSpan(response.keys().data(),
-                                      response.keys().size()));
+    on_confirmed_(
+        absl::MakeConstSpan(response.keys().data(), response.keys().size()));
   }
   on_ended_();
 }

@@ -7,11 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "cc/core/errors.h"
 #include "cc/support/mutex.h"
-#include "cc/tensor/signature.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
 #include "cc/tensor/compression.h"
+#include "cc/tensor/signature.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace deepmind::reverb {
@@ -25,19 +25,19 @@ absl::Status CheckStackable(const std::vector<std::vector<Tensor>>& steps) {
     const Tensor& first = steps[0][c];
     for (size_t s = 1; s < steps.size(); ++s) {
       if (steps[s][c].shape != first.shape) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "Unable to concatenate tensors at index ", c,
-            " due to mismatched shapes.  Tensor 0 has shape: ",
-            ShapeString(first.shape), ", but tensor ", s,
-            " has shape: ", ShapeString(steps[s][c].shape)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("Unable to concatenate tensors at index ", c,
+                         " due to mismatched shapes.  Tensor 0 has shape: ",
+                         ShapeString(first.shape), ", but tensor ", s,
+                         " has shape: ", ShapeString(steps[s][c].shape)));
       }
     }
     for (size_t s = 1; s < steps.size(); ++s) {
       if (steps[s][c].dtype != first.dtype) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Cannot concatenate tensors that have different data types. Got ",
-            DataTypeName(first.dtype), " and ",
-            DataTypeName(steps[s][c].dtype), "."));
+            DataTypeName(first.dtype), " and ", DataTypeName(steps[s][c].dtype),
+            "."));
       }
     }
   }
@@ -53,15 +53,16 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "max_timesteps (", options.max_timesteps, ") must be >= 1."));
   }
-  if (options.chunk_length < 1 || options.chunk_length > options.max_timesteps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "chunk_length (", options.chunk_length, ") must be in [1, ",
-        options.max_timesteps, "]."));
+  if (options.chunk_length < 1 ||
+      options.chunk_length > options.max_timesteps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk_length (", options.chunk_length,
+                     ") must be in [1, ", options.max_timesteps, "]."));
   }
   if (options.max_in_flight_items < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_in_flight_items (", options.max_in_flight_items,
-        ") must be >= 1."));
+    return absl::InvalidArgumentError(absl::StrCat("max_in_flight_items (",
+                                                   options.max_in_flight_items,
+                                                   ") must be >= 1."));
   }
   return std::unique_ptr<Writer>(new Writer(std::move(connection), options));
 }
@@ -94,8 +95,8 @@ absl::Status Writer::Append(std::vector<Tensor> step) {
   if (static_cast<int>(step.size()) != num_columns_) {
     return absl::InvalidArgumentError(
         absl::StrCat("Number of tensors per timestep was inconsistent. "
-                     "Previously it was ", num_columns_, ", but is now ",
-                     step.size(), "."));
+                     "Previously it was ",
+                     num_columns_, ", but is now ", step.size(), "."));
   }
   buffer_.push_back(std::move(step));
   ++num_steps_;
@@ -147,12 +148,11 @@ absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
                                 double priority) {
   REVERB_RETURN_IF_ERROR(CheckOpen("CreateItem"));
   if (num_timesteps < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "num_timesteps (", num_timesteps, ") must be >= 1."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_timesteps (", num_timesteps, ") must be >= 1."));
   }
   // Steps beyond max_timesteps are never buffered (dm-reverb's text).
-  if (num_timesteps >
-      std::min<int64_t>(num_steps_, options_.max_timesteps)) {
+  if (num_timesteps > std::min<int64_t>(num_steps_, options_.max_timesteps)) {
     return absl::InvalidArgumentError(
         "Argument `num_timesteps` is larger than number of buffered "
         "timesteps.");
@@ -179,8 +179,10 @@ absl::Status Writer::Flush(absl::Duration timeout) {
       return in_flight_.empty() || reader_done_;
     };
     mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
-    if (!in_flight_.empty() && !reader_done_) awaiting = in_flight_.size();
-    else if (in_flight_.empty()) return absl::OkStatus();
+    if (!in_flight_.empty() && !reader_done_)
+      awaiting = in_flight_.size();
+    else if (in_flight_.empty())
+      return absl::OkStatus();
   }
   if (awaiting > 0) return WriterTimeout(0, awaiting);
   return StreamError();
@@ -201,9 +203,9 @@ absl::Status Writer::NewEpisode() {
 }
 
 absl::Status Writer::Close(absl::Duration timeout) {
-  REVERB_RETURN_IF_ERROR(closed_ ? absl::FailedPreconditionError(
-                                       "The writer is already closed.")
-                                 : absl::OkStatus());
+  REVERB_RETURN_IF_ERROR(
+      closed_ ? absl::FailedPreconditionError("The writer is already closed.")
+              : absl::OkStatus());
   absl::Status status = Flush(timeout);
   closed_ = true;
   if (stream_ == nullptr) return status;
@@ -215,13 +217,13 @@ absl::Status Writer::Close(absl::Duration timeout) {
 }
 
 std::string Writer::DebugString() const {
-  return absl::StrCat(
-      "Writer(chunk_length=", options_.chunk_length,
-      ", max_timesteps=", options_.max_timesteps,
-      ", delta_encoded=", options_.delta_encoded ? 1 : 0,
-      ", max_in_flight_items=", options_.max_in_flight_items,
-      ", episode_id=", episode_id_, ", index_within_episode=", chunked_steps_,
-      ", closed=", closed_ ? 1 : 0, ")");
+  return absl::StrCat("Writer(chunk_length=", options_.chunk_length,
+                      ", max_timesteps=", options_.max_timesteps,
+                      ", delta_encoded=", options_.delta_encoded ? 1 : 0,
+                      ", max_in_flight_items=", options_.max_in_flight_items,
+                      ", episode_id=", episode_id_,
+                      ", index_within_episode=", chunked_steps_,
+                      ", closed=", closed_ ? 1 : 0, ")");
 }
 
 absl::Status Writer::FinalizeChunk() {
@@ -234,7 +236,8 @@ absl::Status Writer::FinalizeChunk() {
   ChunkData& data = chunk.data;
   data.set_chunk_key(chunk.key);
   data.mutable_sequence_range()->set_episode_id(episode_id_);
-  data.mutable_sequence_range()->set_start(static_cast<int32_t>(chunk.first_step));
+  data.mutable_sequence_range()->set_start(
+      static_cast<int32_t>(chunk.first_step));
   data.mutable_sequence_range()->set_end(static_cast<int32_t>(chunk.last_step));
   data.set_delta_encoded(options_.delta_encoded);
   data.set_data_tensors_len(num_columns_);
@@ -245,16 +248,15 @@ absl::Status Writer::FinalizeChunk() {
     for (auto& step : buffer_) column.push_back(std::move(step[c]));
     auto stacked = StackTensors(std::move(column));
     if (!stacked.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Column ", c, " changes dtype or shape between steps: ",
-          stacked.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Column ", c, " changes dtype or shape between steps: ",
+                       stacked.status().message()));
     }
     if (options_.delta_encoded) DeltaEncode(&*stacked, /*encode=*/true);
     uncompressed += static_cast<int64_t>(stacked->bytes.size());
     for (const auto& s : stacked->strings) uncompressed += s.size();
-    REVERB_RETURN_IF_ERROR(
-        CompressTensorAsProto(*std::move(stacked),
-                              data.mutable_data()->add_tensors()));
+    REVERB_RETURN_IF_ERROR(CompressTensorAsProto(
+        *std::move(stacked), data.mutable_data()->add_tensors()));
   }
   data.set_data_uncompressed_size(uncompressed);
   chunks_.push_back(std::move(chunk));
@@ -309,7 +311,8 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
   item->set_key(key);
   item->set_table(pending.table);
   item->set_priority(pending.priority);
-  *item->mutable_inserted_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  *item->mutable_inserted_at() =
+      google::protobuf::util::TimeUtil::GetCurrentTime();
   const int64_t first = pending.first_step;
   const int64_t last = pending.first_step + pending.num_steps - 1;
   std::vector<FlatTrajectory::ChunkSlice> slices;
@@ -321,7 +324,8 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     slice.set_chunk_key(chunk.key);
     const int64_t start = std::max(first, chunk.first_step);
     slice.set_offset(static_cast<int32_t>(start - chunk.first_step));
-    slice.set_length(static_cast<int32_t>(std::min(last, chunk.last_step) - start + 1));
+    slice.set_length(
+        static_cast<int32_t>(std::min(last, chunk.last_step) - start + 1));
     slices.push_back(slice);
     if (!chunk.sent) {
       bytes += static_cast<int64_t>(chunk.data.ByteSizeLong());
@@ -400,17 +404,17 @@ void Writer::StopSender() {
 // Runs once: a failed start or a stream error is permanent (status_), and
 // Close() ends the writer.
 absl::Status Writer::StartStream() {
-  REVERB_ASSIGN_OR_RETURN(
-      stream_, InsertStream::Open(
-                   connection_, kConnectTimeout,
-                   [this](absl::Span<const uint64_t> keys) {
-                     MutexLock lock(&mu_);
-                     for (uint64_t key : keys) in_flight_.erase(key);
-                   },
-                   [this] {
-                     MutexLock lock(&mu_);
-                     reader_done_ = true;
-                   }));
+  REVERB_ASSIGN_OR_RETURN(stream_, InsertStream::Open(
+                                       connection_, kConnectTimeout,
+                                       [this](absl::Span<const uint64_t> keys) {
+                                         MutexLock lock(&mu_);
+                                         for (uint64_t key : keys)
+                                           in_flight_.erase(key);
+                                       },
+                                       [this] {
+                                         MutexLock lock(&mu_);
+                                         reader_done_ = true;
+                                       }));
   sender_ = std::thread([this] { SendRequests(); });
   SetThreadName(sender_, "reverb-writer");
   return absl::OkStatus();

@@ -33,11 +33,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "cc/client/connection.h"
+#include "cc/client/insert_stream.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
 #include "cc/tensor/tensor.h"
-#include "cc/client/connection.h"
-#include "cc/client/insert_stream.h"
 
 namespace deepmind::reverb {
 
@@ -75,7 +75,8 @@ class REVERB_EXPORT Writer {
                           double priority);
 
   // Chunks the buffered steps if a pending item needs them, sends every
-  // pending item and waits for all confirmations. DEADLINE_EXCEEDED ("Timeout exceeded ...") on timeout.
+  // pending item and waits for all confirmations. DEADLINE_EXCEEDED ("Timeout
+  // exceeded ...") on timeout.
   absl::Status Flush(absl::Duration timeout = absl::InfiniteDuration());
 
   // dm-reverb's description: "Writer(chunk_length=.., max_timesteps=..,
@@ -149,7 +150,7 @@ class REVERB_EXPORT Writer {
   struct Outgoing {
     InsertStreamRequest request;  // Items and keep_chunk_keys.
     std::vector<std::shared_ptr<const ChunkData>> chunks;  // Sent first.
-    int64_t bytes;  // Of its chunks.
+    int64_t bytes;                                         // Of its chunks.
   };
 
   Mutex mu_;

@@ -81,15 +81,14 @@ absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Chunk ", chunk.chunk_key(), " has no tensor ", index, "."));
   }
-  REVERB_ASSIGN_OR_RETURN(Tensor tensor,
-                          DecompressTensorFromProto(chunk.data().tensors(index)));
+  REVERB_ASSIGN_OR_RETURN(
+      Tensor tensor, DecompressTensorFromProto(chunk.data().tensors(index)));
   if (chunk.delta_encoded()) DeltaEncode(&tensor, /*encode=*/false);
   return tensor;
 }
 
-absl::StatusOr<Sample> UnpackSample(
-    std::shared_ptr<const SampleInfo> info,
-    absl::Span<const ChunkData* const> chunks) {
+absl::StatusOr<Sample> UnpackSample(std::shared_ptr<const SampleInfo> info,
+                                    absl::Span<const ChunkData* const> chunks) {
   if (info == nullptr) {
     return absl::InvalidArgumentError("The sample has no info.");
   }
@@ -112,9 +111,9 @@ absl::StatusOr<Sample> UnpackSample(
     }
     if (column.squeeze()) {
       if (joined.NumRows() != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "A squeezed column must have one row, got ", DescribeTensor(joined),
-            "."));
+        return absl::InvalidArgumentError(
+            absl::StrCat("A squeezed column must have one row, got ",
+                         DescribeTensor(joined), "."));
       }
       joined.shape.erase(joined.shape.begin());
     }
@@ -133,9 +132,9 @@ absl::StatusOr<int64_t> NumTimesteps(const Sample& sample) {
   int64_t steps = -1;
   for (int i = 0; i < static_cast<int>(sample.columns.size()); ++i) {
     const bool squeezed = i < columns.size() && columns[i].squeeze();
-    const int64_t rows =
-        sample.columns[i].shape.empty() || squeezed ? -2
-                                                    : sample.columns[i].shape[0];
+    const int64_t rows = sample.columns[i].shape.empty() || squeezed
+                             ? -2
+                             : sample.columns[i].shape[0];
     if (rows < 0 || (steps >= 0 && rows != steps)) {
       return absl::InvalidArgumentError(
           "Can't split non timestep trajectory into timesteps.");

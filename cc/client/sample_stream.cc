@@ -3,8 +3,8 @@
 #include <utility>
 #include <vector>
 
-#include "cc/wire/grpc_status.h"
 #include "cc/support/status_macros.h"
+#include "cc/wire/grpc_status.h"
 #include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
@@ -106,8 +106,7 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked() {
 absl::Status SampleStream::Close() {
   if (finished_) return status_;
   if (outstanding_ > 0 || !status_.ok()) {
-    Fail(absl::CancelledError("The sample stream was closed early."));
-    return status_;
+    return Fail(absl::CancelledError("The sample stream was closed early."));
   }
   stream_->WritesDone();
   status_ = FromGrpcStatus(stream_->Finish());

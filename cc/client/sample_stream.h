@@ -16,16 +16,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cc/client/connection.h"
 #include "cc/client/sample.h"
 #include "cc/support/export.h"
-#include "cc/client/connection.h"
 
 namespace deepmind::reverb {
 
 class REVERB_EXPORT SampleStream {
  public:
-  SampleStream(std::shared_ptr<const Connection> connection,
-               std::string table);
+  SampleStream(std::shared_ptr<const Connection> connection, std::string table);
   // Cancels the call unless Close() has ended it.
   ~SampleStream();
 
@@ -70,8 +69,8 @@ class REVERB_EXPORT SampleStream {
   const std::shared_ptr<const Connection> connection_;
   const std::string table_;
   grpc::ClientContext context_;
-  std::unique_ptr<
-      grpc::ClientReaderWriterInterface<SampleStreamRequest, SampleStreamResponse>>
+  std::unique_ptr<grpc::ClientReaderWriterInterface<SampleStreamRequest,
+                                                    SampleStreamResponse>>
       stream_;
   // The response being read, parsed on an arena of its own (one block
   // allocation instead of one per message and string); samples point into

@@ -16,12 +16,12 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
   auto check = [](const char* name, int64_t value) {
     return value == -1 || value >= 1
                ? absl::OkStatus()
-               : absl::InvalidArgumentError(absl::StrCat(
-                     name, " (", value, ") must be -1 or >= 1."));
+               : absl::InvalidArgumentError(
+                     absl::StrCat(name, " (", value, ") must be -1 or >= 1."));
   };
-  for (auto status : {check("max_samples", options.max_samples),
-                      check("max_samples_per_stream",
-                            options.max_samples_per_stream)}) {
+  for (auto status :
+       {check("max_samples", options.max_samples),
+        check("max_samples_per_stream", options.max_samples_per_stream)}) {
     if (!status.ok()) return status;
   }
   if (options.max_in_flight_samples_per_worker < 1) {
@@ -30,8 +30,8 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
         options.max_in_flight_samples_per_worker, ") must be >= 1."));
   }
   if (options.num_workers < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "num_workers (", options.num_workers, ") must be >= 1."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_workers (", options.num_workers, ") must be >= 1."));
   }
   return std::unique_ptr<Sampler>(
       new Sampler(std::move(connection), std::move(table), options));
@@ -102,9 +102,9 @@ absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
   }
   if (!error_.ok()) return error_;
   if (workers_running_ == 0) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "The sampler has returned all its ", options_.max_samples,
-        " samples."));
+    return absl::OutOfRangeError(
+        absl::StrCat("The sampler has returned all its ", options_.max_samples,
+                     " samples."));
   }
   return absl::DeadlineExceededError(
       "Timeout exceeded before a sample arrived.");
@@ -143,9 +143,10 @@ int64_t Sampler::Reserve(int64_t max, int64_t stream_left, bool wait) {
   };
   if (wait) mu_.Await(absl::Condition(&room));
   if (closed_ || AllRequested() || !room()) return 0;
-  int64_t n = std::min(max, capacity_ - static_cast<int64_t>(queue_.size()) -
-                                reserved_);
-  if (options_.max_samples >= 0) n = std::min(n, options_.max_samples - requested_);
+  int64_t n = std::min(
+      max, capacity_ - static_cast<int64_t>(queue_.size()) - reserved_);
+  if (options_.max_samples >= 0)
+    n = std::min(n, options_.max_samples - requested_);
   if (stream_left >= 0) n = std::min(n, stream_left);
   reserved_ += n;
   requested_ += n;

@@ -35,12 +35,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cc/client/connection.h"
 #include "cc/client/sample.h"
 #include "cc/client/sample_stream.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
 #include "cc/support/task_executor.h"
-#include "cc/client/connection.h"
 
 namespace deepmind::reverb {
 

@@ -8,11 +8,11 @@
 #include "absl/strings/str_join.h"
 #include "cc/core/errors.h"
 #include "cc/support/mutex.h"
-#include "cc/tensor/signature.h"
-#include "cc/wire/grpc_status.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
+#include "cc/tensor/signature.h"
+#include "cc/wire/grpc_status.h"
 #include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
@@ -45,7 +45,8 @@ absl::Status LockColumn(const TrajectoryColumn& column,
   if (column.squeeze && column.refs.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "TrajectoryColumn must contain exactly one row when squeeze is set "
-        "but got ", column.refs.size(), "."));
+        "but got ",
+        column.refs.size(), "."));
   }
   const CellRef& head = *(*cells)[first];
   for (size_t i = 1; i < column.refs.size(); ++i) {
@@ -53,8 +54,8 @@ absl::Status LockColumn(const TrajectoryColumn& column,
     if (cell.dtype() != head.dtype()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "Column references tensors with different dtypes: ",
-          DataTypeName(head.dtype()), " (index 0) != ",
-          DataTypeName(cell.dtype()), " (index ", i, ")."));
+          DataTypeName(head.dtype()),
+          " (index 0) != ", DataTypeName(cell.dtype()), " (index ", i, ")."));
     }
     // The cells of one chunker share their shape.
     if (&cell.shape() != &head.shape() && cell.shape() != head.shape()) {
@@ -110,8 +111,7 @@ std::shared_ptr<Chunker> TrajectoryWriter::GetChunkerLocked(int column) {
 }
 
 absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
-TrajectoryWriter::Append(
-    absl::Span<const std::optional<TensorView>> step) {
+TrajectoryWriter::Append(absl::Span<const std::optional<TensorView>> step) {
   return AppendImpl(step, /*partial=*/false);
 }
 
@@ -122,8 +122,8 @@ TrajectoryWriter::AppendPartial(
 }
 
 absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>>
-TrajectoryWriter::AppendImpl(
-    absl::Span<const std::optional<TensorView>> step, bool partial) {
+TrajectoryWriter::AppendImpl(absl::Span<const std::optional<TensorView>> step,
+                             bool partial) {
   MutexLock lock(&mu_);
   if (closed_) return absl::CancelledError(kClosed);
   REVERB_RETURN_IF_ERROR(status_);
@@ -203,8 +203,7 @@ absl::Status TrajectoryWriter::LockTrajectory(
           ? absl::InvalidArgumentError("trajectory must not be empty.")
           : absl::OkStatus();
   item->cells.reserve(num_cells);
-  for (int c = 0; status.ok() && c < static_cast<int>(trajectory.size());
-       ++c) {
+  for (int c = 0; status.ok() && c < static_cast<int>(trajectory.size()); ++c) {
     status = LockColumn(trajectory[c], &item->cells);
     if (!status.ok()) {
       status = absl::InvalidArgumentError(
@@ -384,7 +383,8 @@ int TrajectoryWriter::num_streamed_chunks() const {
   return static_cast<int>(streamed_keys_.size());
 }
 
-// --- Streaming -------------------------------------------------------------------
+// --- Streaming
+// -------------------------------------------------------------------
 
 void TrajectoryWriter::RunStreams() {
   absl::Duration backoff = kMinBackoff;
@@ -434,18 +434,17 @@ absl::Status TrajectoryWriter::RunStream() {
     MutexLock lock(&mu_);
     stream_broken_ = false;
   }
-  REVERB_ASSIGN_OR_RETURN(
-      std::unique_ptr<InsertStream> stream,
-      InsertStream::Open(
-          connection_, absl::Milliseconds(250),
-          [this](absl::Span<const uint64_t> keys) {
-            MutexLock lock(&mu_);
-            for (uint64_t key : keys) in_flight_.erase(key);
-          },
-          [this] {
-            MutexLock lock(&mu_);
-            stream_broken_ = true;
-          }));
+  REVERB_ASSIGN_OR_RETURN(std::unique_ptr<InsertStream> stream,
+                          InsertStream::Open(
+                              connection_, absl::Milliseconds(250),
+                              [this](absl::Span<const uint64_t> keys) {
+                                MutexLock lock(&mu_);
+                                for (uint64_t key : keys) in_flight_.erase(key);
+                              },
+                              [this] {
+                                MutexLock lock(&mu_);
+                                stream_broken_ = true;
+                              }));
   {
     MutexLock lock(&mu_);
     if (closed_) return absl::CancelledError(kClosed);
@@ -495,9 +494,9 @@ bool TrajectoryWriter::BuildRequestLocked(
     std::vector<std::shared_ptr<const ChunkData>>* chunks) {
   int64_t bytes = 0;
   const size_t batch = queue_.size();
-  for (size_t n = 0; n < batch && !queue_.empty() &&
-                     ItemReadyLocked(queue_.front()) &&
-                     bytes < kMaxRequestSizeBytes;
+  for (size_t n = 0;
+       n < batch && !queue_.empty() && ItemReadyLocked(queue_.front()) &&
+       bytes < kMaxRequestSizeBytes;
        ++n) {
     Item item = std::move(queue_.front());
     queue_.pop_front();

@@ -88,7 +88,8 @@ class REVERB_EXPORT TrajectoryWriter {
   // Appends T complete steps at once: one optional tensor per column, all
   // with leading dimension T (row t is step t). Returns the T refs of each
   // present column. FAILED_PRECONDITION while a partial step is open.
-  absl::StatusOr<std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>>>
+  absl::StatusOr<
+      std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>>>
   AppendBatch(absl::Span<const std::optional<TensorView>> columns);
 
   // Queues an item. INVALID_ARGUMENT (dm-reverb's messages, "Error in column
@@ -172,7 +173,8 @@ class REVERB_EXPORT TrajectoryWriter {
       absl::Span<const std::optional<TensorView>> step, bool partial);
   std::shared_ptr<Chunker> GetChunkerLocked(int column)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool ItemReadyLocked(const Item& item) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ItemReadyLocked(const Item& item) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FlushLocked(int ignore_last_num_items, absl::Duration timeout)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -25,10 +25,9 @@ absl::Status TableClosed() {
 }
 
 absl::Status WriterTimeout(int64_t waiting, int64_t awaiting) {
-  return absl::DeadlineExceededError(
-      absl::StrCat("Timeout exceeded with ", waiting,
-                   " items waiting to be written and ", awaiting,
-                   " items awaiting confirmation."));
+  return absl::DeadlineExceededError(absl::StrCat(
+      "Timeout exceeded with ", waiting, " items waiting to be written and ",
+      awaiting, " items awaiting confirmation."));
 }
 
 }  // namespace deepmind::reverb

@@ -52,10 +52,9 @@ absl::StatusOr<std::shared_ptr<Table>> Table::Create(
   if (sampler == nullptr || remover == nullptr) {
     return absl::InvalidArgumentError("A table needs a sampler and a remover.");
   }
-  return std::shared_ptr<Table>(
-      new Table(std::move(name), std::move(sampler), std::move(remover),
-                max_size, max_times_sampled, std::move(rate_limiter),
-                std::move(signature)));
+  return std::shared_ptr<Table>(new Table(
+      std::move(name), std::move(sampler), std::move(remover), max_size,
+      max_times_sampled, std::move(rate_limiter), std::move(signature)));
 }
 
 Table::Table(std::string name, std::unique_ptr<ItemSelector> sampler,
@@ -145,8 +144,7 @@ absl::Status Table::InsertOrAssign(TableItem item, absl::Duration timeout) {
 }
 
 void Table::SampleAsync(int32_t batch_size, absl::Time deadline,
-                        SampleCallback done,
-                        SampleCancellation cancellation) {
+                        SampleCallback done, SampleCancellation cancellation) {
   if (batch_size < 1) {
     done(absl::InvalidArgumentError(
         absl::StrCat("batch_size (", batch_size, ") must be >= 1.")));
@@ -281,9 +279,9 @@ absl::Status Table::Restore(const PriorityTableCheckpoint& checkpoint,
     REVERB_ASSIGN_OR_RETURN(sampler, MakeSelector(checkpoint.sampler()));
     REVERB_ASSIGN_OR_RETURN(remover, MakeSelector(checkpoint.remover()));
     if (checkpoint.max_size() < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Checkpointed max_size of table ", name_, " is ",
-          checkpoint.max_size(), "."));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Checkpointed max_size of table ", name_, " is ",
+                       checkpoint.max_size(), "."));
     }
   }
   Outbox outbox;
@@ -391,8 +389,8 @@ std::string Table::DebugString() const {
   MutexLock lock(&mu_);
   // dm-reverb's order and words.
   return absl::StrCat(
-      "Table(sampler=", sampler_->DebugString(), ", remover=",
-      remover_->DebugString(), ", max_size=", max_size_,
+      "Table(sampler=", sampler_->DebugString(),
+      ", remover=", remover_->DebugString(), ", max_size=", max_size_,
       ", max_times_sampled=", max_times_sampled_, ", name=", name_,
       ", rate_limiter=", rate_limiter_.DebugString(), ", signature=",
       signature_.has_value() ? signature_->DebugString() : "nullptr", ")");
@@ -435,8 +433,8 @@ absl::Status Table::AddItemLocked(TableItem item, int32_t times_sampled,
   const uint64_t key = item.item.key();
   const double priority = item.item.priority();
   if (entries_.contains(key)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Item ", key, " appears twice in table ", name_, "."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Item ", key, " appears twice in table ", name_, "."));
   }
   REVERB_RETURN_IF_ERROR(sampler_->Insert(key, priority));
   if (absl::Status status = remover_->Insert(key, priority); !status.ok()) {
@@ -451,9 +449,8 @@ absl::Status Table::AddItemLocked(TableItem item, int32_t times_sampled,
   // does not carry the cached size), it is serialized for every sample with
   // the sizes cached now.
   stored->item.ByteSizeLong();
-  entries_.emplace(
-      key, Entry{std::move(stored), priority,
-                 times_sampled, chunk_bytes, next_seq_++});
+  entries_.emplace(key, Entry{std::move(stored), priority, times_sampled,
+                              chunk_bytes, next_seq_++});
   while (static_cast<int64_t>(entries_.size()) > max_size_) {
     DeleteLocked(remover_->Sample().key, outbox);
   }
@@ -585,7 +582,8 @@ bool Table::ServeRequests(Outbox* outbox) {
       inserts_.pop_front();
       --worker_inserts_;
       const absl::Time insert_start = absl::Now();
-      absl::Status status = InsertOrAssignLocked(std::move(request.item), outbox);
+      absl::Status status =
+          InsertOrAssignLocked(std::move(request.item), outbox);
       AddWorkerTime(kInserting, absl::Now() - insert_start);
       outbox->callbacks.push_back(
           [done = std::move(request.done), status = std::move(status)] {
@@ -626,10 +624,10 @@ absl::Time Table::AnswerStalledSamples(Outbox* outbox) {
   std::deque<SampleRequest> waiting;
   for (SampleRequest& request : samples_) {
     if (request.deadline <= now) {
-      FinishSampleRequest(&request,
-                          request.items.empty() ? RateLimiterTimeout()
-                                                : absl::OkStatus(),
-                          outbox);
+      FinishSampleRequest(
+          &request,
+          request.items.empty() ? RateLimiterTimeout() : absl::OkStatus(),
+          outbox);
     } else {
       request.rate_limited = true;
       earliest = std::min(earliest, request.deadline);

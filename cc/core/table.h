@@ -55,10 +55,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "cc/core/table_item.h"
 #include "cc/rate_limiters/rate_limiter.h"
 #include "cc/selectors/interface.h"
 #include "cc/support/export.h"
-#include "cc/core/table_item.h"
 #include "cc/support/mutex.h"
 #include "reverb/cc/schema.pb.h"
 
@@ -92,16 +92,15 @@ class REVERB_EXPORT Table {
 
   // Inserts and waits. On timeout returns RateLimiterTimeout(); the insert
   // stays queued and happens when the rate limiter allows.
-  absl::Status InsertOrAssign(TableItem item,
-                              absl::Duration timeout = absl::InfiniteDuration());
+  absl::Status InsertOrAssign(
+      TableItem item, absl::Duration timeout = absl::InfiniteDuration());
 
   // Withdraws a queued sample request once set (see CancelSample).
   using SampleCancellation = std::shared_ptr<std::atomic<bool>>;
 
   // Queues a sample request for up to `batch_size` (>= 1) items. With
   // `cancellation`, CancelSample withdraws it.
-  void SampleAsync(int32_t batch_size, absl::Time deadline,
-                   SampleCallback done,
+  void SampleAsync(int32_t batch_size, absl::Time deadline, SampleCallback done,
                    SampleCancellation cancellation = nullptr);
 
   // Sets `cancellation`: its request, if still queued, ends CANCELLED
@@ -201,12 +200,12 @@ class REVERB_EXPORT Table {
   };
   // What the worker spends its time on (TableInfo.table_worker_time).
   enum WorkerState {
-    kRunning,             // Serving requests (includes the two below).
+    kRunning,  // Serving requests (includes the two below).
     kSampling,
     kInserting,
-    kSleeping,            // Nothing queued.
-    kWaitingForSamples,   // Inserts queued, blocked by the rate limiter.
-    kWaitingForInserts,   // Samples queued, blocked by the rate limiter.
+    kSleeping,           // Nothing queued.
+    kWaitingForSamples,  // Inserts queued, blocked by the rate limiter.
+    kWaitingForInserts,  // Samples queued, blocked by the rate limiter.
     kNumWorkerStates
   };
 

@@ -24,21 +24,22 @@ absl::Status ValidateTableItem(const TableItem& item) {
   const uint64_t key = item.item.key();
   if (trajectory.columns_size() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Item ", key, " has an empty trajectory: it needs at least one column."));
+        "Item ", key,
+        " has an empty trajectory: it needs at least one column."));
   }
   // dm-reverb checks only the first column; an empty later column would make
   // every sample of the item fail.
   for (int i = 0; i < trajectory.columns_size(); ++i) {
     if (trajectory.columns(i).chunk_slices_size() == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Item ", key, ": column ", i, " has no chunk slices."));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Item ", key, ": column ", i, " has no chunk slices."));
     }
   }
   const std::vector<uint64_t> keys = GetChunkKeys(trajectory);
   if (keys.size() != item.chunks.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Item ", key, " references ", keys.size(), " chunks but ",
-        item.chunks.size(), " were provided."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Item ", key, " references ", keys.size(), " chunks but ",
+                     item.chunks.size(), " were provided."));
   }
   absl::flat_hash_map<uint64_t, const Chunk*> by_key;
   for (size_t i = 0; i < keys.size(); ++i) {

@@ -26,9 +26,8 @@ absl::StatusOr<RateLimiter> RateLimiter::Create(double samples_per_insert,
         "min_size_to_sample must be >= 1, got ", min_size_to_sample, "."));
   }
   if (std::isnan(min_diff) || std::isnan(max_diff) || min_diff > max_diff) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("min_diff (", min_diff, ") must be <= max_diff (",
-                     max_diff, ")."));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "min_diff (", min_diff, ") must be <= max_diff (", max_diff, ")."));
   }
   return RateLimiter(samples_per_insert, min_size_to_sample, min_diff,
                      max_diff);
@@ -36,9 +35,9 @@ absl::StatusOr<RateLimiter> RateLimiter::Create(double samples_per_insert,
 
 absl::StatusOr<RateLimiter> RateLimiter::FromCheckpoint(
     const RateLimiterCheckpoint& checkpoint) {
-  auto limiter = Create(checkpoint.samples_per_insert(),
-                        checkpoint.min_size_to_sample(), checkpoint.min_diff(),
-                        checkpoint.max_diff());
+  auto limiter =
+      Create(checkpoint.samples_per_insert(), checkpoint.min_size_to_sample(),
+             checkpoint.min_diff(), checkpoint.max_diff());
   if (!limiter.ok()) return limiter.status();
   limiter->inserts_ = checkpoint.insert_count();
   limiter->samples_ = checkpoint.sample_count();
@@ -54,8 +53,7 @@ bool RateLimiter::CanSample(int64_t num_samples) const {
 
 bool RateLimiter::CanInsert(int64_t num_inserts) const {
   if (inserts_ + num_inserts - deletes_ <= min_size_to_sample_) return true;
-  return (inserts_ + num_inserts) * samples_per_insert_ - samples_ <=
-         max_diff_;
+  return (inserts_ + num_inserts) * samples_per_insert_ - samples_ <= max_diff_;
 }
 
 bool RateLimiter::MaybeCommitSample() {

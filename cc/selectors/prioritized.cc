@@ -91,7 +91,8 @@ void PrioritizedSelector::SetWeight(size_t index, double weight) {
   bool drifted = false;
   for (size_t i = index;; i = (i - 1) / 2) {
     sums_[i] = std::max(0.0, sums_[i] + diff);
-    const double exact = weights_[i] + ChildSum(2 * i + 1) + ChildSum(2 * i + 2);
+    const double exact =
+        weights_[i] + ChildSum(2 * i + 1) + ChildSum(2 * i + 2);
     drifted |= std::abs(exact - sums_[i]) > kMaxApproximationError;
     if (i == 0) break;
   }
@@ -159,8 +160,8 @@ KeyDistributionOptions PrioritizedSelector::options() const {
 }
 
 std::string PrioritizedSelector::DebugString() const {
-  return absl::StrCat("PrioritizedSelector(priority_exponent=",
-                      priority_exponent_, ")");
+  return absl::StrCat(
+      "PrioritizedSelector(priority_exponent=", priority_exponent_, ")");
 }
 
 }  // namespace deepmind::reverb

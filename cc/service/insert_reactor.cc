@@ -95,11 +95,12 @@ absl::Status InsertReactor::InsertItems() {
       max_pending_inserts_ = std::max<int64_t>(
           1, std::min<int64_t>((*table)->max_size() / 10, 1000));
     }
-    (*table)->InsertOrAssignAsync(
-        std::move(table_item), [guard = guard_, key](const absl::Status& s) {
-          MutexLock lock(&guard->mu);
-          if (guard->reactor != nullptr) guard->reactor->OnInserted(key, s);
-        });
+    (*table)->InsertOrAssignAsync(std::move(table_item),
+                                  [guard = guard_, key](const absl::Status& s) {
+                                    MutexLock lock(&guard->mu);
+                                    if (guard->reactor != nullptr)
+                                      guard->reactor->OnInserted(key, s);
+                                  });
   }
 
   absl::flat_hash_set<uint64_t> keep(request_.keep_chunk_keys.begin(),
@@ -108,10 +109,10 @@ absl::Status InsertReactor::InsertItems() {
     return !keep.contains(entry.first);
   });
   if (chunks_.size() != keep.size()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Kept less chunks than expected: ", keep.size(),
-        " keep_chunk_keys but only ", chunks_.size(),
-        " of them were sent on this stream."));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Kept less chunks than expected: ", keep.size(),
+                     " keep_chunk_keys but only ", chunks_.size(),
+                     " of them were sent on this stream."));
   }
   return absl::OkStatus();
 }

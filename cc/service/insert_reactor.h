@@ -46,8 +46,8 @@ namespace deepmind::reverb {
 
 class ReverbServiceImpl;
 
-class InsertReactor : public StreamReactor<InsertReactor, grpc::ByteBuffer,
-                                           grpc::ByteBuffer> {
+class InsertReactor
+    : public StreamReactor<InsertReactor, grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // Starts reading. Tables are looked up in `service`.
   explicit InsertReactor(const ReverbServiceImpl* service);

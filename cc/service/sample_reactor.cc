@@ -58,10 +58,9 @@ void SampleReactor::OnReadDone(bool ok) {
     return;
   }
   if (request_.num_samples() <= 0) {
-    FinishOnce(grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("`num_samples` must be > 0, got ", request_.num_samples(),
-                     ".")));
+    FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            absl::StrCat("`num_samples` must be > 0, got ",
+                                         request_.num_samples(), ".")));
     return;
   }
   auto table = service_->FindTable(request_.table());
@@ -72,11 +71,11 @@ void SampleReactor::OnReadDone(bool ok) {
   table_ = *std::move(table);
   remaining_ = request_.num_samples();
   // Only a strictly positive timeout counts (as dm-reverb).
-  timeout_ = request_.has_rate_limiter_timeout() &&
-                     request_.rate_limiter_timeout().milliseconds() > 0
-                 ? absl::Milliseconds(
-                       request_.rate_limiter_timeout().milliseconds())
-                 : absl::InfiniteDuration();
+  timeout_ =
+      request_.has_rate_limiter_timeout() &&
+              request_.rate_limiter_timeout().milliseconds() > 0
+          ? absl::Milliseconds(request_.rate_limiter_timeout().milliseconds())
+          : absl::InfiniteDuration();
   RequestSamplesLocked();
 }
 
@@ -104,13 +103,13 @@ void SampleReactor::RequestSamplesLocked() {
       batch, absl::Now() + timeout_,
       [guard = guard_,
        executor](absl::StatusOr<std::vector<SampledItem>> samples) {
-        auto deliver = [guard](
-                           absl::StatusOr<std::vector<SampledItem>> samples) {
-          MutexLock lock(&guard->mu);
-          if (guard->reactor != nullptr) {
-            guard->reactor->OnSampled(std::move(samples));
-          }
-        };
+        auto deliver =
+            [guard](absl::StatusOr<std::vector<SampledItem>> samples) {
+              MutexLock lock(&guard->mu);
+              if (guard->reactor != nullptr) {
+                guard->reactor->OnSampled(std::move(samples));
+              }
+            };
         // Small batches are serialized right here, on the table worker;
         // large ones on the executor, so that the worker goes on sampling.
         // Errors too: the table reports some (closed) on the calling

@@ -50,8 +50,8 @@ namespace deepmind::reverb {
 
 class ReverbServiceImpl;
 
-class SampleReactor : public StreamReactor<SampleReactor, grpc::ByteBuffer,
-                                           grpc::ByteBuffer> {
+class SampleReactor
+    : public StreamReactor<SampleReactor, grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // Starts reading. Tables are looked up in `service`, large batches are
   // encoded on its executor.

@@ -14,8 +14,7 @@ namespace deepmind::reverb {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     std::vector<std::shared_ptr<Table>> tables, int port,
-    const std::string& bind_address,
-    std::shared_ptr<Checkpointer> checkpointer,
+    const std::string& bind_address, std::shared_ptr<Checkpointer> checkpointer,
     absl::Duration checkpoint_interval) {
   if (tables.empty()) {
     return absl::InvalidArgumentError("A server needs at least one table.");
@@ -31,8 +30,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     }
     if (!loaded.ok() && !absl::IsNotFound(loaded)) return loaded;
   }
-  REVERB_ASSIGN_OR_RETURN(
-      auto service, ReverbServiceImpl::Create(tables, checkpointer));
+  REVERB_ASSIGN_OR_RETURN(auto service,
+                          ReverbServiceImpl::Create(tables, checkpointer));
   const std::string address = absl::StrCat(bind_address, ":", port);
   int selected_port = 0;
   grpc::ServerBuilder builder;
@@ -49,7 +48,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
   std::unique_ptr<Server> result(
       new Server(std::move(service), std::move(server), selected_port));
-  if (checkpointer != nullptr && checkpoint_interval != absl::InfiniteDuration()) {
+  if (checkpointer != nullptr &&
+      checkpoint_interval != absl::InfiniteDuration()) {
     result->SaveEvery(std::move(checkpointer), checkpoint_interval);
   }
   return result;

@@ -8,15 +8,15 @@
 #define REVERB_CC_SERVICE_SERVER_H_
 
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cc/core/table.h"
 #include "cc/service/service.h"
 #include "cc/support/export.h"
-#include "cc/core/table.h"
 #include "cc/support/mutex.h"
 #include "grpcpp/server.h"
 

@@ -114,8 +114,8 @@ ReverbServiceImpl::InsertStream(grpc::CallbackServerContext*) {
 }
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
-    grpc::CallbackServerContext* context, const MutatePrioritiesRequest* request,
-    MutatePrioritiesResponse*) {
+    grpc::CallbackServerContext* context,
+    const MutatePrioritiesRequest* request, MutatePrioritiesResponse*) {
   auto table = FindTable(request->table());
   if (!table.ok()) return FinishUnary(context, table.status());
   std::vector<KeyWithPriority> updates(request->updates().begin(),

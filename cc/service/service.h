@@ -26,9 +26,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "cc/checkpointing/checkpointer.h"
+#include "cc/core/table.h"
 #include "cc/support/export.h"
 #include "cc/support/task_executor.h"
-#include "cc/core/table.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
 
 namespace deepmind::reverb {
@@ -63,7 +63,8 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   void Close();
 
   // NOT_FOUND "Priority table X was not found" if there is none.
-  absl::StatusOr<std::shared_ptr<Table>> FindTable(const std::string& name) const;
+  absl::StatusOr<std::shared_ptr<Table>> FindTable(
+      const std::string& name) const;
 
   const std::vector<std::shared_ptr<Table>>& tables() const { return tables_; }
   TaskExecutor* executor() { return &executor_; }

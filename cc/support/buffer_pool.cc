@@ -1,7 +1,8 @@
 #include "cc/support/buffer_pool.h"
-#include "cc/support/mutex.h"
 
 #include <utility>
+
+#include "cc/support/mutex.h"
 
 namespace deepmind::reverb {
 
@@ -44,8 +45,7 @@ std::string BufferPool::TakeKept(size_t size) {
       kept_.pop_back();
       kept_bytes_ -= buffer.capacity();
     } else {
-      buffer.reserve((size + size / 4 + kMinBytes - 1) / kMinBytes *
-                     kMinBytes);
+      buffer.reserve((size + size / 4 + kMinBytes - 1) / kMinBytes * kMinBytes);
     }
   }
   return buffer;

@@ -2,11 +2,11 @@
 //
 // A writer of large steps makes up to two buffers of the step's size per
 // step (the chunker's buffer of steps waiting for their chunk, and the
-// compressed bytes, which the chunk keeps until the server confirms it). Fresh buffers of a megabyte come
-// from mmap (or a trimmed heap) and fault in every page on first write: for
-// 1 MiB steps that cost about as much as everything else. The pool keeps
-// such buffers when they are done with and hands them out again, already
-// backed by memory.
+// compressed bytes, which the chunk keeps until the server confirms it). Fresh
+// buffers of a megabyte come from mmap (or a trimmed heap) and fault in every
+// page on first write: for 1 MiB steps that cost about as much as everything
+// else. The pool keeps such buffers when they are done with and hands them out
+// again, already backed by memory.
 //
 // Only buffers of at least kMinBytes are kept, at most kMaxBytes in all,
 // and none for longer than `max_idle`: a process that stops writing large

@@ -6,8 +6,9 @@ namespace deepmind::reverb {
 namespace {
 
 // Waits on `cv` (releasing `lock`) until woken or `deadline`. False when the
-// deadline has passed without a wake-up. Long waits are cut into a day at a time (the caller
-// re-checks and waits again) so that the clock arithmetic cannot overflow.
+// deadline has passed without a wake-up. Long waits are cut into a day at a
+// time (the caller re-checks and waits again) so that the clock arithmetic
+// cannot overflow.
 bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                absl::Time deadline) {
   if (deadline == absl::InfiniteFuture()) {

@@ -9,9 +9,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "cc/support/buffer_pool.h"
-#include "cc/tensor/snappy_decode.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/varint.h"
+#include "cc/tensor/snappy_decode.h"
 #include "snappy.h"
 
 namespace deepmind::reverb {
@@ -46,7 +46,8 @@ absl::Status DecodeStringList(const std::string& content, int64_t n,
   return absl::OkStatus();
 }
 
-absl::Status ShapeFromProto(const TensorProto& proto, std::vector<int64_t>* shape) {
+absl::Status ShapeFromProto(const TensorProto& proto,
+                            std::vector<int64_t>* shape) {
   if (proto.tensor_shape().unknown_rank()) {
     return absl::InvalidArgumentError("Tensor shape has unknown rank.");
   }
@@ -54,8 +55,8 @@ absl::Status ShapeFromProto(const TensorProto& proto, std::vector<int64_t>* shap
   int64_t elements = 1;
   for (const auto& dim : proto.tensor_shape().dim()) {
     if (dim.size() < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Tensor shape has a negative dimension ", dim.size(), "."));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Tensor shape has a negative dimension ", dim.size(), "."));
     }
     if (dim.size() > 0 && elements > kMaxElements / dim.size()) {
       return absl::InvalidArgumentError("Tensor shape is too large.");
@@ -108,9 +109,9 @@ void SnappyCompress(absl::string_view input, std::string* output) {
 
 // Dtype and shape of a numeric tensor into `proto`, its compressed `bytes`
 // into `content` (the proto's tensor_content, or a string to move there).
-void CompressNumeric(tensorflow::DataType dtype, absl::Span<const int64_t> shape,
-                     absl::string_view bytes, std::string* content,
-                     TensorProto* proto) {
+void CompressNumeric(tensorflow::DataType dtype,
+                     absl::Span<const int64_t> shape, absl::string_view bytes,
+                     std::string* content, TensorProto* proto) {
   proto->set_dtype(dtype);
   auto* proto_shape = proto->mutable_tensor_shape();
   for (int64_t dim : shape) proto_shape->add_dim()->set_size(dim);
@@ -167,11 +168,12 @@ absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto) {
           DecodeStringList(proto.tensor_content(), n, &tensor.strings));
     } else {
       if (proto.string_val_size() != n) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "String tensor of ", n, " elements has ", proto.string_val_size(),
-            " values."));
+        return absl::InvalidArgumentError(
+            absl::StrCat("String tensor of ", n, " elements has ",
+                         proto.string_val_size(), " values."));
       }
-      tensor.strings.assign(proto.string_val().begin(), proto.string_val().end());
+      tensor.strings.assign(proto.string_val().begin(),
+                            proto.string_val().end());
     }
     return tensor;
   }
@@ -184,9 +186,9 @@ absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto) {
   if (!SnappyUncompressedLength(compressed, &length) ||
       length != static_cast<size_t>(n) * element_size ||
       length > compressed.size() * kMaxExpansion + 64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Compressed tensor content does not hold a ",
-        DescribeTensor(tensor), " tensor."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Compressed tensor content does not hold a ",
+                     DescribeTensor(tensor), " tensor."));
   }
   tensor.bytes.resize(length);
   if (!SnappyUncompress(compressed, tensor.bytes.data(), length)) {

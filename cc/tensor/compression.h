@@ -22,13 +22,13 @@ namespace deepmind::reverb {
 // Fills `proto` (which may live on an arena: it is written in place, never
 // copied in from a temporary). INVALID_ARGUMENT if `tensor` does not hold
 // the elements its shape says.
-REVERB_EXPORT absl::Status CompressTensorAsProto(const TensorView& tensor,
-                                                 tensorflow::TensorProto* proto);
+REVERB_EXPORT absl::Status CompressTensorAsProto(
+    const TensorView& tensor, tensorflow::TensorProto* proto);
 // As above, but a numeric tensor's buffer is reused for the compressed
 // bytes, which the proto then owns: a large tensor takes no second buffer
 // (and no fresh pages).
-REVERB_EXPORT absl::Status CompressTensorAsProto(Tensor&& tensor,
-                                                 tensorflow::TensorProto* proto);
+REVERB_EXPORT absl::Status CompressTensorAsProto(
+    Tensor&& tensor, tensorflow::TensorProto* proto);
 
 // INVALID_ARGUMENT if the proto is malformed (bad shape, corrupt snappy data,
 // a size that does not match the shape).

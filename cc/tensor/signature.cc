@@ -20,7 +20,8 @@ std::string Join(const std::string& path, const std::string& part) {
 SpecShape FromProto(const tensorflow::TensorShapeProto& proto) {
   if (proto.unknown_rank()) return std::nullopt;
   std::vector<int64_t> dims;
-  for (const auto& dim : proto.dim()) dims.push_back(dim.size() < 0 ? -1 : dim.size());
+  for (const auto& dim : proto.dim())
+    dims.push_back(dim.size() < 0 ? -1 : dim.size());
   return dims;
 }
 
@@ -30,22 +31,24 @@ absl::Status Flatten(const tensorflow::StructuredValue& value,
   switch (value.kind_case()) {
     case tensorflow::StructuredValue::kTensorSpecValue: {
       const auto& spec = value.tensor_spec_value();
-      specs->push_back({Join(path, spec.name()), spec.dtype(),
-                        FromProto(spec.shape())});
+      specs->push_back(
+          {Join(path, spec.name()), spec.dtype(), FromProto(spec.shape())});
       return absl::OkStatus();
     }
     case tensorflow::StructuredValue::kBoundedTensorSpecValue: {
       const auto& spec = value.bounded_tensor_spec_value();
-      specs->push_back({Join(path, spec.name()), spec.dtype(),
-                        FromProto(spec.shape())});
+      specs->push_back(
+          {Join(path, spec.name()), spec.dtype(), FromProto(spec.shape())});
       return absl::OkStatus();
     }
     case tensorflow::StructuredValue::kListValue:
     case tensorflow::StructuredValue::kTupleValue: {
-      const auto& values = value.has_list_value() ? value.list_value().values()
-                                                  : value.tuple_value().values();
+      const auto& values = value.has_list_value()
+                               ? value.list_value().values()
+                               : value.tuple_value().values();
       for (int i = 0; i < values.size(); ++i) {
-        absl::Status status = Flatten(values[i], Join(path, absl::StrCat(i)), specs);
+        absl::Status status =
+            Flatten(values[i], Join(path, absl::StrCat(i)), specs);
         if (!status.ok()) return status;
       }
       return absl::OkStatus();
@@ -57,15 +60,16 @@ absl::Status Flatten(const tensorflow::StructuredValue& value,
       }
       std::sort(keys.begin(), keys.end());
       for (const std::string& key : keys) {
-        absl::Status status =
-            Flatten(value.dict_value().fields().at(key), Join(path, key), specs);
+        absl::Status status = Flatten(value.dict_value().fields().at(key),
+                                      Join(path, key), specs);
         if (!status.ok()) return status;
       }
       return absl::OkStatus();
     }
     case tensorflow::StructuredValue::kNamedTupleValue:
       for (const auto& pair : value.named_tuple_value().values()) {
-        absl::Status status = Flatten(pair.value(), Join(path, pair.key()), specs);
+        absl::Status status =
+            Flatten(pair.value(), Join(path, pair.key()), specs);
         if (!status.ok()) return status;
       }
       return absl::OkStatus();
@@ -103,10 +107,13 @@ std::string DataTypeName(tensorflow::DataType dtype) {
 
 std::string ShapeString(const SpecShape& shape) {
   if (!shape.has_value()) return "<unknown>";
-  return absl::StrCat(
-      "[", absl::StrJoin(*shape, ",", [](std::string* out, int64_t d) {
-        absl::StrAppend(out, d < 0 ? "?" : absl::StrCat(d));
-      }), "]");
+  return absl::StrCat("[",
+                      absl::StrJoin(*shape, ",",
+                                    [](std::string* out, int64_t d) {
+                                      absl::StrAppend(
+                                          out, d < 0 ? "?" : absl::StrCat(d));
+                                    }),
+                      "]");
 }
 
 std::string DescribeSignature(const std::vector<SignatureSpec>& specs) {
@@ -114,7 +121,8 @@ std::string DescribeSignature(const std::vector<SignatureSpec>& specs) {
   for (size_t i = 0; i < specs.size(); ++i) {
     parts.push_back(absl::StrCat(i, ": Tensor<name: '", specs[i].name,
                                  "', dtype: ", DataTypeName(specs[i].dtype),
-                                 ", shape: ", ShapeString(specs[i].shape), ">"));
+                                 ", shape: ", ShapeString(specs[i].shape),
+                                 ">"));
   }
   return absl::StrJoin(parts, ", ");
 }

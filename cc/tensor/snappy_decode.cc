@@ -66,8 +66,7 @@ bool SnappyUncompressedLength(absl::string_view compressed, size_t* length) {
   return true;
 }
 
-bool SnappyUncompress(absl::string_view compressed, char* out,
-                      size_t length) {
+bool SnappyUncompress(absl::string_view compressed, char* out, size_t length) {
   const char* ip = compressed.data();
   const char* const ip_end = ip + compressed.size();
   uint32_t recorded = 0;

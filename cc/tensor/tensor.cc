@@ -78,9 +78,8 @@ namespace {
 
 absl::Status CheckRank1(const TensorView& tensor) {
   if (tensor.shape.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Expected a tensor of rank >= 1, got ",
-                     DescribeTensor(tensor), "."));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Expected a tensor of rank >= 1, got ", DescribeTensor(tensor), "."));
   }
   return absl::OkStatus();
 }
@@ -110,9 +109,9 @@ absl::Status CheckElements(const TensorView& tensor) {
   REVERB_ASSIGN_OR_RETURN(const int element_size, DataTypeSize(tensor.dtype));
   if (tensor.bytes.size() !=
       static_cast<size_t>(tensor.NumElements() * element_size)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Tensor ", DescribeTensor(tensor), " holds ", tensor.bytes.size(),
-        " bytes."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Tensor ", DescribeTensor(tensor), " holds ",
+                     tensor.bytes.size(), " bytes."));
   }
   return absl::OkStatus();
 }
@@ -133,8 +132,7 @@ absl::StatusOr<TensorView> ViewRows(const TensorView& tensor, int64_t offset,
     out.strings =
         tensor.strings.subspan(offset * row_elements, length * row_elements);
   } else {
-    const int64_t row_bytes =
-        row_elements * DataTypeSize(tensor.dtype).value();
+    const int64_t row_bytes = row_elements * DataTypeSize(tensor.dtype).value();
     out.bytes = tensor.bytes.substr(offset * row_bytes, length * row_bytes);
   }
   return out;

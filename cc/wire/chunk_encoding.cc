@@ -37,9 +37,9 @@ SplitTensor Split(const tensorflow::TensorProto& tensor) {
   *split.head.mutable_tensor_shape() = tensor.tensor_shape();
   split.head.set_version_number(tensor.version_number());
   // Other fields set: serialize the tensor whole.
-  split.borrowed = split.head.ByteSizeLong() +
-                       LengthDelimitedSize(content.size()) ==
-                   split.size;
+  split.borrowed =
+      split.head.ByteSizeLong() + LengthDelimitedSize(content.size()) ==
+      split.size;
   return split;
 }
 

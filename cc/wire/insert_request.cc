@@ -4,9 +4,10 @@
 #include <utility>
 
 #include "absl/strings/cord.h"
-#include "cc/wire/chunk_encoding.h"
+#include "cc/core/chunk.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/wire_reader.h"
+#include "cc/wire/chunk_encoding.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -35,8 +36,8 @@ absl::Cord ToCord(const grpc::ByteBuffer& buffer) {
     if (bytes.size() < kMinReferencedSlice) {
       cord.Append(bytes);
     } else {
-      cord.Append(absl::MakeCordFromExternal(
-          bytes, [held = std::move(slice)]() {}));
+      cord.Append(
+          absl::MakeCordFromExternal(bytes, [held = std::move(slice)]() {}));
     }
   }
   return cord;
@@ -111,8 +112,8 @@ absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
       PrioritizedItem& item = request->items.emplace_back();
       const absl::optional<absl::string_view> flat = value.TryFlat();
       const bool parsed =
-          flat.has_value() ? item.ParseFromArray(
-                                 flat->data(), static_cast<int>(flat->size()))
+          flat.has_value() ? item.ParseFromArray(flat->data(),
+                                                 static_cast<int>(flat->size()))
                            : item.ParseFromString(std::string(value));
       if (!parsed) return Malformed();
     }

@@ -5,21 +5,21 @@
 #define REVERB_CC_WIRE_INSERT_REQUEST_H_
 
 #include <cstddef>
-#include <memory>
-
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "cc/wire/chunk_encoding.h"
-#include "cc/core/chunk.h"
 #include "cc/support/export.h"
+#include "cc/wire/chunk_encoding.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "reverb/cc/reverb_service.pb.h"
 #include "reverb/cc/schema.pb.h"
 
 namespace deepmind::reverb {
+
+class Chunk;  // cc/core/chunk.h: the server's side needs it, writers do not.
 
 // The wire bytes of `request` with `chunks` as its `chunks` field (in
 // order, before the request's own fields). `request` must have no chunks of

@@ -29,8 +29,7 @@ std::string EncodeSampleInfo(const SampledItem& sample) {
   PutTag(5, kFixed64, &overrides);  // PrioritizedItem.priority
   PutDouble(sample.priority, &overrides);
   PutTag(6, kVarint, &overrides);  // PrioritizedItem.times_sampled
-  PutVarint64(static_cast<uint64_t>(int64_t{sample.times_sampled}),
-              &overrides);
+  PutVarint64(static_cast<uint64_t>(int64_t{sample.times_sampled}), &overrides);
 
   const PrioritizedItem& item = sample.ref->item;
   const size_t item_size = item.GetCachedSize();  // Sized by the table.
@@ -87,8 +86,9 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     }
     for (; next < end; ++next) {
       const std::shared_ptr<Chunk>& chunk = chunks[next];
-      wire.PutBytes(kEntryData, chunk->wire(),
-                    [&chunk]() -> std::shared_ptr<const void> { return chunk; });
+      wire.PutBytes(
+          kEntryData, chunk->wire(),
+          [&chunk]() -> std::shared_ptr<const void> { return chunk; });
     }
     if (end_of_sequence) wire.PutVarintField(kEntryEndOfSequence, 1);
     *last_response_bytes = bytes;

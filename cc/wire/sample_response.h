@@ -19,9 +19,9 @@
 #include <deque>
 #include <string>
 
-#include "cc/wire/chunk_encoding.h"
-#include "cc/support/export.h"
 #include "cc/core/table_item.h"
+#include "cc/support/export.h"
+#include "cc/wire/chunk_encoding.h"
 #include "grpcpp/support/byte_buffer.h"
 
 namespace deepmind::reverb {

@@ -51,8 +51,8 @@ absl::Status CheckSample(const reverb::Sample& sample) {
   for (int i = 0; i < kWindow; ++i) {
     const float t = values[0][0] + i;
     if (values[i][0] != t || values[i][1] != -t) {
-      return absl::InternalError(absl::StrCat(
-          "row ", i, " is {", values[i][0], ", ", values[i][1], "}"));
+      return absl::InternalError(absl::StrCat("row ", i, " is {", values[i][0],
+                                              ", ", values[i][1], "}"));
     }
   }
   return absl::OkStatus();
@@ -64,11 +64,10 @@ absl::Status Run() {
                           reverb::MinSizeRateLimiter(1));
   REVERB_ASSIGN_OR_RETURN(
       std::shared_ptr<reverb::Table> table,
-      reverb::Table::Create("replay",
-                            std::make_unique<reverb::UniformSelector>(),
-                            std::make_unique<reverb::FifoSelector>(),
-                            /*max_size=*/1000, /*max_times_sampled=*/0,
-                            std::move(limiter)));
+      reverb::Table::Create(
+          "replay", std::make_unique<reverb::UniformSelector>(),
+          std::make_unique<reverb::FifoSelector>(),
+          /*max_size=*/1000, /*max_times_sampled=*/0, std::move(limiter)));
   // Port 0 picks a free port; "localhost" serves this host only.
   REVERB_ASSIGN_OR_RETURN(
       std::unique_ptr<reverb::Server> server,

@@ -1,3 +1,5 @@
+#include "cc/client/client.h"
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -10,7 +12,6 @@
 
 #include "absl/status/statusor.h"
 #include "cc/client/chunker.h"
-#include "cc/client/client.h"
 #include "cc/client/connection.h"
 #include "cc/client/legacy_writer.h"
 #include "cc/client/sample_stream.h"
@@ -38,8 +39,7 @@ void BindClient(py::module_& m) {
             return ValueOrRaise(self.NewWriter(options));
           },
           py::arg("chunk_length"), py::arg("max_timesteps"),
-          py::arg("delta_encoded") = false,
-          py::arg("max_in_flight_items") = 25)
+          py::arg("delta_encoded") = false, py::arg("max_in_flight_items") = 25)
       .def(
           "NewSampler",
           [](Client& self, const std::string& table, int64_t max_samples,
@@ -52,13 +52,13 @@ void BindClient(py::module_& m) {
                 max_in_flight_samples_per_worker;
             options.num_workers = num_workers;
             options.max_samples_per_stream = max_samples_per_stream;
-            options.rate_limiter_timeout = TimeoutFromMs(rate_limiter_timeout_ms);
+            options.rate_limiter_timeout =
+                TimeoutFromMs(rate_limiter_timeout_ms);
             return ValueOrRaise(self.NewSampler(table, options));
           },
           py::arg("table"), py::arg("max_samples"),
           py::arg("max_in_flight_samples_per_worker") = 100,
-          py::arg("num_workers") = 1,
-          py::arg("max_samples_per_stream") = 10000,
+          py::arg("num_workers") = 1, py::arg("max_samples_per_stream") = 10000,
           py::arg("rate_limiter_timeout_ms") = py::none())
       .def(
           "NewTrajectoryWriter",
@@ -83,7 +83,8 @@ void BindClient(py::module_& m) {
              const std::vector<std::pair<uint64_t, double>>& updates,
              const std::vector<uint64_t>& deletes,
              std::optional<int64_t> timeout_ms) {
-            const std::vector<KeyWithPriority> protos = PriorityUpdates(updates);
+            const std::vector<KeyWithPriority> protos =
+                PriorityUpdates(updates);
             RunWithoutGil([&] {
               return self.MutatePriorities(table, protos, deletes,
                                            TimeoutFromMs(timeout_ms));
@@ -115,7 +116,8 @@ void BindClient(py::module_& m) {
             }
             py::int_ high(info.tables_state_id().high());
             py::int_ low(info.tables_state_id().low());
-            py::object state_id = (high.attr("__lshift__")(64)).attr("__or__")(low);
+            py::object state_id =
+                (high.attr("__lshift__")(64)).attr("__or__")(low);
             return py::make_tuple(state_id, tables);
           },
           py::arg("timeout_ms") = py::none())

@@ -57,21 +57,36 @@ absl::StatusOr<DataType> DataTypeOf(const py::dtype& dtype) {
 
 const char* NumpyName(DataType dtype) {
   switch (dtype) {
-    case tensorflow::DT_BOOL: return "bool";
-    case tensorflow::DT_HALF: return "float16";
-    case tensorflow::DT_FLOAT: return "float32";
-    case tensorflow::DT_DOUBLE: return "float64";
-    case tensorflow::DT_INT8: return "int8";
-    case tensorflow::DT_INT16: return "int16";
-    case tensorflow::DT_INT32: return "int32";
-    case tensorflow::DT_INT64: return "int64";
-    case tensorflow::DT_UINT8: return "uint8";
-    case tensorflow::DT_UINT16: return "uint16";
-    case tensorflow::DT_UINT32: return "uint32";
-    case tensorflow::DT_UINT64: return "uint64";
-    case tensorflow::DT_COMPLEX64: return "complex64";
-    case tensorflow::DT_COMPLEX128: return "complex128";
-    default: return nullptr;
+    case tensorflow::DT_BOOL:
+      return "bool";
+    case tensorflow::DT_HALF:
+      return "float16";
+    case tensorflow::DT_FLOAT:
+      return "float32";
+    case tensorflow::DT_DOUBLE:
+      return "float64";
+    case tensorflow::DT_INT8:
+      return "int8";
+    case tensorflow::DT_INT16:
+      return "int16";
+    case tensorflow::DT_INT32:
+      return "int32";
+    case tensorflow::DT_INT64:
+      return "int64";
+    case tensorflow::DT_UINT8:
+      return "uint8";
+    case tensorflow::DT_UINT16:
+      return "uint16";
+    case tensorflow::DT_UINT32:
+      return "uint32";
+    case tensorflow::DT_UINT64:
+      return "uint64";
+    case tensorflow::DT_COMPLEX64:
+      return "complex64";
+    case tensorflow::DT_COMPLEX128:
+      return "complex128";
+    default:
+      return nullptr;
   }
 }
 
@@ -84,8 +99,8 @@ absl::StatusOr<NumpyView> NumpyView::Of(py::handle object) {
        py::array::c_style)) {
     result.array_ = py::reinterpret_borrow<py::array>(object);  // Common.
   } else {
-    static py::object* asarray = new py::object(
-        py::module_::import("numpy").attr("asarray"));
+    static py::object* asarray =
+        new py::object(py::module_::import("numpy").attr("asarray"));
     result.array_ = (*asarray)(object, py::arg("order") = "C");
   }
   py::array& array = result.array_;
@@ -100,9 +115,9 @@ absl::StatusOr<NumpyView> NumpyView::Of(py::handle object) {
     for (const auto& item : items) {
       if (!PyBytes_Check(item.ptr()) && !PyUnicode_Check(item.ptr())) {
         // TypeError, as dm-reverb (whose argument conversion fails).
-        throw py::type_error(absl::StrCat(
-            "String tensors take str or bytes elements, got ",
-            std::string(py::str(item.get_type())), "."));
+        throw py::type_error(
+            absl::StrCat("String tensors take str or bytes elements, got ",
+                         std::string(py::str(item.get_type())), "."));
       }
       result.strings_.emplace_back(item.cast<std::string>());
     }
@@ -112,8 +127,8 @@ absl::StatusOr<NumpyView> NumpyView::Of(py::handle object) {
   if (!array.dtype().attr("isnative").cast<bool>()) {
     array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
   }
-  view.bytes = absl::string_view(static_cast<const char*>(array.data()),
-                                 array.nbytes());
+  view.bytes =
+      absl::string_view(static_cast<const char*>(array.data()), array.nbytes());
   return result;
 }
 

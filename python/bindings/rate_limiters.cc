@@ -31,7 +31,9 @@ void BindRateLimiters(py::module_& m) {
       .def("__repr__", &RateLimiter::DebugString);
   m.def(
       "min_size_rate_limiter",
-      [](int64_t min_size) { return ValueOrRaise(MinSizeRateLimiter(min_size)); },
+      [](int64_t min_size) {
+        return ValueOrRaise(MinSizeRateLimiter(min_size));
+      },
       py::arg("min_size_to_sample"));
   m.def(
       "sample_to_insert_ratio_rate_limiter",

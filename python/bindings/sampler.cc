@@ -1,3 +1,5 @@
+#include "cc/client/sampler.h"
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -12,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "cc/client/sample.h"
 #include "cc/client/sample_stream.h"
-#include "cc/client/sampler.h"
 #include "cc/tensor/tensor.h"
 #include "python/bindings/bind.h"
 #include "python/bindings/call.h"
@@ -89,10 +90,11 @@ void BindSampler(py::module_& m) {
                   }
                   auto column = StackTensors(std::move(cells));
                   if (!column.ok()) {
-                    stacked = absl::InvalidArgumentError(absl::StrCat(
-                        "Cannot batch column ", c, " (use batch_size=1 for "
-                        "trajectories of different lengths): ",
-                        column.status().message()));
+                    stacked = absl::InvalidArgumentError(
+                        absl::StrCat("Cannot batch column ", c,
+                                     " (use batch_size=1 for "
+                                     "trajectories of different lengths): ",
+                                     column.status().message()));
                   } else {
                     columns.push_back(*std::move(column));
                   }
@@ -136,7 +138,8 @@ void BindSampler(py::module_& m) {
             RunWithoutGil(
                 [&] { return self.Request(n, TimeoutFromMs(timeout_ms)); });
           },
-          py::arg("num_samples"), py::arg("rate_limiter_timeout_ms") = py::none())
+          py::arg("num_samples"),
+          py::arg("rate_limiter_timeout_ms") = py::none())
       .def("Read",
            [](SampleStream& self) {
              absl::StatusOr<Sample> sample;

@@ -1,3 +1,5 @@
+#include "cc/service/server.h"
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -12,7 +14,6 @@
 #include "absl/time/time.h"
 #include "cc/checkpointing/checkpointer.h"
 #include "cc/core/table.h"
-#include "cc/service/server.h"
 #include "python/bindings/bind.h"
 #include "python/bindings/call.h"
 

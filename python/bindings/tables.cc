@@ -70,8 +70,8 @@ py::tuple SampledItemToPython(const SampledItem& sample) {
 }  // namespace
 
 void BindTables(py::module_& m) {
-  py::class_<TableExtension, std::shared_ptr<TableExtension>>(
-      m, "TableExtension");
+  py::class_<TableExtension, std::shared_ptr<TableExtension>>(m,
+                                                              "TableExtension");
 
   py::class_<Table, std::shared_ptr<Table>>(m, "Table")
       .def(py::init(&MakeTable), py::arg("name"), py::arg("sampler"),
@@ -116,7 +116,8 @@ void BindTables(py::module_& m) {
             }
             MaybeRaise(status);
           },
-          py::arg("item"), py::arg("chunks"), py::arg("timeout_ms") = py::none())
+          py::arg("item"), py::arg("chunks"),
+          py::arg("timeout_ms") = py::none())
       .def(
           "sample",
           [](Table& self, int32_t batch_size,
@@ -136,9 +137,11 @@ void BindTables(py::module_& m) {
           py::arg("batch_size") = 1, py::arg("timeout_ms") = py::none())
       .def(
           "mutate_items",
-          [](Table& self, const std::vector<std::pair<uint64_t, double>>& updates,
+          [](Table& self,
+             const std::vector<std::pair<uint64_t, double>>& updates,
              const std::vector<uint64_t>& deletes) {
-            const std::vector<KeyWithPriority> protos = PriorityUpdates(updates);
+            const std::vector<KeyWithPriority> protos =
+                PriorityUpdates(updates);
             absl::Status status;
             {
               py::gil_scoped_release release;

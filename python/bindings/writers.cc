@@ -146,24 +146,28 @@ void BindWriters(py::module_& m) {
       .def(
           "Flush",
           [](Writer& self, std::optional<int64_t> timeout_ms) {
-            RunWithoutGil([&] { return self.Flush(TimeoutFromMs(timeout_ms)); });
+            RunWithoutGil(
+                [&] { return self.Flush(TimeoutFromMs(timeout_ms)); });
           },
           py::arg("timeout_ms") = py::none())
       .def(
           "Close",
           [](Writer& self, std::optional<int64_t> timeout_ms) {
-            RunWithoutGil([&] { return self.Close(TimeoutFromMs(timeout_ms)); });
+            RunWithoutGil(
+                [&] { return self.Close(TimeoutFromMs(timeout_ms)); });
           },
           py::arg("timeout_ms") = py::none())
       .def("__repr__", &Writer::DebugString);
 
-  py::class_<ChunkerOptions, std::shared_ptr<ChunkerOptions>>(m, "ChunkerOptions")
+  py::class_<ChunkerOptions, std::shared_ptr<ChunkerOptions>>(m,
+                                                              "ChunkerOptions")
       .def("__eq__",
            [](const ChunkerOptions& self, const ChunkerOptions& other) {
              auto* a = dynamic_cast<const AutoTunedChunkerOptions*>(&self);
              auto* b = dynamic_cast<const AutoTunedChunkerOptions*>(&other);
              if ((a == nullptr) != (b == nullptr)) return false;
-             if (a != nullptr && a->throughput_weight() != b->throughput_weight()) {
+             if (a != nullptr &&
+                 a->throughput_weight() != b->throughput_weight()) {
                return false;
              }
              return (a != nullptr ||
@@ -176,11 +180,13 @@ void BindWriters(py::module_& m) {
       .def_property_readonly("num_keep_alive_refs",
                              &ChunkerOptions::GetNumKeepAliveRefs);
   py::class_<ConstantChunkerOptions, ChunkerOptions,
-             std::shared_ptr<ConstantChunkerOptions>>(m, "ConstantChunkerOptions")
+             std::shared_ptr<ConstantChunkerOptions>>(m,
+                                                      "ConstantChunkerOptions")
       .def(py::init<int, int, bool>(), py::arg("max_chunk_length"),
            py::arg("num_keep_alive_refs"), py::arg("delta_encode") = false);
   py::class_<AutoTunedChunkerOptions, ChunkerOptions,
-             std::shared_ptr<AutoTunedChunkerOptions>>(m, "AutoTunedChunkerOptions")
+             std::shared_ptr<AutoTunedChunkerOptions>>(
+      m, "AutoTunedChunkerOptions")
       .def(py::init<int, double, bool>(), py::arg("num_keep_alive_refs"),
            py::arg("throughput_weight") = 1.0, py::arg("delta_encode") = false);
 
@@ -197,13 +203,12 @@ void BindWriters(py::module_& m) {
              }
              return TensorToNumpy(ValueOrRaise(std::move(data)));
            })
-      .def_property_readonly(
-          "shape",
-          [](const WeakCellRef& self) {
-            const auto& shape = self.Lock()->shape();
-            return std::vector<std::optional<int64_t>>(shape.begin(),
-                                                       shape.end());
-          })
+      .def_property_readonly("shape",
+                             [](const WeakCellRef& self) {
+                               const auto& shape = self.Lock()->shape();
+                               return std::vector<std::optional<int64_t>>(
+                                   shape.begin(), shape.end());
+                             })
       .def_property_readonly("dtype", [](const WeakCellRef& self) {
         return NumpyDtype(self.Lock()->dtype());
       });
@@ -217,30 +222,31 @@ void BindWriters(py::module_& m) {
            [](TrajectoryWriter& self, const py::list& step) {
              return AppendStep(self, step, /*partial=*/true);
            })
-      .def("AppendBatch",
-           [](TrajectoryWriter& self, const py::list& columns) {
-             OptionalViews batch(columns);
-             absl::StatusOr<std::vector<
-                 std::optional<std::vector<std::weak_ptr<CellRef>>>>>
-                 refs;
-             {
-               py::gil_scoped_release release;
-               refs = self.AppendBatch(batch.views);
-             }
-             py::list result;
-             for (const auto& column : ValueOrRaise(std::move(refs))) {
-               if (!column.has_value()) {
-                 result.append(py::none());
-                 continue;
-               }
-               py::list cells;
-               for (const auto& ref : *column) {
-                 cells.append(py::cast(WeakCellRef{ref}));
-               }
-               result.append(cells);
-             }
-             return result;
-           })
+      .def(
+          "AppendBatch",
+          [](TrajectoryWriter& self, const py::list& columns) {
+            OptionalViews batch(columns);
+            absl::StatusOr<
+                std::vector<std::optional<std::vector<std::weak_ptr<CellRef>>>>>
+                refs;
+            {
+              py::gil_scoped_release release;
+              refs = self.AppendBatch(batch.views);
+            }
+            py::list result;
+            for (const auto& column : ValueOrRaise(std::move(refs))) {
+              if (!column.has_value()) {
+                result.append(py::none());
+                continue;
+              }
+              py::list cells;
+              for (const auto& ref : *column) {
+                cells.append(py::cast(WeakCellRef{ref}));
+              }
+              result.append(cells);
+            }
+            return result;
+          })
       .def(
           "CreateItem",
           // Reads the refs straight from the Python sequences (one item per
@@ -282,9 +288,9 @@ void BindWriters(py::module_& m) {
           // As dm-reverb's: None waits forever, a timeout <= 0 not at all.
           [](TrajectoryWriter& self, bool clear_buffers,
              std::optional<int64_t> timeout_ms) {
-            const absl::Duration timeout =
-                timeout_ms.has_value() ? absl::Milliseconds(*timeout_ms)
-                                       : absl::InfiniteDuration();
+            const absl::Duration timeout = timeout_ms.has_value()
+                                               ? absl::Milliseconds(*timeout_ms)
+                                               : absl::InfiniteDuration();
             RunWithoutGil(
                 [&] { return self.EndEpisode(clear_buffers, timeout); });
           },
@@ -295,8 +301,9 @@ void BindWriters(py::module_& m) {
           "ConfigureChunker",
           [](TrajectoryWriter& self, int column,
              const std::shared_ptr<ChunkerOptions>& options) {
-            RunWithoutGil(
-                [&] { return self.ConfigureChunker(column, options->Clone()); });
+            RunWithoutGil([&] {
+              return self.ConfigureChunker(column, options->Clone());
+            });
           },
           py::arg("column"), py::arg("options"))
       .def_property_readonly("max_num_keep_alive_refs",

@@ -76,7 +76,8 @@ TEST_F(CheckpointerTest, RoundTripKeepsItemsOrderAndCounters) {
     EXPECT_TRUE(fs::exists(fs::path(*path) / "chunks.tfrecord"));
 
     // Restored into a table of other options: the checkpoint's win.
-    auto restored = MakeTable("t", [] { return std::make_unique<UniformSelector>(); }, 7);
+    auto restored = MakeTable(
+        "t", [] { return std::make_unique<UniformSelector>(); }, 7);
     ASSERT_TRUE(checkpointer.LoadLatest({restored}).ok());
     const TableInfo before = table->info();
     const TableInfo after = restored->info();
@@ -101,19 +102,22 @@ TEST_F(CheckpointerTest, RoundTripKeepsItemsOrderAndCounters) {
 }
 
 TEST_F(CheckpointerTest, PrioritizedKeepsUpdatedPriorities) {
-  auto table = Filled([] { return std::make_unique<PrioritizedSelector>(1.0); });
+  auto table =
+      Filled([] { return std::make_unique<PrioritizedSelector>(1.0); });
   KeyWithPriority update;
   update.set_key(3);
   update.set_priority(0);
   ASSERT_TRUE(table->MutateItems({update}, {4}).ok());
   Checkpointer checkpointer(root_.string());
   ASSERT_TRUE(checkpointer.Save({table}).ok());
-  auto restored = MakeTable("t", [] { return std::make_unique<UniformSelector>(); });
+  auto restored =
+      MakeTable("t", [] { return std::make_unique<UniformSelector>(); });
   ASSERT_TRUE(checkpointer.LoadLatest({restored}).ok());
   EXPECT_EQ(restored->size(), 4);
   EXPECT_EQ(restored->Get(3)->priority(), 0);
   EXPECT_FALSE(restored->Get(4).ok());
-  for (int i = 0; i < 50; ++i) EXPECT_NE(restored->Sample()->ref->item.key(), 3u);
+  for (int i = 0; i < 50; ++i)
+    EXPECT_NE(restored->Sample()->ref->item.key(), 3u);
 }
 
 TEST_F(CheckpointerTest, ServerOptionsOnRequest) {
@@ -123,7 +127,8 @@ TEST_F(CheckpointerTest, ServerOptionsOnRequest) {
   Checkpointer checkpointer(root_.string(), "", std::nullopt, options);
   ASSERT_TRUE(checkpointer.Save({table}).ok());
   // A smaller table: its Fifo remover evicts the oldest items.
-  auto smaller = MakeTable("t", [] { return std::make_unique<LifoSelector>(); }, 3);
+  auto smaller = MakeTable(
+      "t", [] { return std::make_unique<LifoSelector>(); }, 3);
   ASSERT_TRUE(checkpointer.LoadLatest({smaller}).ok());
   const TableInfo info = smaller->info();
   EXPECT_EQ(info.max_size(), 3);
@@ -139,7 +144,8 @@ TEST_F(CheckpointerTest, KeepLatestAndCrashLeftovers) {
   auto table = Filled([] { return std::make_unique<FifoSelector>(); });
   Checkpointer checkpointer(root_.string());
   fs::create_directories(root_ / ".2000-01-01T00:00:00.000000+00:00.tmp");
-  fs::create_directories(root_ / "2000-01-01T00:00:00.000000+00:00");  // No DONE.
+  fs::create_directories(root_ /
+                         "2000-01-01T00:00:00.000000+00:00");  // No DONE.
   std::vector<std::string> paths;
   for (int i = 0; i < 3; ++i) paths.push_back(*checkpointer.Save({table}, 2));
   EXPECT_FALSE(fs::exists(paths[0]));
@@ -157,7 +163,8 @@ TEST_F(CheckpointerTest, CorruptNewestFallsBackToOlder) {
   const fs::path chunks = fs::path(newer) / "chunks.tfrecord";
   fs::resize_file(chunks, fs::file_size(chunks) / 2);
 
-  auto restored = MakeTable("t", [] { return std::make_unique<FifoSelector>(); });
+  auto restored =
+      MakeTable("t", [] { return std::make_unique<FifoSelector>(); });
   absl::Status direct = checkpointer.Load(newer, {restored});
   EXPECT_TRUE(absl::IsDataLoss(direct)) << direct;
   EXPECT_NE(direct.message().find("chunks.tfrecord"), std::string::npos);
@@ -178,12 +185,13 @@ TEST_F(CheckpointerTest, ChunkRecordThatIsNotAChunkIsDataLoss) {
   Checkpointer checkpointer(root_.string(), "", std::nullopt, {3, 1, true});
   const std::string path = *checkpointer.Save({table});
   {
-    auto writer = *RecordWriter::Create(
-        (fs::path(path) / "chunks.tfrecord").string(), 1);
+    auto writer =
+        *RecordWriter::Create((fs::path(path) / "chunks.tfrecord").string(), 1);
     ASSERT_TRUE(writer->Write("\x08").ok());  // A tag without its value.
     ASSERT_TRUE(writer->Close().ok());
   }
-  auto restored = MakeTable("t", [] { return std::make_unique<FifoSelector>(); });
+  auto restored =
+      MakeTable("t", [] { return std::make_unique<FifoSelector>(); });
   absl::Status status = checkpointer.Load(path, {restored});
   EXPECT_TRUE(absl::IsDataLoss(status)) << status;
   EXPECT_NE(status.message().find("deepmind.reverb.ChunkData"),
@@ -196,13 +204,15 @@ TEST_F(CheckpointerTest, UnknownTableAndFallback) {
   auto table = Filled([] { return std::make_unique<FifoSelector>(); });
   Checkpointer checkpointer(root_.string());
   const std::string path = *checkpointer.Save({table});
-  auto other = MakeTable("other", [] { return std::make_unique<FifoSelector>(); });
+  auto other =
+      MakeTable("other", [] { return std::make_unique<FifoSelector>(); });
   absl::Status status = checkpointer.LoadLatest({other});
   EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
   EXPECT_NE(status.message().find("other"), std::string::npos);
 
   Checkpointer fresh((root_ / "elsewhere").string(), "", path);
-  auto restored = MakeTable("t", [] { return std::make_unique<FifoSelector>(); });
+  auto restored =
+      MakeTable("t", [] { return std::make_unique<FifoSelector>(); });
   EXPECT_TRUE(absl::IsNotFound(fresh.LoadLatest({restored})));
   ASSERT_TRUE(fresh.LoadFallbackCheckpoint({restored}).ok());
   EXPECT_EQ(restored->size(), 5);

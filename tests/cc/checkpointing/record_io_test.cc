@@ -31,7 +31,8 @@ std::vector<std::string> Records() {
 void WriteRecords(const std::string& path, int level) {
   auto writer = RecordWriter::Create(path, level);
   ASSERT_TRUE(writer.ok()) << writer.status();
-  for (const auto& record : Records()) ASSERT_TRUE((*writer)->Write(record).ok());
+  for (const auto& record : Records())
+    ASSERT_TRUE((*writer)->Write(record).ok());
   ASSERT_TRUE((*writer)->Close().ok());
 }
 

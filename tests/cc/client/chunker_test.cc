@@ -122,7 +122,8 @@ std::vector<std::string> ChunksOf(
     }
     ChunkData chunk = *ref->GetChunk();
     chunk.clear_chunk_key();
-    chunks.push_back(absl::StrCat(ref->offset(), ":", chunk.SerializeAsString()));
+    chunks.push_back(
+        absl::StrCat(ref->offset(), ":", chunk.SerializeAsString()));
   }
   return chunks;
 }
@@ -232,7 +233,8 @@ TEST(ChunkerTest, ConfigOnlyBetweenChunks) {
             absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(chunker->Flush().ok());
   EXPECT_TRUE(
-      chunker->ApplyConfig(std::make_shared<ConstantChunkerOptions>(1, 1)).ok());
+      chunker->ApplyConfig(std::make_shared<ConstantChunkerOptions>(1, 1))
+          .ok());
   EXPECT_EQ(chunker->ApplyConfig(std::make_shared<ConstantChunkerOptions>(3, 2))
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -253,7 +255,8 @@ TEST(AutoTunedChunkerOptionsTest, GrowsWhileItPaysAndStaysInRange) {
     }
     auto chunker = MakeChunker(length, length);
     std::vector<std::shared_ptr<CellRef>> refs;
-    for (int s = 0; s < length; ++s) refs.push_back(*chunker->Append(Float(s), 1, s));
+    for (int s = 0; s < length; ++s)
+      refs.push_back(*chunker->Append(Float(s), 1, s));
     for (int i = 0; i < AutoTunedChunkerOptions::kNumItemsToScore; ++i) {
       options.OnItemFinalized({refs.back()});
     }

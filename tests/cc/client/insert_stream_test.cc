@@ -60,9 +60,8 @@ class Confirmations {
   // Whether the stream ended within 60 s.
   bool WaitForEnd() const {
     MutexLock lock(&mu_);
-    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return ended_ > 0;
-    };
+    auto done = [this]()
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ended_ > 0; };
     return mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(60));
   }
 
@@ -73,8 +72,8 @@ class Confirmations {
 };
 
 // An item of `table` that reads row 0 of chunk `chunk_key`.
-PrioritizedItem Item(uint64_t key, const std::string& table,
-                     uint64_t chunk_key, double priority = 1) {
+PrioritizedItem Item(uint64_t key, const std::string& table, uint64_t chunk_key,
+                     double priority = 1) {
   PrioritizedItem item;
   item.set_key(key);
   item.set_table(table);
@@ -98,8 +97,7 @@ class InsertStreamTest : public ::testing::Test {
     auto server = StartServer(std::move(tables));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    connection_ =
-        std::make_shared<Connection>(Address(server_->port()));
+    connection_ = std::make_shared<Connection>(Address(server_->port()));
   }
 
   std::unique_ptr<InsertStream> Open() {

@@ -130,7 +130,8 @@ TEST_F(LegacyWriterTest, CloseTimesOutAndClosesTheWriter) {
   EXPECT_EQ(close.message(), kOneAwaitingConfirmation);
   absl::Status append = writer->Append(Step(3));
   EXPECT_EQ(append.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(append.message(), "Calling method Append after Close has been called");
+  EXPECT_EQ(append.message(),
+            "Calling method Append after Close has been called");
 }
 
 TEST_F(LegacyWriterTest, AnUnknownTableBecomesTheWritersError) {

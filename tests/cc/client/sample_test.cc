@@ -39,7 +39,8 @@ std::shared_ptr<SampleInfo> Info(
     std::vector<bool> squeeze = {}) {
   auto info = std::make_shared<SampleInfo>();
   for (size_t c = 0; c < columns.size(); ++c) {
-    auto* column = info->mutable_item()->mutable_flat_trajectory()->add_columns();
+    auto* column =
+        info->mutable_item()->mutable_flat_trajectory()->add_columns();
     column->set_squeeze(c < squeeze.size() && squeeze[c]);
     for (const auto& [key, offset, length] : columns[c]) {
       auto* slice = column->add_chunk_slices();
@@ -69,8 +70,8 @@ TEST(SampleTest, ConcatenatesSlicesAcrossChunks) {
 TEST(SampleTest, SqueezedColumnDropsTimeDimension) {
   ChunkData a = MakeChunk(1, 10, 3);
   std::vector<const ChunkData*> chunks = {&a};
-  auto sample = UnpackSample(Info({{{1, 1, 1}}, {{1, 0, 3}}}, {true, false}),
-                             chunks);
+  auto sample =
+      UnpackSample(Info({{{1, 1, 1}}, {{1, 0, 3}}}, {true, false}), chunks);
   ASSERT_TRUE(sample.ok()) << sample.status();
   EXPECT_EQ(sample->columns[0].shape, (std::vector<int64_t>{1}));
   EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{11}));
@@ -90,12 +91,15 @@ TEST(SampleTest, UnequalColumnsCannotBeSplit) {
 TEST(SampleTest, BadReferencesAreErrors) {
   ChunkData a = MakeChunk(1, 0, 3);
   std::vector<const ChunkData*> chunks = {&a};
-  EXPECT_FALSE(UnpackSample(Info({{{2, 0, 1}}}), chunks).ok());   // No chunk.
-  EXPECT_FALSE(UnpackSample(Info({{{1, 2, 2}}}), chunks).ok());   // Rows.
+  EXPECT_FALSE(UnpackSample(Info({{{2, 0, 1}}}), chunks).ok());  // No chunk.
+  EXPECT_FALSE(UnpackSample(Info({{{1, 2, 2}}}), chunks).ok());  // Rows.
   EXPECT_FALSE(UnpackSample(nullptr, chunks).ok());
   std::shared_ptr<SampleInfo> bad_index = Info({{{1, 0, 1}}});
-  bad_index->mutable_item()->mutable_flat_trajectory()->mutable_columns(0)
-      ->mutable_chunk_slices(0)->set_index(3);
+  bad_index->mutable_item()
+      ->mutable_flat_trajectory()
+      ->mutable_columns(0)
+      ->mutable_chunk_slices(0)
+      ->set_index(3);
   EXPECT_FALSE(UnpackSample(bad_index, chunks).ok());
 }
 

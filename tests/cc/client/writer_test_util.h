@@ -59,9 +59,9 @@ inline std::vector<int32_t> Values(const Tensor& t) {
 
 // An item as its table holds it.
 struct StoredItem {
-  PrioritizedItem item;                 // With its current priority.
-  std::vector<uint64_t> chunk_keys;     // GetChunkKeys of its trajectory.
-  std::vector<ChunkData> chunks;        // Those chunks, in that order.
+  PrioritizedItem item;                       // With its current priority.
+  std::vector<uint64_t> chunk_keys;           // GetChunkKeys of its trajectory.
+  std::vector<ChunkData> chunks;              // Those chunks, in that order.
   std::vector<std::vector<int32_t>> columns;  // Rebuilt from the chunks.
 };
 

@@ -21,8 +21,8 @@ TEST(TableItemTest, ChunkKeysAreDistinctInOrderOfFirstUse) {
 }
 
 TEST(TableItemTest, ValidItemPasses) {
-  EXPECT_TRUE(ValidateTableItem(MakeItem(1, 1.0, {MakeChunk(10), MakeChunk(11)}))
-                  .ok());
+  EXPECT_TRUE(
+      ValidateTableItem(MakeItem(1, 1.0, {MakeChunk(10), MakeChunk(11)})).ok());
 }
 
 TEST(TableItemTest, EmptyTrajectoryIsRejected) {

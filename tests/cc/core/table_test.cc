@@ -29,8 +29,9 @@ using testing::MakeItem;
 constexpr absl::Duration kTimeout = absl::Seconds(30);
 
 std::shared_ptr<Table> MakeTable(
-    std::unique_ptr<ItemSelector> sampler, std::unique_ptr<ItemSelector> remover,
-    int64_t max_size = 100, int32_t max_times_sampled = 0,
+    std::unique_ptr<ItemSelector> sampler,
+    std::unique_ptr<ItemSelector> remover, int64_t max_size = 100,
+    int32_t max_times_sampled = 0,
     absl::StatusOr<RateLimiter> limiter = MinSizeRateLimiter(1)) {
   auto table = Table::Create("table", std::move(sampler), std::move(remover),
                              max_size, max_times_sampled, *limiter);
@@ -84,8 +85,9 @@ TEST(TableTest, SampleReturnsItemWithInfo) {
   EXPECT_TRUE(sample->ref->item.has_inserted_at());
   EXPECT_EQ(table->Get(key)->times_sampled(), 1);
   // Responses serialize the stored item with its cached sizes.
-  EXPECT_EQ(sample->ref->item.GetCachedSize(),
-            static_cast<int>(PrioritizedItem(sample->ref->item).ByteSizeLong()));
+  EXPECT_EQ(
+      sample->ref->item.GetCachedSize(),
+      static_cast<int>(PrioritizedItem(sample->ref->item).ByteSizeLong()));
   EXPECT_GT(sample->ref->item.GetCachedSize(), 0);
 }
 
@@ -98,8 +100,9 @@ TEST(TableTest, InsertOfExistingKeyOnlyUpdatesPriority) {
   EXPECT_EQ(table->size(), 1);
   EXPECT_DOUBLE_EQ(table->Get(1)->priority(), 9.0);
   // The trajectory is the original one and the new chunk was dropped.
-  EXPECT_EQ(table->Get(1)->flat_trajectory().columns(0).chunk_slices(0)
-                .chunk_key(), 1'000'001u);
+  EXPECT_EQ(
+      table->Get(1)->flat_trajectory().columns(0).chunk_slices(0).chunk_key(),
+      1'000'001u);
   EXPECT_TRUE(weak.expired());
   EXPECT_EQ(table->info().rate_limiter_info().insert_stats().completed(), 1);
 }
@@ -162,8 +165,7 @@ TEST(TableTest, SampledFrequenciesFollowThePriorities) {
     ASSERT_EQ(batch->size(), 300u);
     for (const auto& item : *batch) {
       ++counts[item.ref->item.key()];
-      EXPECT_DOUBLE_EQ(item.probability,
-                       probabilities[item.ref->item.key()]);
+      EXPECT_DOUBLE_EQ(item.probability, probabilities[item.ref->item.key()]);
     }
   }
   EXPECT_LT(testing::ChiSquare(counts, probabilities),
@@ -197,9 +199,9 @@ TEST(TableTest, ACancelledSampleRequestTakesNothing) {
 }
 
 TEST(TableTest, SampleWaitsForMinSize) {
-  auto table = MakeTable(std::make_unique<UniformSelector>(),
-                         std::make_unique<FifoSelector>(), 10, 0,
-                         MinSizeRateLimiter(2));
+  auto table =
+      MakeTable(std::make_unique<UniformSelector>(),
+                std::make_unique<FifoSelector>(), 10, 0, MinSizeRateLimiter(2));
   absl::Notification sampled;
   absl::StatusOr<SampledItem> result;
   std::thread sampler([&] {
@@ -247,8 +249,7 @@ TEST(TableTest, WorkerThreadIsNamed) {
   auto table = MakeUniformTable();
   ASSERT_TRUE(table->InsertOrAssign(MakeItem(1)).ok());  // Worker running.
   std::vector<std::string> names = ThreadNames();
-  EXPECT_NE(std::find(names.begin(), names.end(), "reverb-table"),
-            names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "reverb-table"), names.end());
 }
 
 TEST(TableTest, WorkerTimeCountsWaitingForInserts) {
@@ -260,9 +261,9 @@ TEST(TableTest, WorkerTimeCountsWaitingForInserts) {
   sampler.join();
   TableWorkerTime time = table->info().table_worker_time();
   EXPECT_GE(time.waiting_for_inserts_ms(), 100);
-  EXPECT_LE(time.waiting_for_inserts_ms() + time.sleeping_ms() +
-                time.running_ms(),
-            absl::ToInt64Milliseconds(kTimeout));
+  EXPECT_LE(
+      time.waiting_for_inserts_ms() + time.sleeping_ms() + time.running_ms(),
+      absl::ToInt64Milliseconds(kTimeout));
 }
 
 TEST(TableTest, SampleTimesOutWithRateLimiterTimeout) {
@@ -288,19 +289,21 @@ TEST(TableTest, BatchIsClosedAtOneMegabyteOfChunks) {
   auto table = MakeUniformTable();
   // Each chunk holds 150k floats (600 kB).
   ASSERT_TRUE(
-      table->InsertOrAssign(MakeItem(1, 1.0, {MakeChunk(10, 1, 150'000)})).ok());
+      table->InsertOrAssign(MakeItem(1, 1.0, {MakeChunk(10, 1, 150'000)}))
+          .ok());
   auto batch = table->SampleFlexibleBatch(10, kTimeout);
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(batch->size(), 2u);
 }
 
 TEST(TableTest, BlockedInsertTimesOutButStaysQueued) {
-  auto table = MakeTable(std::make_unique<FifoSelector>(),
-                         std::make_unique<FifoSelector>(), 10, 1,
-                         QueueRateLimiter(1));
+  auto table =
+      MakeTable(std::make_unique<FifoSelector>(),
+                std::make_unique<FifoSelector>(), 10, 1, QueueRateLimiter(1));
   ASSERT_TRUE(table->InsertOrAssign(MakeItem(1)).ok());
   EXPECT_FALSE(table->CanInsert(1));
-  absl::Status status = table->InsertOrAssign(MakeItem(2), absl::Milliseconds(20));
+  absl::Status status =
+      table->InsertOrAssign(MakeItem(2), absl::Milliseconds(20));
   EXPECT_TRUE(IsRateLimiterTimeout(status)) << status;
   EXPECT_FALSE(table->Get(2).ok());
   auto first = table->Sample(kTimeout);
@@ -312,9 +315,9 @@ TEST(TableTest, BlockedInsertTimesOutButStaysQueued) {
 }
 
 TEST(TableTest, InsertsAndSamplesAlternateUnderAQueue) {
-  auto table = MakeTable(std::make_unique<FifoSelector>(),
-                         std::make_unique<FifoSelector>(), 10, 1,
-                         QueueRateLimiter(2));
+  auto table =
+      MakeTable(std::make_unique<FifoSelector>(),
+                std::make_unique<FifoSelector>(), 10, 1, QueueRateLimiter(2));
   std::vector<uint64_t> sampled;
   std::thread consumer([&] {
     for (int i = 0; i < 50; ++i) {
@@ -387,9 +390,9 @@ TEST(TableTest, InvalidItemIsRejectedAtOnce) {
 }
 
 TEST(TableTest, ResetClearsItemsAndCountersButKeepsQueuedInserts) {
-  auto table = MakeTable(std::make_unique<FifoSelector>(),
-                         std::make_unique<FifoSelector>(), 10, 1,
-                         QueueRateLimiter(1));
+  auto table =
+      MakeTable(std::make_unique<FifoSelector>(),
+                std::make_unique<FifoSelector>(), 10, 1, QueueRateLimiter(1));
   ASSERT_TRUE(table->InsertOrAssign(MakeItem(1, 1.0, 7)).ok());
   absl::Notification inserted;
   table->InsertOrAssignAsync(MakeItem(2),
@@ -425,7 +428,8 @@ TEST(TableTest, EpisodeCounters) {
   auto episode_a = MakeChunk(10, /*episode_id=*/100);
   auto episode_b = MakeChunk(11, /*episode_id=*/200);
   ASSERT_TRUE(table->InsertOrAssign(MakeItem(1, 1.0, {episode_a})).ok());
-  ASSERT_TRUE(table->InsertOrAssign(MakeItem(2, 1.0, {episode_a, episode_b})).ok());
+  ASSERT_TRUE(
+      table->InsertOrAssign(MakeItem(2, 1.0, {episode_a, episode_b})).ok());
   EXPECT_EQ(table->info().num_episodes(), 2);
   ASSERT_TRUE(table->MutateItems({}, {2}).ok());
   TableInfo info = table->info();

@@ -73,8 +73,8 @@ TEST(RateLimiterTest, PredicatesMatchTheSpecTable) {
                  << "spi=" << c.spi << " min_size=" << c.min_size << " diff=["
                  << c.min_diff << "," << c.max_diff << "] i=" << c.inserts
                  << " s=" << c.samples << " d=" << c.deletes << " n=" << c.n);
-    auto checkpoint = Make(c.spi, c.min_size, c.min_diff, c.max_diff)
-                          .CheckpointState();
+    auto checkpoint =
+        Make(c.spi, c.min_size, c.min_diff, c.max_diff).CheckpointState();
     checkpoint.set_insert_count(c.inserts);
     checkpoint.set_sample_count(c.samples);
     checkpoint.set_delete_count(c.deletes);

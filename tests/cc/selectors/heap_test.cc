@@ -65,7 +65,8 @@ TEST(HeapSelectorTest, RejectsNanAndUnknownKeys) {
 TEST(HeapSelectorTest, OrdersManyKeysLikeASort) {
   HeapSelector selector(true);
   for (Key k = 0; k < 1000; ++k) {
-    ASSERT_TRUE(selector.Insert(k, static_cast<double>((k * 7919) % 1000)).ok());
+    ASSERT_TRUE(
+        selector.Insert(k, static_cast<double>((k * 7919) % 1000)).ok());
   }
   double last = -1;
   for (int i = 0; i < 1000; ++i) {

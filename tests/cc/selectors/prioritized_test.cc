@@ -67,12 +67,14 @@ TEST(PrioritizedSelectorTest, AllZeroPrioritiesSampleUniformly) {
 
 TEST(PrioritizedSelectorTest, RejectsNanAndNegativePriorities) {
   PrioritizedSelector selector(1.0, 3);
-  EXPECT_EQ(selector.Insert(1, -1.0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(selector.Insert(1, -1.0).code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(selector.Insert(1, std::nan("")).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(selector.size(), 0);
   ASSERT_TRUE(selector.Insert(1, 1.0).ok());
-  EXPECT_EQ(selector.Update(1, -0.5).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(selector.Update(1, -0.5).code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(selector.Update(1, std::nan("")).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(selector.Sample().key, 1u);

@@ -45,8 +45,8 @@ class ClientServerTest : public ::testing::Test {
     auto server = Server::Start(std::move(tables), 0, "localhost");
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    client_ = std::make_unique<Client>(
-        "localhost:" + std::to_string(server_->port()));
+    client_ = std::make_unique<Client>("localhost:" +
+                                       std::to_string(server_->port()));
   }
 
   std::unique_ptr<Writer> NewWriter(int chunk_length, int max_timesteps,
@@ -58,10 +58,9 @@ class ClientServerTest : public ::testing::Test {
     return *client_->NewWriter(options);
   }
 
-  std::unique_ptr<Sampler> NewSampler(const std::string& table,
-                                      int64_t max_samples,
-                                      absl::Duration timeout =
-                                          absl::InfiniteDuration()) {
+  std::unique_ptr<Sampler> NewSampler(
+      const std::string& table, int64_t max_samples,
+      absl::Duration timeout = absl::InfiniteDuration()) {
     SamplerOptions options;
     options.max_samples = max_samples;
     options.rate_limiter_timeout = timeout;
@@ -229,7 +228,9 @@ TEST_F(ClientServerTest, SamplerKeepsTheTableOrderOfSmallAndLargeSamples) {
                          /*max_times_sampled=*/1)});
   auto writer = NewWriter(/*chunk_length=*/1, /*max_timesteps=*/5);
   constexpr int kItems = 300;
-  auto step = [](int32_t t) { return Int32(std::vector<int32_t>(100, t), {100}); };
+  auto step = [](int32_t t) {
+    return Int32(std::vector<int32_t>(100, t), {100});
+  };
   for (int32_t t = 0; t < 4; ++t) ASSERT_TRUE(writer->Append({step(t)}).ok());
   for (int32_t i = 0; i < kItems; ++i) {
     ASSERT_TRUE(writer->Append({step(i + 4)}).ok());
@@ -349,8 +350,8 @@ TEST_F(ClientServerTest, SamplerWaitsForAServerToComeUp) {
   auto sample = sampler->GetNextSample(absl::Milliseconds(300));
   ASSERT_TRUE(absl::IsDeadlineExceeded(sample.status())) << sample.status();
 
-  auto restarted = Server::Start({MakeTable("t", *MinSizeRateLimiter(1))},
-                                 port, "localhost");
+  auto restarted = Server::Start({MakeTable("t", *MinSizeRateLimiter(1))}, port,
+                                 "localhost");
   ASSERT_TRUE(restarted.ok()) << restarted.status();
   server_ = *std::move(restarted);
   auto writer = *client.NewWriter(WriterOptions());
@@ -384,27 +385,30 @@ TEST_F(ClientServerTest, ServerInfoMutateAndReset) {
 
   // Fifo samples the oldest item: delete it, then update the next one.
   auto oldest = *NewSampler("a", 1)->GetNextSample(absl::Seconds(30));
-  ASSERT_TRUE(client_->MutatePriorities("a", {}, {oldest.info->item().key()},
-                                        absl::Seconds(30)).ok());
-  EXPECT_EQ(client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(),
-            2);
+  ASSERT_TRUE(client_
+                  ->MutatePriorities("a", {}, {oldest.info->item().key()},
+                                     absl::Seconds(30))
+                  .ok());
+  EXPECT_EQ(
+      client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(), 2);
   auto next = *NewSampler("a", 1)->GetNextSample(absl::Seconds(30));
   EXPECT_NE(next.info->item().key(), oldest.info->item().key());
   KeyWithPriority update;
   update.set_key(next.info->item().key());
   update.set_priority(42);
   // The unknown key (the deleted one) is ignored.
-  ASSERT_TRUE(client_->MutatePriorities("a", {update},
-                                        {oldest.info->item().key()},
-                                        absl::Seconds(30)).ok());
+  ASSERT_TRUE(client_
+                  ->MutatePriorities("a", {update}, {oldest.info->item().key()},
+                                     absl::Seconds(30))
+                  .ok());
   auto updated = *NewSampler("a", 1)->GetNextSample(absl::Seconds(30));
   EXPECT_EQ(updated.info->item().key(), next.info->item().key());
   EXPECT_EQ(updated.info->item().priority(), 42);
   EXPECT_EQ(updated.info->item().times_sampled(), 2);
 
   ASSERT_TRUE(client_->Reset("a", absl::Seconds(30)).ok());
-  EXPECT_EQ(client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(),
-            0);
+  EXPECT_EQ(
+      client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(), 0);
   EXPECT_EQ(client_->Checkpoint(absl::Seconds(30)).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -436,8 +440,9 @@ TEST_F(ClientServerTest, ConcurrentWritersAndSamplers) {
   }
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(sampled.load(), kWriters * 300);
-  EXPECT_EQ(client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(),
-            kWriters * kItemsPerWriter);
+  EXPECT_EQ(
+      client_->ServerInfo(absl::Seconds(30))->table_info(0).current_size(),
+      kWriters * kItemsPerWriter);
 }
 
 }  // namespace

@@ -30,8 +30,8 @@ TEST(MutexTest, AwaitWithTimeoutGivesUpWithTheMutexHeld) {
   bool never = false;
   MutexLock lock(&mu);
   const absl::Time start = absl::Now();
-  EXPECT_FALSE(mu.AwaitWithTimeout(absl::Condition(&never),
-                                   absl::Milliseconds(20)));
+  EXPECT_FALSE(
+      mu.AwaitWithTimeout(absl::Condition(&never), absl::Milliseconds(20)));
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(20));
   never = true;  // Still held: no data race for TSan to report.
 }
@@ -96,8 +96,8 @@ TEST(CondVarTest, WaitReturnsFalseWhenSignalledAndTrueOnTimeout) {
 TEST(NotificationTest, WaitersSeeTheNotificationAndTimeOutWithout) {
   Notification notification;
   EXPECT_FALSE(notification.HasBeenNotified());
-  EXPECT_FALSE(notification.WaitForNotificationWithTimeout(
-      absl::Milliseconds(20)));
+  EXPECT_FALSE(
+      notification.WaitForNotificationWithTimeout(absl::Milliseconds(20)));
   std::thread notifier([&] {
     absl::SleepFor(absl::Milliseconds(10));
     notification.Notify();

@@ -19,7 +19,7 @@ absl::Cord Fragmented(const std::string& bytes) {
 TEST(WireReaderTest, ReadsFieldsAcrossPieces) {
   std::string bytes;
   PutTag(1, kVarint, &bytes);
-  PutVarint64(UINT64_MAX, &bytes);  // Ten bytes.
+  PutVarint64(UINT64_MAX, &bytes);        // Ten bytes.
   PutTag(200, kLengthDelimited, &bytes);  // A two-byte tag.
   PutVarint64(5, &bytes);
   bytes += "hello";
@@ -81,14 +81,16 @@ TEST(WireReaderTest, MalformedInputIsRefused) {
   EXPECT_FALSE(WireReader(long_varint).ReadVarint(&value));
   // Groups and field 0.
   EXPECT_FALSE(WireReader(absl::Cord("\x0b")).ReadTag(&field, &type));
-  EXPECT_FALSE(WireReader(absl::Cord(std::string(1, '\0')))
-                   .ReadTag(&field, &type));
+  EXPECT_FALSE(
+      WireReader(absl::Cord(std::string(1, '\0'))).ReadTag(&field, &type));
   // Lengths past the end.
-  EXPECT_FALSE(WireReader(absl::Cord("\x05" "ab")).ReadLengthDelimited(
-      &value_bytes));
+  EXPECT_FALSE(WireReader(absl::Cord("\x05"
+                                     "ab"))
+                   .ReadLengthDelimited(&value_bytes));
   EXPECT_FALSE(WireReader(absl::Cord("abc")).Skip(kFixed32));
   std::string out;
-  EXPECT_FALSE(WireReader(absl::Cord("\x05" "ab"))
+  EXPECT_FALSE(WireReader(absl::Cord("\x05"
+                                     "ab"))
                    .CopyField(1, kLengthDelimited, &out));
 }
 

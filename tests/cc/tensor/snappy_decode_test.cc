@@ -81,7 +81,7 @@ TEST(SnappyDecodeTest, DecodesEveryElementEncoding) {
   for (uint32_t size : {1u, 60u, 61u, 256u, 257u, 65537u, 70000u}) {
     const std::string literal = Random(size, 256, size);
     std::string stream;
-    for (uint32_t v = size; ; v >>= 7) {  // varint
+    for (uint32_t v = size;; v >>= 7) {  // varint
       stream.push_back(static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
       if (v < 0x80) break;
     }
@@ -89,8 +89,10 @@ TEST(SnappyDecodeTest, DecodesEveryElementEncoding) {
     if (stored < 60) {
       stream.push_back(static_cast<char>(stored << 2));
     } else {
-      const int bytes = stored < (1u << 8) ? 1 : stored < (1u << 16) ? 2
-                        : stored < (1u << 24) ? 3 : 4;
+      const int bytes = stored < (1u << 8)    ? 1
+                        : stored < (1u << 16) ? 2
+                        : stored < (1u << 24) ? 3
+                                              : 4;
       stream.push_back(static_cast<char>((59 + bytes) << 2));
       for (int i = 0; i < bytes; ++i) {
         stream.push_back(static_cast<char>(stored >> (8 * i)));
@@ -102,12 +104,15 @@ TEST(SnappyDecodeTest, DecodesEveryElementEncoding) {
   }
   // "abc", then copies from offset 3 with 1-, 2- and 4-byte offsets, then
   // 11 bytes from offset 1.
-  const std::string stream = std::string("\x16", 1) +          // 22 bytes
-                             std::string("\x08" "abc", 4) +       // literal 3
-                             std::string("\x05\x03", 2) +         // 5 @ 3
-                             std::string("\x02\x03\x00", 3) +     // 1 @ 3
+  const std::string stream = std::string("\x16", 1) +  // 22 bytes
+                             std::string(
+                                 "\x08"
+                                 "abc",
+                                 4) +                          // literal 3
+                             std::string("\x05\x03", 2) +      // 5 @ 3
+                             std::string("\x02\x03\x00", 3) +  // 1 @ 3
                              std::string("\x07\x03\x00\x00\x00", 5) +  // 2 @ 3
-                             std::string("\x1d\x01", 2);          // 11 @ 1
+                             std::string("\x1d\x01", 2);               // 11 @ 1
   std::string out;
   ASSERT_TRUE(Decode(stream, &out));
   EXPECT_EQ(out, "abcabcabcab" + std::string(11, 'b'));
@@ -118,17 +123,47 @@ TEST(SnappyDecodeTest, RejectsCorruptStreams) {
   const auto decodes = [&out](const std::string& stream, size_t length) {
     return SnappyUncompress(stream, out.data(), length);
   };
-  EXPECT_TRUE(decodes(std::string("\x03\x08" "abc", 5), 3));
-  EXPECT_FALSE(decodes(std::string("\x03\x08" "abc", 5), 4));  // length
-  EXPECT_FALSE(decodes(std::string("\x04\x08" "abc", 5), 4));  // short
-  EXPECT_FALSE(decodes(std::string("\x03\x08" "ab", 4), 3));   // truncated
-  EXPECT_FALSE(decodes(std::string("\x03\x0c" "abc", 5), 3));  // too long
-  EXPECT_FALSE(decodes(std::string("\x05\x00" "a\x01\x00", 5), 5));  // 0
-  EXPECT_FALSE(decodes(std::string("\x05\x00" "a\x01\x02", 5), 5));  // 2 > 1
-  EXPECT_FALSE(decodes(std::string("\x05\x00" "a\x0d\x01", 5), 5));  // 7 > 4
-  EXPECT_FALSE(decodes(std::string("\x05\x00" "a\x01", 3), 5));  // no offset
+  EXPECT_TRUE(decodes(std::string("\x03\x08"
+                                  "abc",
+                                  5),
+                      3));
+  EXPECT_FALSE(decodes(std::string("\x03\x08"
+                                   "abc",
+                                   5),
+                       4));  // length
+  EXPECT_FALSE(decodes(std::string("\x04\x08"
+                                   "abc",
+                                   5),
+                       4));  // short
+  EXPECT_FALSE(decodes(std::string("\x03\x08"
+                                   "ab",
+                                   4),
+                       3));  // truncated
+  EXPECT_FALSE(decodes(std::string("\x03\x0c"
+                                   "abc",
+                                   5),
+                       3));  // too long
+  EXPECT_FALSE(decodes(std::string("\x05\x00"
+                                   "a\x01\x00",
+                                   5),
+                       5));  // 0
+  EXPECT_FALSE(decodes(std::string("\x05\x00"
+                                   "a\x01\x02",
+                                   5),
+                       5));  // 2 > 1
+  EXPECT_FALSE(decodes(std::string("\x05\x00"
+                                   "a\x0d\x01",
+                                   5),
+                       5));  // 7 > 4
+  EXPECT_FALSE(decodes(std::string("\x05\x00"
+                                   "a\x01",
+                                   3),
+                       5));  // no offset
   // A literal of 2 bytes with 1 left.
-  EXPECT_FALSE(decodes(std::string("\x05\x00" "a\xf0\x01\x00", 5), 5));
+  EXPECT_FALSE(decodes(std::string("\x05\x00"
+                                   "a\xf0\x01\x00",
+                                   5),
+                       5));
   size_t length = 0;
   EXPECT_FALSE(SnappyUncompressedLength(std::string("\x80\x80", 2), &length));
   EXPECT_FALSE(SnappyUncompressedLength(

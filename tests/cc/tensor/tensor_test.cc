@@ -22,7 +22,8 @@ TEST(TensorTest, StackAddsLeadingDimension) {
   auto stacked = StackTensors(steps);
   ASSERT_TRUE(stacked.ok()) << stacked.status();
   EXPECT_EQ(stacked->shape, (std::vector<int64_t>{3, 2}));
-  EXPECT_EQ(Values<int32_t>(*stacked), (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(Values<int32_t>(*stacked),
+            (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
 }
 
 TEST(TensorTest, StackRejectsDifferentShapes) {
@@ -34,8 +35,8 @@ TEST(TensorTest, StackRejectsDifferentShapes) {
 }
 
 TEST(TensorTest, SliceConcatAndRows) {
-  Tensor t = MakeTensor<float>(tensorflow::DT_FLOAT, {3, 2},
-                               {0, 1, 2, 3, 4, 5});
+  Tensor t =
+      MakeTensor<float>(tensorflow::DT_FLOAT, {3, 2}, {0, 1, 2, 3, 4, 5});
   auto middle = SliceRows(t, 1, 2);
   ASSERT_TRUE(middle.ok());
   EXPECT_EQ(Values<float>(*middle), (std::vector<float>{2, 3, 4, 5}));
@@ -126,15 +127,15 @@ TEST(TensorViewTest, AppendRowsCopiesRowsOfTheSameDtypeAndShape) {
   EXPECT_EQ(out.dtype, tensorflow::DT_INT32);
   EXPECT_EQ(out.shape, (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(Values<int32_t>(out), (std::vector<int32_t>{5, 6, 1, 2, 3, 4}));
-  EXPECT_EQ(AppendRows(MakeTensor<int32_t>(tensorflow::DT_INT32, {1, 3},
-                                           {1, 2, 3}),
-                       &out)
-                .code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(AppendRows(MakeTensor<float>(tensorflow::DT_FLOAT, {1, 2}, {1, 2}),
-                       &out)
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      AppendRows(MakeTensor<int32_t>(tensorflow::DT_INT32, {1, 3}, {1, 2, 3}),
+                 &out)
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      AppendRows(MakeTensor<float>(tensorflow::DT_FLOAT, {1, 2}, {1, 2}), &out)
+          .code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(out.shape, (std::vector<int64_t>{3, 2}));
 }
 

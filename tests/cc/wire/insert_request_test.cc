@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cc/core/chunk.h"
 #include "cc/support/varint.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/support/slice.h"
@@ -55,8 +56,8 @@ InsertStreamRequest ItemsAndKeys() {
   item->set_key(99);
   item->set_table("table");
   item->set_priority(1.5);
-  auto* slice = item->mutable_flat_trajectory()->add_columns()
-                    ->add_chunk_slices();
+  auto* slice =
+      item->mutable_flat_trajectory()->add_columns()->add_chunk_slices();
   slice->set_chunk_key(1);
   slice->set_length(1);
   request.add_keep_chunk_keys(1);
@@ -94,17 +95,17 @@ bool Borrows(const grpc::ByteBuffer& buffer, const std::string& content) {
 TEST(InsertRequestTest, ParsesAsTheRequestWithItsChunks) {
   tensorflow::TensorProto with_other_field = Tensor(kMinBorrowedBytes, 5);
   with_other_field.add_half_val(1);  // Unknown to the encoder.
-  auto with_deprecated = std::make_shared<ChunkData>(
-      *Chunk(6, {Tensor(kMinBorrowedBytes, 6)}));
+  auto with_deprecated =
+      std::make_shared<ChunkData>(*Chunk(6, {Tensor(kMinBorrowedBytes, 6)}));
   *with_deprecated->add_deprecated_data() = Tensor(10, 7);
   const std::vector<std::shared_ptr<const ChunkData>> chunks = {
-      Chunk(1, {Tensor(100 << 10, 1)}),                    // borrowed
-      Chunk(2, {Tensor(100, 2)}),                          // small
+      Chunk(1, {Tensor(100 << 10, 1)}),  // borrowed
+      Chunk(2, {Tensor(100, 2)}),        // small
       Chunk(3, {Tensor(20, 3), Tensor(kMinBorrowedBytes, 4),
-                Tensor(kMinBorrowedBytes - 1, 8)}),        // mixed
-      Chunk(4, {with_other_field}),                        // whole
-      with_deprecated,                                     // whole
-      Chunk(5, {}),                                        // no tensors
+                Tensor(kMinBorrowedBytes - 1, 8)}),  // mixed
+      Chunk(4, {with_other_field}),                  // whole
+      with_deprecated,                               // whole
+      Chunk(5, {}),                                  // no tensors
   };
   const InsertStreamRequest request = ItemsAndKeys();
   const grpc::ByteBuffer buffer = EncodeInsertRequest(request, chunks);
@@ -218,10 +219,10 @@ TEST(InsertRequestTest, LargeChunksKeepTheReceivedBytesSmallOnesACopy) {
   // Slices that refer to `bytes` (grpc::Slice's STATIC_SLICE constructor).
   std::vector<grpc::Slice> slices;
   for (size_t at = 0; at < bytes.size(); at += 32 << 10) {
-    slices.emplace_back(grpc_slice_from_static_buffer(
-                            bytes.data() + at,
-                            std::min<size_t>(32 << 10, bytes.size() - at)),
-                        grpc::Slice::STEAL_REF);
+    slices.emplace_back(
+        grpc_slice_from_static_buffer(
+            bytes.data() + at, std::min<size_t>(32 << 10, bytes.size() - at)),
+        grpc::Slice::STEAL_REF);
   }
   DecodedInsertRequest decoded;
   ASSERT_TRUE(DecodeInsertRequest(
@@ -287,8 +288,8 @@ TEST(InsertRequestTest, MalformedRequestsAreInvalidArguments) {
     bad_tensor_head += chunk_bytes;
   }
   const std::vector<std::string> malformed = {
-      bytes.substr(0, bytes.size() - 1),  // Truncated.
-      bytes + "\x0b",                     // A group's tag.
+      bytes.substr(0, bytes.size() - 1),    // Truncated.
+      bytes + "\x0b",                       // A group's tag.
       std::string("\x12\x03\xff\xff\xff"),  // An item that does not parse.
       bad_tensor_head,
   };

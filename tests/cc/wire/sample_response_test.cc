@@ -19,7 +19,8 @@ std::shared_ptr<Chunk> MakeChunk(uint64_t key, size_t content_bytes) {
   auto* tensor = data.mutable_data()->add_tensors();
   tensor->set_dtype(tensorflow::DT_UINT8);
   tensor->mutable_tensor_shape()->add_dim()->set_size(1);
-  tensor->set_tensor_content(std::string(content_bytes, static_cast<char>(key)));
+  tensor->set_tensor_content(
+      std::string(content_bytes, static_cast<char>(key)));
   return std::make_shared<Chunk>(std::move(data));
 }
 
@@ -121,7 +122,8 @@ TEST(SampleResponseTest, SamplesBecomeEntriesAndSpanResponsesPastTheCap) {
 TEST(SampleResponseTest, ChunkPiecesAreSentFromWhereTheChunkHoldsThem) {
   // A chunk received in pieces: 40 KiB ones are borrowed, the small last
   // one is copied.
-  const std::string bytes = MakeChunk(7, 90 << 10)->ToProto().SerializeAsString();
+  const std::string bytes =
+      MakeChunk(7, 90 << 10)->ToProto().SerializeAsString();
   absl::Cord wire;
   for (size_t at = 0; at < bytes.size(); at += 40 << 10) {
     wire.Append(absl::MakeCordFromExternal(
