@@ -22,7 +22,37 @@ bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
   return waited == std::cv_status::no_timeout || absl::Now() < deadline;
 }
 
+// How often Lock tries again before it sleeps (a few microseconds).
+constexpr int kLockSpins = 100;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 }  // namespace
+
+void Mutex::WakeAwaiters() {
+  for (Waiter* waiter : waiters_) {
+    if (!waiter->woken && waiter->condition->Eval()) {
+      waiter->woken = true;
+      // Under mu_: the waiter cannot return (and free its cv) before we let
+      // go of the mutex.
+      waiter->cv.notify_one();
+    }
+  }
+}
+
+void Mutex::LockSlow() {
+  for (int spin = 0; spin < kLockSpins; ++spin) {
+    CpuRelax();
+    if (mu_.try_lock()) return;
+  }
+  mu_.lock();
+}
 
 void Mutex::Unlock() {
   WakeAwaiters();
@@ -32,15 +62,17 @@ void Mutex::Unlock() {
 bool Mutex::AwaitWithDeadline(const absl::Condition& condition,
                               absl::Time deadline) {
   if (condition.Eval()) return true;
-  // Releasing the mutex here is a release like Unlock: the others in Await
-  // re-evaluate (once; waking again after a wake-up changed nothing).
+  // Releasing the mutex here is a release like Unlock's.
   WakeAwaiters();
+  Waiter self{&condition};
+  waiters_.push_back(&self);
   std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
-  ++awaiting_;
   bool holds = false;
-  while (!(holds = condition.Eval()) && WaitUntil(released_, lock, deadline)) {
+  while (!(holds = condition.Eval())) {
+    self.woken = false;
+    if (!WaitUntil(self.cv, lock, deadline)) break;
   }
-  --awaiting_;
+  waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &self));
   lock.release();
   return holds;
 }

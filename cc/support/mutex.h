@@ -11,15 +11,17 @@
 // behind its host's back. Our lock orders are fixed by design and documented
 // where the locks are declared.
 //
-// Semantics follow abseil's: Await re-evaluates its condition whenever
-// another thread releases the mutex; CondVar waits return true on timeout
-// (WaitWithTimeout/WaitWithDeadline) and may wake spuriously.
+// Semantics follow abseil's: a thread releasing the mutex evaluates the
+// conditions of the threads in Await and wakes those whose condition holds;
+// CondVar waits return true on timeout (WaitWithTimeout/WaitWithDeadline) and
+// may wake spuriously.
 #ifndef REVERB_CC_SUPPORT_MUTEX_H_
 #define REVERB_CC_SUPPORT_MUTEX_H_
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"  // absl::Condition only.
@@ -36,7 +38,9 @@ class ABSL_LOCKABLE REVERB_EXPORT Mutex {
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
-  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    if (!mu_.try_lock()) LockSlow();
+  }
   void Unlock() ABSL_UNLOCK_FUNCTION();
 
   // Releases the mutex until `condition` holds, then returns with the mutex
@@ -58,15 +62,25 @@ class ABSL_LOCKABLE REVERB_EXPORT Mutex {
  private:
   friend class CondVar;
 
-  // Wakes the threads in Await, if any, so that they re-evaluate their
-  // conditions. Called with mu_ held by a thread about to release it.
-  void WakeAwaiters() {
-    if (awaiting_ > 0) released_.notify_all();
-  }
+  // A thread in Await: its condition, and what wakes it.
+  struct Waiter {
+    const absl::Condition* condition;
+    std::condition_variable cv;
+    bool woken = false;
+  };
+
+  // Called with mu_ held by a thread about to release it: evaluates the
+  // conditions of the threads in Await on their behalf, as abseil does, and
+  // wakes those whose condition now holds (and only those: a writer's worker
+  // waiting for work is not woken by every Append).
+  void WakeAwaiters();
+
+  // Spins a little before sleeping, as abseil's Mutex does: our critical
+  // sections are short, and sleeping on a futex costs two context switches.
+  void LockSlow();
 
   std::mutex mu_;
-  std::condition_variable released_;
-  int awaiting_ = 0;  // Threads in Await; guarded by mu_.
+  std::vector<Waiter*> waiters_;  // Guarded by mu_.
 };
 
 // Holds `mu` for its scope.
