@@ -1,5 +1,5 @@
-// Helpers shared by the C++ tests: building tensors, chunks and items, and
-// a chi-square check for sampled frequencies.
+// Helpers shared by the C++ tests: building tensors, chunks and items,
+// polling for a condition, and a chi-square check for sampled frequencies.
 #ifndef REVERB_TESTS_CC_TEST_UTIL_H_
 #define REVERB_TESTS_CC_TEST_UTIL_H_
 
@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "cc/core/chunk.h"
 #include "cc/core/table_item.h"
 #include "cc/tensor/compression.h"
@@ -45,6 +47,12 @@ std::vector<T> Values(const Tensor& tensor) {
   std::vector<T> values(tensor.bytes.size() / sizeof(T));
   std::memcpy(values.data(), tensor.bytes.data(), tensor.bytes.size());
   return values;
+}
+
+// An int32 tensor holding `values`, row-major.
+inline Tensor Int32(const std::vector<int32_t>& values,
+                    std::vector<int64_t> shape) {
+  return MakeTensor<int32_t>(tensorflow::DT_INT32, std::move(shape), values);
 }
 
 inline Tensor MakeStrings(std::vector<int64_t> shape,
@@ -125,6 +133,17 @@ inline std::shared_ptr<Chunk> MakeInt32Chunk(uint64_t key, int32_t value) {
 // 1'000'000).
 inline TableItem MakeInt32Item(uint64_t key, double priority, int32_t value) {
   return MakeItem(key, priority, {MakeInt32Chunk(key + 1'000'000, value)});
+}
+
+// Polls `condition` until it holds or `timeout` passes; whether it held.
+template <typename Condition>
+bool WaitFor(Condition condition, absl::Duration timeout = absl::Seconds(60)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!condition()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
 }
 
 // Pearson's chi-square statistic of `counts` against `probabilities`.

@@ -21,7 +21,6 @@ namespace {
 using ::deepmind::reverb::testing::Address;
 using ::deepmind::reverb::testing::FifoTable;
 using ::deepmind::reverb::testing::MakeChunkData;
-using ::deepmind::reverb::testing::StartServer;
 using ::deepmind::reverb::testing::StoredItems;
 
 // What a stream's callbacks were given.
@@ -91,15 +90,8 @@ std::shared_ptr<const ChunkData> Chunk(uint64_t key) {
   return std::make_shared<ChunkData>(MakeChunkData(key));
 }
 
-class InsertStreamTest : public ::testing::Test {
+class InsertStreamTest : public testing::ServerTest {
  protected:
-  void Start(std::vector<std::shared_ptr<Table>> tables) {
-    auto server = StartServer(std::move(tables));
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    connection_ = std::make_shared<Connection>(Address(server_->port()));
-  }
-
   std::unique_ptr<InsertStream> Open() {
     auto stream = InsertStream::Open(connection_, absl::Seconds(30),
                                      seen_.OnConfirmed(), seen_.OnEnded());
@@ -107,14 +99,12 @@ class InsertStreamTest : public ::testing::Test {
     return stream.ok() ? *std::move(stream) : nullptr;
   }
 
-  std::unique_ptr<Server> server_;
-  std::shared_ptr<Connection> connection_;
   Confirmations seen_;
 };
 
 TEST_F(InsertStreamTest, ConfirmsTheWrittenKeysInOrder) {
   auto table = FifoTable("t", *MinSizeRateLimiter(1));
-  Start({table});
+  StartServer({table});
   auto stream = Open();
   ASSERT_NE(stream, nullptr);
   // Three items on one chunk, which the server keeps; then two more on it.
@@ -141,7 +131,7 @@ TEST_F(InsertStreamTest, ConfirmsTheWrittenKeysInOrder) {
 }
 
 TEST_F(InsertStreamTest, AnUnknownTableEndsTheStreamWithNotFound) {
-  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   auto stream = Open();
   ASSERT_NE(stream, nullptr);
   InsertStreamRequest request;
@@ -158,7 +148,7 @@ TEST_F(InsertStreamTest, AnUnknownTableEndsTheStreamWithNotFound) {
 
 TEST_F(InsertStreamTest, AMissingChunkEndsTheStreamWithInternal) {
   auto table = FifoTable("t", *MinSizeRateLimiter(1));
-  Start({table});
+  StartServer({table});
   auto stream = Open();
   ASSERT_NE(stream, nullptr);
   // Item 1's chunk is not kept, so item 2 cannot find it.
@@ -182,7 +172,7 @@ TEST_F(InsertStreamTest, AMissingChunkEndsTheStreamWithInternal) {
 TEST_F(InsertStreamTest, CloseWaitsForTheOutstandingItems) {
   // A queue of one: the second item waits until the first is sampled.
   auto table = FifoTable("q", *QueueRateLimiter(1), 1);
-  Start({table});
+  StartServer({table});
   auto stream = Open();
   ASSERT_NE(stream, nullptr);
   InsertStreamRequest request;
@@ -213,7 +203,7 @@ TEST_F(InsertStreamTest, CloseWaitsForTheOutstandingItems) {
 
 TEST_F(InsertStreamTest, CancelEndsTheStreamWithItemsOutstanding) {
   auto table = FifoTable("q", *QueueRateLimiter(1), 1);
-  Start({table});
+  StartServer({table});
   auto stream = Open();
   ASSERT_NE(stream, nullptr);
   InsertStreamRequest request;
@@ -229,7 +219,7 @@ TEST_F(InsertStreamTest, CancelEndsTheStreamWithItemsOutstanding) {
 }
 
 TEST_F(InsertStreamTest, DestroyingAnOpenStreamCancelsIt) {
-  Start({FifoTable("q", *QueueRateLimiter(1), 1)});
+  StartServer({FifoTable("q", *QueueRateLimiter(1), 1)});
   auto stream = Open();
   ASSERT_NE(stream, nullptr);
   InsertStreamRequest request;
@@ -242,7 +232,7 @@ TEST_F(InsertStreamTest, DestroyingAnOpenStreamCancelsIt) {
 }
 
 TEST_F(InsertStreamTest, AStoppingServerEndsTheStreamWithATransientError) {
-  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   auto stream = Open();
   ASSERT_NE(stream, nullptr);
   InsertStreamRequest request;
@@ -256,7 +246,7 @@ TEST_F(InsertStreamTest, AStoppingServerEndsTheStreamWithATransientError) {
 }
 
 TEST_F(InsertStreamTest, AnUnreachableServerIsUnavailableWithinTheTimeout) {
-  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   const int port = server_->port();
   server_->Stop();
   server_.reset();

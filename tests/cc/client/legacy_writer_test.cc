@@ -13,25 +13,13 @@
 namespace deepmind::reverb {
 namespace {
 
-using ::deepmind::reverb::testing::Address;
 using ::deepmind::reverb::testing::FifoTable;
 using ::deepmind::reverb::testing::Int32;
-using ::deepmind::reverb::testing::StartServer;
+using ::deepmind::reverb::testing::kOneAwaitingConfirmation;
 using ::deepmind::reverb::testing::StoredItems;
 
-constexpr char kOneAwaitingConfirmation[] =
-    "Timeout exceeded with 0 items waiting to be written and 1 items "
-    "awaiting confirmation.";
-
-class LegacyWriterTest : public ::testing::Test {
+class LegacyWriterTest : public testing::ServerTest {
  protected:
-  void Start(std::vector<std::shared_ptr<Table>> tables) {
-    auto server = StartServer(std::move(tables));
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    connection_ = std::make_shared<Connection>(Address(server_->port()));
-  }
-
   std::unique_ptr<Writer> NewWriter(int chunk_length, int max_timesteps) {
     WriterOptions options;
     options.chunk_length = chunk_length;
@@ -43,14 +31,11 @@ class LegacyWriterTest : public ::testing::Test {
   static std::vector<Tensor> Step(int32_t value) {
     return {Int32({value}, {})};
   }
-
-  std::unique_ptr<Server> server_;
-  std::shared_ptr<Connection> connection_;
 };
 
 TEST_F(LegacyWriterTest, ItemsReachTheTableWithTheirChunksAndPriorities) {
   auto table = FifoTable("t", *MinSizeRateLimiter(1));
-  Start({table});
+  StartServer({table});
   auto writer = NewWriter(/*chunk_length=*/2, /*max_timesteps=*/4);
   for (int32_t t = 0; t < 5; ++t) {
     ASSERT_TRUE(writer->Append(Step(t)).ok());
@@ -95,7 +80,7 @@ TEST_F(LegacyWriterTest, ItemsReachTheTableWithTheirChunksAndPriorities) {
 TEST_F(LegacyWriterTest, FlushTimesOutWhileTheTableHoldsAnItemBack) {
   // A queue of one: the second item waits until the first is sampled.
   auto table = FifoTable("q", *QueueRateLimiter(1), 1);
-  Start({table});
+  StartServer({table});
   auto writer = NewWriter(1, 1);
   ASSERT_TRUE(writer->Append(Step(1)).ok());
   ASSERT_TRUE(writer->CreateItem("q", 1, 1).ok());
@@ -118,7 +103,7 @@ TEST_F(LegacyWriterTest, FlushTimesOutWhileTheTableHoldsAnItemBack) {
 
 TEST_F(LegacyWriterTest, CloseTimesOutAndClosesTheWriter) {
   auto table = FifoTable("q", *QueueRateLimiter(1), 1);
-  Start({table});
+  StartServer({table});
   auto writer = NewWriter(1, 1);
   for (int32_t i = 0; i < 2; ++i) {
     ASSERT_TRUE(writer->Append(Step(i)).ok());
@@ -135,7 +120,7 @@ TEST_F(LegacyWriterTest, CloseTimesOutAndClosesTheWriter) {
 }
 
 TEST_F(LegacyWriterTest, AnUnknownTableBecomesTheWritersError) {
-  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   auto writer = NewWriter(1, 1);
   ASSERT_TRUE(writer->Append(Step(1)).ok());
   ASSERT_TRUE(writer->CreateItem("nope", 1, 1).ok());
@@ -148,7 +133,7 @@ TEST_F(LegacyWriterTest, AnUnknownTableBecomesTheWritersError) {
 }
 
 TEST_F(LegacyWriterTest, AServerThatStopsBecomesTheWritersError) {
-  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   auto writer = NewWriter(1, 1);
   ASSERT_TRUE(writer->Append(Step(1)).ok());
   ASSERT_TRUE(writer->CreateItem("t", 1, 1).ok());
@@ -163,7 +148,7 @@ TEST_F(LegacyWriterTest, AServerThatStopsBecomesTheWritersError) {
 }
 
 TEST_F(LegacyWriterTest, DestroyingAWriterDoesNotWaitForConfirmations) {
-  Start({FifoTable("q", *QueueRateLimiter(1), 1)});
+  StartServer({FifoTable("q", *QueueRateLimiter(1), 1)});
   auto writer = NewWriter(1, 1);
   for (int32_t i = 0; i < 2; ++i) {
     ASSERT_TRUE(writer->Append(Step(i)).ok());

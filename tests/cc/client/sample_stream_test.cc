@@ -14,31 +14,23 @@
 #include "cc/selectors/prioritized.h"
 #include "cc/service/server.h"
 #include "gtest/gtest.h"
+#include "tests/cc/server_test_util.h"
 #include "tests/cc/test_util.h"
 
 namespace deepmind::reverb {
 namespace {
 
+using testing::FifoTable;
 using testing::MakeInt32Item;
 using testing::Values;
 
 constexpr absl::Duration kNever = absl::InfiniteDuration();
 
-std::shared_ptr<Table> FifoTable(const std::string& name,
-                                 int32_t max_times_sampled = 0) {
-  return *Table::Create(name, std::make_unique<FifoSelector>(),
-                        std::make_unique<FifoSelector>(), 1000,
-                        max_times_sampled, *MinSizeRateLimiter(1));
-}
-
-class SampleStreamTest : public ::testing::Test {
+class SampleStreamTest : public testing::ServerTest {
  protected:
   void StartServer(std::vector<std::shared_ptr<Table>> tables) {
-    auto server = Server::Start(std::move(tables), 0, "localhost");
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    connection_ = std::make_shared<Connection>("localhost:" +
-                                               std::to_string(server_->port()));
+    ServerTest::StartServer(std::move(tables));
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(connection_->WaitForConnection(absl::Seconds(30)).ok());
   }
 
@@ -49,14 +41,12 @@ class SampleStreamTest : public ::testing::Test {
                                     absl::Seconds(30))
                     .ok());
   }
-
-  std::unique_ptr<Server> server_;
-  std::shared_ptr<Connection> connection_;
 };
 
 TEST_F(SampleStreamTest, SamplesCarryTheirDataAndInfo) {
   // Each item is sampled once, oldest first.
-  auto table = FifoTable("queue", /*max_times_sampled=*/1);
+  auto table =
+      FifoTable("queue", *MinSizeRateLimiter(1), 1000, /*max_times_sampled=*/1);
   StartServer({table});
   Insert(*table, 1, 1.5, 10);
   Insert(*table, 2, 2.5, 20);
@@ -117,7 +107,7 @@ TEST_F(SampleStreamTest, InfoHasTheCurrentPriorityTimesSampledAndProbability) {
 }
 
 TEST_F(SampleStreamTest, ServesExactlyTheRequestedSamplesAndIsReused) {
-  auto table = FifoTable("fifo");
+  auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
   StartServer({table});
   Insert(*table, 1, 1.0, 10);
 
@@ -140,7 +130,7 @@ TEST_F(SampleStreamTest, ServesExactlyTheRequestedSamplesAndIsReused) {
 }
 
 TEST_F(SampleStreamTest, ReadPackedLeavesTheChunksToUnpack) {
-  auto table = FifoTable("fifo");
+  auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
   StartServer({table});
   Insert(*table, 4, 1.0, 40);
   SampleStream stream(connection_, "fifo");
@@ -160,7 +150,7 @@ TEST_F(SampleStreamTest, ReadPackedLeavesTheChunksToUnpack) {
 TEST_F(SampleStreamTest, SamplesLargerThanAResponseAreGathered) {
   // Three chunks of 1.5 MB of incompressible data: the server sends them
   // in entries of several responses.
-  auto table = FifoTable("fifo");
+  auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
   StartServer({table});
   std::vector<std::shared_ptr<Chunk>> chunks;
   std::vector<std::string> contents;
@@ -198,7 +188,7 @@ TEST_F(SampleStreamTest, SamplesLargerThanAResponseAreGathered) {
 }
 
 TEST_F(SampleStreamTest, RateLimiterTimeoutIsDeadlineExceeded) {
-  StartServer({FifoTable("empty")});
+  StartServer({FifoTable("empty", *MinSizeRateLimiter(1))});
   SampleStream stream(connection_, "empty");
   ASSERT_TRUE(stream.Request(1, absl::Milliseconds(100)).ok());
   auto sample = stream.Read();
@@ -213,7 +203,7 @@ TEST_F(SampleStreamTest, RateLimiterTimeoutIsDeadlineExceeded) {
 }
 
 TEST_F(SampleStreamTest, UnknownTableIsNotFound) {
-  StartServer({FifoTable("t")});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   SampleStream stream(connection_, "nope");
   absl::Status status = stream.Request(1, kNever);
   if (status.ok()) status = stream.Read().status();
@@ -222,7 +212,7 @@ TEST_F(SampleStreamTest, UnknownTableIsNotFound) {
 }
 
 TEST_F(SampleStreamTest, CancelEndsABlockedRead) {
-  StartServer({FifoTable("empty")});
+  StartServer({FifoTable("empty", *MinSizeRateLimiter(1))});
   SampleStream stream(connection_, "empty");
   ASSERT_TRUE(stream.Request(1, kNever).ok());
   std::thread canceller([&stream] {
@@ -237,7 +227,7 @@ TEST_F(SampleStreamTest, CancelEndsABlockedRead) {
 }
 
 TEST_F(SampleStreamTest, StoppingTheServerEndsABlockedRead) {
-  StartServer({FifoTable("empty")});
+  StartServer({FifoTable("empty", *MinSizeRateLimiter(1))});
   SampleStream stream(connection_, "empty");
   ASSERT_TRUE(stream.Request(1, kNever).ok());
   std::thread stopper([this] {
@@ -251,7 +241,7 @@ TEST_F(SampleStreamTest, StoppingTheServerEndsABlockedRead) {
 }
 
 TEST_F(SampleStreamTest, ClosingWithSamplesOutstandingIsCancelled) {
-  StartServer({FifoTable("empty")});
+  StartServer({FifoTable("empty", *MinSizeRateLimiter(1))});
   SampleStream stream(connection_, "empty");
   ASSERT_TRUE(stream.Request(2, kNever).ok());
   EXPECT_EQ(stream.Close().code(), absl::StatusCode::kCancelled);
@@ -260,7 +250,7 @@ TEST_F(SampleStreamTest, ClosingWithSamplesOutstandingIsCancelled) {
 }
 
 TEST_F(SampleStreamTest, ASampleThatCannotBeUnpackedFailsTheStream) {
-  auto table = FifoTable("fifo");
+  auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
   StartServer({table});
   // testing::MakeItem's chunk holds raw bytes where Snappy data belongs.
   ASSERT_TRUE(

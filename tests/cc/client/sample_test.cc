@@ -1,13 +1,15 @@
 #include "cc/client/sample.h"
 
-#include <cstring>
 #include <vector>
 
 #include "cc/tensor/compression.h"
 #include "gtest/gtest.h"
+#include "tests/cc/test_util.h"
 
 namespace deepmind::reverb {
 namespace {
+
+using testing::Values;
 
 // A chunk with one int32 column holding `first..first+rows-1`, shape [rows, 1].
 ChunkData MakeChunk(uint64_t key, int32_t first, int32_t rows,
@@ -26,12 +28,6 @@ ChunkData MakeChunk(uint64_t key, int32_t first, int32_t rows,
       CompressTensorAsProto(t, chunk.mutable_data()->add_tensors()).ok());
   chunk.set_data_tensors_len(1);
   return chunk;
-}
-
-std::vector<int32_t> Values(const Tensor& t) {
-  std::vector<int32_t> values(t.bytes.size() / 4);
-  std::memcpy(values.data(), t.bytes.data(), t.bytes.size());
-  return values;
 }
 
 std::shared_ptr<SampleInfo> Info(
@@ -60,11 +56,12 @@ TEST(SampleTest, ConcatenatesSlicesAcrossChunks) {
   ASSERT_TRUE(sample.ok()) << sample.status();
   ASSERT_EQ(sample->columns.size(), 1);
   EXPECT_EQ(sample->columns[0].shape, (std::vector<int64_t>{5, 1}));
-  EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(Values<int32_t>(sample->columns[0]),
+            (std::vector<int32_t>{2, 3, 4, 5, 6}));
   EXPECT_EQ(*NumTimesteps(*sample), 5);
   auto step = GetTimestep(*sample, 3);
   ASSERT_TRUE(step.ok());
-  EXPECT_EQ(Values((*step)[0]), (std::vector<int32_t>{5}));
+  EXPECT_EQ(Values<int32_t>((*step)[0]), (std::vector<int32_t>{5}));
 }
 
 TEST(SampleTest, SqueezedColumnDropsTimeDimension) {
@@ -74,7 +71,7 @@ TEST(SampleTest, SqueezedColumnDropsTimeDimension) {
       UnpackSample(Info({{{1, 1, 1}}, {{1, 0, 3}}}, {true, false}), chunks);
   ASSERT_TRUE(sample.ok()) << sample.status();
   EXPECT_EQ(sample->columns[0].shape, (std::vector<int64_t>{1}));
-  EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{11}));
+  EXPECT_EQ(Values<int32_t>(sample->columns[0]), (std::vector<int32_t>{11}));
   EXPECT_EQ(NumTimesteps(*sample).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

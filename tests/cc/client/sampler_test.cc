@@ -15,45 +15,22 @@
 #include "cc/selectors/fifo.h"
 #include "cc/service/server.h"
 #include "gtest/gtest.h"
+#include "tests/cc/server_test_util.h"
 #include "tests/cc/test_util.h"
 
 namespace deepmind::reverb {
 namespace {
 
+using testing::FifoTable;
 using testing::MakeInt32Item;
 using testing::Values;
+using testing::WaitFor;
 
 // Against hangs only.
 constexpr absl::Duration kPatience = absl::Seconds(30);
 
-std::shared_ptr<Table> FifoTable(const std::string& name,
-                                 int32_t max_times_sampled = 0) {
-  return *Table::Create(name, std::make_unique<FifoSelector>(),
-                        std::make_unique<FifoSelector>(), 1000,
-                        max_times_sampled, *MinSizeRateLimiter(1));
-}
-
-// Waits (up to kPatience) until `done()`; false if it never is.
-template <typename Done>
-bool Eventually(Done done) {
-  const absl::Time deadline = absl::Now() + kPatience;
-  while (!done()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
-
-class SamplerTest : public ::testing::Test {
+class SamplerTest : public testing::ServerTest {
  protected:
-  void StartServer(std::vector<std::shared_ptr<Table>> tables) {
-    auto server = Server::Start(std::move(tables), 0, "localhost");
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    connection_ = std::make_shared<Connection>("localhost:" +
-                                               std::to_string(server_->port()));
-  }
-
   std::unique_ptr<Sampler> NewSampler(const std::string& table,
                                       const SamplerOptions& options) {
     auto sampler = Sampler::Create(connection_, table, options);
@@ -70,13 +47,10 @@ class SamplerTest : public ::testing::Test {
     auto item = table.Get(key);
     return item.ok() ? item->times_sampled() : -1;
   }
-
-  std::unique_ptr<Server> server_;
-  std::shared_ptr<Connection> connection_;
 };
 
 TEST_F(SamplerTest, CreateRejectsNonPositiveCounts) {
-  StartServer({FifoTable("t")});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   std::vector<SamplerOptions> bad(6);
   bad[0].max_samples = 0;
   bad[1].max_samples = -2;
@@ -96,7 +70,8 @@ TEST_F(SamplerTest, CreateRejectsNonPositiveCounts) {
 
 TEST_F(SamplerTest, WorkersTogetherReturnEachItemOfAQueueOnce) {
   constexpr int kItems = 200;
-  auto table = FifoTable("queue", /*max_times_sampled=*/1);
+  auto table =
+      FifoTable("queue", *MinSizeRateLimiter(1), 1000, /*max_times_sampled=*/1);
   StartServer({table});
   for (int key = 1; key <= kItems; ++key) Insert(*table, key, 10 * key);
   SamplerOptions options;
@@ -122,7 +97,7 @@ TEST_F(SamplerTest, WorkersTogetherReturnEachItemOfAQueueOnce) {
 TEST_F(SamplerTest, MaxSamplesIsAlsoWhatTheServerSamples) {
   for (int64_t per_stream : {int64_t{-1}, int64_t{3}}) {
     SCOPED_TRACE(per_stream);
-    auto table = FifoTable("fifo");
+    auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
     StartServer({table});
     Insert(*table, 1, 7);
     SamplerOptions options;
@@ -148,7 +123,7 @@ TEST_F(SamplerTest, MaxSamplesIsAlsoWhatTheServerSamples) {
 }
 
 TEST_F(SamplerTest, SamplesInFlightAreBoundedByTheQueue) {
-  auto table = FifoTable("fifo");
+  auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
   StartServer({table});
   Insert(*table, 1, 7);
   SamplerOptions options;
@@ -156,14 +131,14 @@ TEST_F(SamplerTest, SamplesInFlightAreBoundedByTheQueue) {
   options.max_in_flight_samples_per_worker = 3;
   auto sampler = NewSampler("fifo", options);
   // Nothing is taken: the workers stop at 2 x 3 samples.
-  ASSERT_TRUE(Eventually([&] { return TimesSampled(*table, 1) >= 6; }));
+  ASSERT_TRUE(WaitFor([&] { return TimesSampled(*table, 1) >= 6; }, kPatience));
   absl::SleepFor(absl::Milliseconds(300));
   EXPECT_EQ(TimesSampled(*table, 1), 6);
   // Each sample taken makes room for one more.
   for (int taken = 1; taken <= 10; ++taken) {
     ASSERT_TRUE(sampler->GetNextSample(kPatience).ok());
-    ASSERT_TRUE(
-        Eventually([&] { return TimesSampled(*table, 1) >= 6 + taken; }));
+    ASSERT_TRUE(WaitFor([&] { return TimesSampled(*table, 1) >= 6 + taken; },
+                        kPatience));
     EXPECT_LE(TimesSampled(*table, 1), 6 + taken);
   }
   // Workers waiting for room do not hold Close() up.
@@ -173,7 +148,7 @@ TEST_F(SamplerTest, SamplesInFlightAreBoundedByTheQueue) {
 }
 
 TEST_F(SamplerTest, PerCallTimeoutIsNotAnError) {
-  auto table = FifoTable("fifo");
+  auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
   StartServer({table});
   auto sampler = NewSampler("fifo", SamplerOptions());
   auto sample = sampler->GetNextSample(absl::Milliseconds(100));
@@ -188,7 +163,7 @@ TEST_F(SamplerTest, PerCallTimeoutIsNotAnError) {
 }
 
 TEST_F(SamplerTest, BatchesFillAndEndBeforeAnError) {
-  auto table = FifoTable("fifo");
+  auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
   StartServer({table});
   Insert(*table, 1, 7);
   SamplerOptions options;
@@ -209,7 +184,7 @@ TEST_F(SamplerTest, BatchesFillAndEndBeforeAnError) {
 }
 
 TEST_F(SamplerTest, RateLimiterTimeoutIsTheSamplersLastWord) {
-  auto table = FifoTable("empty");
+  auto table = FifoTable("empty", *MinSizeRateLimiter(1));
   StartServer({table});
   SamplerOptions options;
   options.rate_limiter_timeout = absl::Milliseconds(100);
@@ -225,7 +200,7 @@ TEST_F(SamplerTest, RateLimiterTimeoutIsTheSamplersLastWord) {
 }
 
 TEST_F(SamplerTest, UnknownTableIsNotFoundForGood) {
-  StartServer({FifoTable("t")});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   SamplerOptions options;
   options.num_workers = 2;
   auto sampler = NewSampler("nope", options);
@@ -237,7 +212,7 @@ TEST_F(SamplerTest, UnknownTableIsNotFoundForGood) {
 }
 
 TEST_F(SamplerTest, AnUnreachableServerIsRetriedThenUnavailable) {
-  StartServer({FifoTable("t")});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   server_->Stop();
   server_.reset();  // Nothing listens on the port any more.
   SamplerOptions options;
@@ -256,7 +231,7 @@ TEST_F(SamplerTest, AnUnreachableServerIsRetriedThenUnavailable) {
 }
 
 TEST_F(SamplerTest, AStoppingServerEndsEveryWorkerWithCancelled) {
-  auto table = FifoTable("empty");
+  auto table = FifoTable("empty", *MinSizeRateLimiter(1));
   StartServer({table});
   SamplerOptions options;
   options.num_workers = 3;
@@ -274,7 +249,7 @@ TEST_F(SamplerTest, AStoppingServerEndsEveryWorkerWithCancelled) {
 }
 
 TEST_F(SamplerTest, CloseEndsWaitingCallsWithCancelled) {
-  StartServer({FifoTable("empty")});
+  StartServer({FifoTable("empty", *MinSizeRateLimiter(1))});
   SamplerOptions options;
   options.num_workers = 2;
   auto sampler = NewSampler("empty", options);
@@ -299,7 +274,8 @@ TEST_F(SamplerTest, ASampleThatCannotBeUnpackedFailsTheSampler) {
   // Small samples are unpacked by the worker, large ones by other threads.
   for (int32_t rows : {1, 1000}) {
     SCOPED_TRACE(rows);
-    auto table = FifoTable("queue", /*max_times_sampled=*/1);
+    auto table = FifoTable("queue", *MinSizeRateLimiter(1), 1000,
+                           /*max_times_sampled=*/1);
     StartServer({table});
     // Raw bytes where Snappy data belongs; then a good item.
     ASSERT_TRUE(

@@ -13,27 +13,13 @@
 namespace deepmind::reverb {
 namespace {
 
-using ::deepmind::reverb::testing::Address;
 using ::deepmind::reverb::testing::FifoTable;
 using ::deepmind::reverb::testing::Int32;
-using ::deepmind::reverb::testing::StartServer;
+using ::deepmind::reverb::testing::kOneAwaitingConfirmation;
 using ::deepmind::reverb::testing::StoredItems;
 
-constexpr char kOneAwaitingConfirmation[] =
-    "Timeout exceeded with 0 items waiting to be written and 1 items "
-    "awaiting confirmation.";
-
-class TrajectoryWriterTest : public ::testing::Test {
+class TrajectoryWriterTest : public testing::ServerTest {
  protected:
-  void Start(std::vector<std::shared_ptr<Table>> tables, int port = 0) {
-    auto server = StartServer(std::move(tables), port);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    if (connection_ == nullptr) {
-      connection_ = std::make_shared<Connection>(Address(server_->port()));
-    }
-  }
-
   std::unique_ptr<TrajectoryWriter> NewWriter(int max_chunk_length,
                                               int num_keep_alive_refs) {
     return *TrajectoryWriter::Create(
@@ -52,14 +38,11 @@ class TrajectoryWriterTest : public ::testing::Test {
   static uint64_t ChunkKey(const std::weak_ptr<CellRef>& cell) {
     return cell.lock()->chunk_key();
   }
-
-  std::unique_ptr<Server> server_;
-  std::shared_ptr<Connection> connection_;
 };
 
 TEST_F(TrajectoryWriterTest, ItemsReachTheTableWithTheirChunksAndPriorities) {
   auto table = FifoTable("t", *MinSizeRateLimiter(1));
-  Start({table});
+  StartServer({table});
   auto writer = NewWriter(/*max_chunk_length=*/2, /*num_keep_alive_refs=*/4);
   std::vector<std::weak_ptr<CellRef>> cells;
   for (int32_t t = 0; t < 4; ++t) cells.push_back(Append(*writer, t));
@@ -83,7 +66,7 @@ TEST_F(TrajectoryWriterTest, ItemsReachTheTableWithTheirChunksAndPriorities) {
 TEST_F(TrajectoryWriterTest, FlushAndEndEpisodeTimeOutWhileTheTableHoldsBack) {
   // A queue of one: the second item waits until the first is sampled.
   auto table = FifoTable("q", *QueueRateLimiter(1), 1);
-  Start({table});
+  StartServer({table});
   auto writer = NewWriter(1, 1);
   ASSERT_TRUE(writer->CreateItem("q", 1, {{{Append(*writer, 1)}}}).ok());
   ASSERT_TRUE(writer->Flush(0, absl::Seconds(30)).ok());
@@ -109,7 +92,7 @@ TEST_F(TrajectoryWriterTest, FlushAndEndEpisodeTimeOutWhileTheTableHoldsBack) {
 }
 
 TEST_F(TrajectoryWriterTest, AnUnknownTableBecomesTheWritersError) {
-  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   auto writer = NewWriter(1, 1);
   ASSERT_TRUE(writer->CreateItem("nope", 1, {{{Append(*writer, 1)}}}).ok());
   for (const absl::Status& status :
@@ -123,7 +106,7 @@ TEST_F(TrajectoryWriterTest, AnUnknownTableBecomesTheWritersError) {
 }
 
 TEST_F(TrajectoryWriterTest, StreamsAgainToARestartedServer) {
-  Start({FifoTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   const int port = server_->port();
   auto writer = NewWriter(/*max_chunk_length=*/1, /*num_keep_alive_refs=*/2);
   auto first = Append(*writer, 1);
@@ -135,7 +118,7 @@ TEST_F(TrajectoryWriterTest, StreamsAgainToARestartedServer) {
   server_->Stop();
   server_.reset();
   auto table = FifoTable("t", *MinSizeRateLimiter(1));
-  Start({table}, port);
+  StartServer({table}, port);
   // Its chunk went out on the old stream only: the new one needs it too.
   ASSERT_TRUE(writer->CreateItem("t", 2, {{{first}}}).ok());
   ASSERT_TRUE(writer->CreateItem("t", 3, {{{first, Append(*writer, 2)}}}).ok());

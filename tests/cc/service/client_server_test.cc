@@ -1,7 +1,6 @@
 // End-to-end tests of the service through a real server on loopback: the
 // legacy Writer, the TrajectoryWriter's items, the Sampler and the unary
 // calls of Client.
-#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -12,41 +11,25 @@
 #include "cc/selectors/uniform.h"
 #include "cc/service/server.h"
 #include "gtest/gtest.h"
+#include "tests/cc/server_test_util.h"
+#include "tests/cc/test_util.h"
 
 namespace deepmind::reverb {
 namespace {
 
-std::shared_ptr<Table> MakeTable(const std::string& name, RateLimiter limiter,
-                                 int64_t max_size = 1000,
-                                 int32_t max_times_sampled = 0) {
-  return *Table::Create(name, std::make_unique<FifoSelector>(),
-                        std::make_unique<FifoSelector>(), max_size,
-                        max_times_sampled, std::move(limiter));
-}
-
-Tensor Int32(std::vector<int32_t> values, std::vector<int64_t> shape) {
-  Tensor t;
-  t.dtype = tensorflow::DT_INT32;
-  t.shape = std::move(shape);
-  t.bytes.assign(reinterpret_cast<const char*>(values.data()),
-                 values.size() * 4);
-  return t;
-}
-
-std::vector<int32_t> Values(const Tensor& t) {
-  std::vector<int32_t> values(t.bytes.size() / 4);
-  std::memcpy(values.data(), t.bytes.data(), t.bytes.size());
-  return values;
-}
+using testing::Address;
+using testing::FifoTable;
+using testing::Int32;
+using testing::StartLoopbackServer;
+using testing::Values;
 
 class ClientServerTest : public ::testing::Test {
  protected:
   void StartServer(std::vector<std::shared_ptr<Table>> tables) {
-    auto server = Server::Start(std::move(tables), 0, "localhost");
+    auto server = StartLoopbackServer(std::move(tables));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    client_ = std::make_unique<Client>("localhost:" +
-                                       std::to_string(server_->port()));
+    client_ = std::make_unique<Client>(Address(server_->port()));
   }
 
   std::unique_ptr<Writer> NewWriter(int chunk_length, int max_timesteps,
@@ -73,7 +56,7 @@ class ClientServerTest : public ::testing::Test {
 };
 
 TEST_F(ClientServerTest, WriterItemsSpanChunksAndSampleBack) {
-  StartServer({MakeTable("fifo", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("fifo", *MinSizeRateLimiter(1))});
   for (bool delta : {false, true}) {
     SCOPED_TRACE(delta);
     auto writer = NewWriter(/*chunk_length=*/2, /*max_timesteps=*/3, delta);
@@ -91,9 +74,10 @@ TEST_F(ClientServerTest, WriterItemsSpanChunksAndSampleBack) {
     ASSERT_TRUE(sample.ok()) << sample.status();
     ASSERT_EQ(sample->columns.size(), 2);
     EXPECT_EQ(sample->columns[0].shape, (std::vector<int64_t>{3}));
-    EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{2, 3, 4}));
+    EXPECT_EQ(Values<int32_t>(sample->columns[0]),
+              (std::vector<int32_t>{2, 3, 4}));
     EXPECT_EQ(sample->columns[1].shape, (std::vector<int64_t>{3, 2}));
-    EXPECT_EQ(Values(sample->columns[1]),
+    EXPECT_EQ(Values<int32_t>(sample->columns[1]),
               (std::vector<int32_t>{2, -2, 3, -3, 4, -4}));
     EXPECT_EQ(sample->info->item().priority(), 1.5);
     EXPECT_EQ(sample->info->item().times_sampled(), 1);
@@ -104,7 +88,7 @@ TEST_F(ClientServerTest, WriterItemsSpanChunksAndSampleBack) {
 }
 
 TEST_F(ClientServerTest, TrajectoryWriterItemsShareASlicePerChunkRun) {
-  StartServer({MakeTable("fifo", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("fifo", *MinSizeRateLimiter(1))});
   auto writer = *client_->NewTrajectoryWriter(
       std::make_shared<ConstantChunkerOptions>(2, 5));
   std::vector<std::weak_ptr<CellRef>> cells;
@@ -150,13 +134,14 @@ TEST_F(ClientServerTest, TrajectoryWriterItemsShareASlicePerChunkRun) {
   EXPECT_TRUE(columns[1].squeeze());
   EXPECT_EQ(slices(columns[2]),
             (std::vector<std::pair<int, int>>{{1, 1}, {0, 1}}));
-  EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{0, 1, 2, 4}));
-  EXPECT_EQ(Values(sample->columns[1]), (std::vector<int32_t>{3}));
-  EXPECT_EQ(Values(sample->columns[2]), (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(Values<int32_t>(sample->columns[0]),
+            (std::vector<int32_t>{0, 1, 2, 4}));
+  EXPECT_EQ(Values<int32_t>(sample->columns[1]), (std::vector<int32_t>{3}));
+  EXPECT_EQ(Values<int32_t>(sample->columns[2]), (std::vector<int32_t>{1, 0}));
 }
 
 TEST_F(ClientServerTest, TrajectoryWriterAppendsNothingOfABadStep) {
-  StartServer({MakeTable("fifo", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("fifo", *MinSizeRateLimiter(1))});
   auto writer = *client_->NewTrajectoryWriter(
       std::make_shared<ConstantChunkerOptions>(2, 2));
   Tensor good = Int32({1}, {});
@@ -179,7 +164,7 @@ TEST_F(ClientServerTest, TrajectoryWriterAppendsNothingOfABadStep) {
 }
 
 TEST_F(ClientServerTest, TrajectoryWriterRejectsColumnsOfMixedCells) {
-  StartServer({MakeTable("fifo", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("fifo", *MinSizeRateLimiter(1))});
   auto writer = *client_->NewTrajectoryWriter(
       std::make_shared<ConstantChunkerOptions>(1, 2));
   Tensor as_float = Int32({1}, {});
@@ -224,7 +209,7 @@ TEST_F(ClientServerTest, SamplerKeepsTheTableOrderOfSmallAndLargeSamples) {
   // A queue: each item is sampled once, oldest first. Items alternate
   // between one step (400 bytes, unpacked by the stream's worker and queued
   // in groups) and five (2,000 bytes, unpacked on other threads).
-  StartServer({MakeTable("queue", *MinSizeRateLimiter(1), 1000,
+  StartServer({FifoTable("queue", *MinSizeRateLimiter(1), 1000,
                          /*max_times_sampled=*/1)});
   auto writer = NewWriter(/*chunk_length=*/1, /*max_timesteps=*/5);
   constexpr int kItems = 300;
@@ -244,14 +229,15 @@ TEST_F(ClientServerTest, SamplerKeepsTheTableOrderOfSmallAndLargeSamples) {
     ASSERT_TRUE(sample.ok()) << sample.status();
     ASSERT_EQ(sample->columns.size(), 1);
     EXPECT_EQ(sample->columns[0].shape[0], i % 2 == 0 ? 1 : 5);
-    EXPECT_EQ(Values(sample->columns[0]).back(), i + 4) << "sample " << i;
+    EXPECT_EQ(Values<int32_t>(sample->columns[0]).back(), i + 4)
+        << "sample " << i;
   }
   EXPECT_EQ(sampler->GetNextSample().status().code(),
             absl::StatusCode::kOutOfRange);
 }
 
 TEST_F(ClientServerTest, FlushTimesOutWhileRateLimitedThenSucceeds) {
-  StartServer({MakeTable("queue", *QueueRateLimiter(1), 1, 1)});
+  StartServer({FifoTable("queue", *QueueRateLimiter(1), 1, 1)});
   auto writer = NewWriter(1, 1);
   for (int32_t i = 0; i < 2; ++i) {
     ASSERT_TRUE(writer->Append({Int32({i}, {})}).ok());
@@ -265,14 +251,14 @@ TEST_F(ClientServerTest, FlushTimesOutWhileRateLimitedThenSucceeds) {
   for (int32_t i = 0; i < 2; ++i) {
     auto sample = sampler->GetNextSample(absl::Seconds(30));
     ASSERT_TRUE(sample.ok()) << sample.status();
-    EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{i}));
+    EXPECT_EQ(Values<int32_t>(sample->columns[0]), (std::vector<int32_t>{i}));
   }
   EXPECT_TRUE(writer->Flush(absl::Seconds(30)).ok());
   EXPECT_TRUE(writer->Close().ok());
 }
 
 TEST_F(ClientServerTest, RateLimiterTimeoutReachesTheSampler) {
-  StartServer({MakeTable("empty", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("empty", *MinSizeRateLimiter(1))});
   auto sampler = NewSampler("empty", 1, absl::Milliseconds(100));
   auto sample = sampler->GetNextSample(absl::Seconds(30));
   EXPECT_EQ(sample.status().code(), absl::StatusCode::kDeadlineExceeded);
@@ -283,7 +269,7 @@ TEST_F(ClientServerTest, RateLimiterTimeoutReachesTheSampler) {
 }
 
 TEST_F(ClientServerTest, UnknownTableIsNotFound) {
-  StartServer({MakeTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   auto sampler = NewSampler("nope", 1);
   EXPECT_EQ(sampler->GetNextSample(absl::Seconds(30)).status().code(),
             absl::StatusCode::kNotFound);
@@ -297,7 +283,7 @@ TEST_F(ClientServerTest, UnknownTableIsNotFound) {
 }
 
 TEST_F(ClientServerTest, StoppingTheServerEndsWaitingCalls) {
-  StartServer({MakeTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   auto sampler = NewSampler("t", 1);
   std::thread stopper([this] {
     absl::SleepFor(absl::Milliseconds(200));
@@ -319,7 +305,7 @@ TEST_F(ClientServerTest, StoppingTheServerEndsWaitingCalls) {
 }
 
 TEST_F(ClientServerTest, SamplerEndsWhenTheServerStops) {
-  StartServer({MakeTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   SamplerOptions options;
   options.reconnect_window = absl::Seconds(60);
   auto sampler = *client_->NewSampler("t", options);
@@ -337,21 +323,21 @@ TEST_F(ClientServerTest, SamplerEndsWhenTheServerStops) {
 }
 
 TEST_F(ClientServerTest, SamplerWaitsForAServerToComeUp) {
-  StartServer({MakeTable("t", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
   const int port = server_->port();
   server_->Stop();
   server_.reset();
 
   // No server on the port: the sampler's streams retry while it is down.
-  Client client("localhost:" + std::to_string(port));
+  Client client(Address(port));
   SamplerOptions options;
   options.reconnect_window = absl::Seconds(60);
   auto sampler = *client.NewSampler("t", options);
   auto sample = sampler->GetNextSample(absl::Milliseconds(300));
   ASSERT_TRUE(absl::IsDeadlineExceeded(sample.status())) << sample.status();
 
-  auto restarted = Server::Start({MakeTable("t", *MinSizeRateLimiter(1))}, port,
-                                 "localhost");
+  auto restarted =
+      StartLoopbackServer({FifoTable("t", *MinSizeRateLimiter(1))}, port);
   ASSERT_TRUE(restarted.ok()) << restarted.status();
   server_ = *std::move(restarted);
   auto writer = *client.NewWriter(WriterOptions());
@@ -360,12 +346,12 @@ TEST_F(ClientServerTest, SamplerWaitsForAServerToComeUp) {
   ASSERT_TRUE(writer->Close().ok());
   sample = sampler->GetNextSample(absl::Seconds(30));
   ASSERT_TRUE(sample.ok()) << sample.status();
-  EXPECT_EQ(Values(sample->columns[0]), (std::vector<int32_t>{2}));
+  EXPECT_EQ(Values<int32_t>(sample->columns[0]), (std::vector<int32_t>{2}));
 }
 
 TEST_F(ClientServerTest, ServerInfoMutateAndReset) {
-  StartServer({MakeTable("a", *MinSizeRateLimiter(1)),
-               MakeTable("b", *MinSizeRateLimiter(1))});
+  StartServer({FifoTable("a", *MinSizeRateLimiter(1)),
+               FifoTable("b", *MinSizeRateLimiter(1))});
   auto writer = NewWriter(1, 1);
   for (int32_t i = 0; i < 3; ++i) {
     ASSERT_TRUE(writer->Append({Int32({i}, {})}).ok());
@@ -416,7 +402,7 @@ TEST_F(ClientServerTest, ServerInfoMutateAndReset) {
 TEST_F(ClientServerTest, ConcurrentWritersAndSamplers) {
   constexpr int kWriters = 4;
   constexpr int kItemsPerWriter = 200;
-  StartServer({MakeTable("t", *MinSizeRateLimiter(1), 100000)});
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1), 100000)});
   std::vector<std::thread> threads;
   std::atomic<int> sampled{0};
   for (int w = 0; w < kWriters; ++w) {

@@ -14,8 +14,6 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cc/core/table.h"
-#include "cc/rate_limiters/rate_limiter.h"
-#include "cc/selectors/fifo.h"
 #include "cc/service/server.h"
 #include "cc/wire/insert_request.h"
 #include "grpcpp/channel.h"
@@ -28,6 +26,7 @@
 #include "grpcpp/support/sync_stream.h"
 #include "gtest/gtest.h"
 #include "reverb/cc/reverb_service.pb.h"
+#include "tests/cc/server_test_util.h"
 #include "tests/cc/test_util.h"
 
 namespace deepmind::reverb::testing {
@@ -35,16 +34,6 @@ namespace deepmind::reverb::testing {
 // Every stream gets this deadline, so that a server that fails to answer
 // fails the test instead of hanging it.
 inline constexpr absl::Duration kStreamDeadline = absl::Seconds(60);
-
-// A table with Fifo sampler and remover.
-inline std::shared_ptr<Table> FifoTable(const std::string& name,
-                                        RateLimiter limiter,
-                                        int64_t max_size = 1000,
-                                        int32_t max_times_sampled = 0) {
-  return *Table::Create(name, std::make_unique<FifoSelector>(),
-                        std::make_unique<FifoSelector>(), max_size,
-                        max_times_sampled, std::move(limiter));
-}
 
 // A message whose bytes the caller chose.
 inline grpc::ByteBuffer Bytes(const std::string& bytes) {
@@ -107,15 +96,14 @@ struct Call {
 class StreamTest : public ::testing::Test {
  protected:
   void StartServer(std::vector<std::shared_ptr<Table>> tables) {
-    auto server = Server::Start(std::move(tables), 0, "localhost");
+    auto server = StartLoopbackServer(std::move(tables));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
     channel_ = grpc::CreateCustomChannel(
-        "localhost:" + std::to_string(server_->port()),
-        grpc::InsecureChannelCredentials(), args);
+        Address(server_->port()), grpc::InsecureChannelCredentials(), args);
   }
 
   std::unique_ptr<Call<InsertStreamResponse>> OpenInsertStream() {

@@ -1,0 +1,69 @@
+// Helpers of the tests that run a real server on loopback: Fifo tables, the
+// server and its address, and a fixture holding a server and a Connection
+// to it.
+#ifndef REVERB_TESTS_CC_SERVER_TEST_UTIL_H_
+#define REVERB_TESTS_CC_SERVER_TEST_UTIL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cc/client/connection.h"
+#include "cc/core/table.h"
+#include "cc/rate_limiters/rate_limiter.h"
+#include "cc/selectors/fifo.h"
+#include "cc/service/server.h"
+#include "gtest/gtest.h"
+
+namespace deepmind::reverb::testing {
+
+// A table with Fifo sampler and remover.
+inline std::shared_ptr<Table> FifoTable(const std::string& name,
+                                        RateLimiter limiter,
+                                        int64_t max_size = 1000,
+                                        int32_t max_times_sampled = 0) {
+  return *Table::Create(name, std::make_unique<FifoSelector>(),
+                        std::make_unique<FifoSelector>(), max_size,
+                        max_times_sampled, std::move(limiter));
+}
+
+// A server on loopback; port 0 picks a free one.
+inline absl::StatusOr<std::unique_ptr<Server>> StartLoopbackServer(
+    std::vector<std::shared_ptr<Table>> tables, int port = 0) {
+  return Server::Start(std::move(tables), port, "localhost");
+}
+
+// The address of a server on loopback at `port`.
+inline std::string Address(int port) {
+  return "localhost:" + std::to_string(port);
+}
+
+// Starts a server on loopback over the tables of each test, and a
+// Connection to it.
+class ServerTest : public ::testing::Test {
+ protected:
+  // Starts the server on `port` (0: a free one) and opens `connection_` to
+  // it, unless `connection_` already goes to that port (a server restarted
+  // on the port of the last one keeps its connection).
+  void StartServer(std::vector<std::shared_ptr<Table>> tables, int port = 0) {
+    auto server = StartLoopbackServer(std::move(tables), port);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    if (connection_ == nullptr || connection_port_ != server_->port()) {
+      connection_port_ = server_->port();
+      connection_ = std::make_shared<Connection>(Address(connection_port_));
+    }
+  }
+
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<Connection> connection_;
+
+ private:
+  int connection_port_ = 0;
+};
+
+}  // namespace deepmind::reverb::testing
+
+#endif  // REVERB_TESTS_CC_SERVER_TEST_UTIL_H_
