@@ -1,6 +1,6 @@
 // Helpers of the tests that run a real server on loopback: Fifo tables, the
-// server and its address, and a fixture holding a server and a Connection
-// to it.
+// server and its address, and fixtures holding a server (and a Connection
+// to it).
 #ifndef REVERB_TESTS_CC_SERVER_TEST_UTIL_H_
 #define REVERB_TESTS_CC_SERVER_TEST_UTIL_H_
 
@@ -40,24 +40,34 @@ inline std::string Address(int port) {
   return "localhost:" + std::to_string(port);
 }
 
-// Starts a server on loopback over the tables of each test, and a
-// Connection to it.
+// Starts a server on loopback over the tables of each test.
 class ServerTest : public ::testing::Test {
  protected:
-  // Starts the server on `port` (0: a free one) and opens `connection_` to
-  // it, unless `connection_` already goes to that port (a server restarted
-  // on the port of the last one keeps its connection).
+  // Starts `server_` on `port` (0: a free one).
   void StartServer(std::vector<std::shared_ptr<Table>> tables, int port = 0) {
     auto server = StartLoopbackServer(std::move(tables), port);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
+  }
+
+  std::unique_ptr<Server> server_;
+};
+
+// A ServerTest with a Connection to its server.
+class ConnectedServerTest : public ServerTest {
+ protected:
+  // Starts `server_` on `port` (0: a free one) and opens `connection_` to
+  // it, unless `connection_` already goes to that port (a server restarted
+  // on the port of the last one keeps its connection).
+  void StartServer(std::vector<std::shared_ptr<Table>> tables, int port = 0) {
+    ServerTest::StartServer(std::move(tables), port);
+    if (HasFatalFailure()) return;
     if (connection_ == nullptr || connection_port_ != server_->port()) {
       connection_port_ = server_->port();
       connection_ = std::make_shared<Connection>(Address(connection_port_));
     }
   }
 
-  std::unique_ptr<Server> server_;
   std::shared_ptr<Connection> connection_;
 
  private:

@@ -90,13 +90,29 @@ std::shared_ptr<const ChunkData> Chunk(uint64_t key) {
   return std::make_shared<ChunkData>(MakeChunkData(key));
 }
 
-class InsertStreamTest : public testing::ServerTest {
+class InsertStreamTest : public testing::ConnectedServerTest {
  protected:
   std::unique_ptr<InsertStream> Open() {
     auto stream = InsertStream::Open(connection_, absl::Seconds(30),
                                      seen_.OnConfirmed(), seen_.OnEnded());
     EXPECT_TRUE(stream.ok()) << stream.status();
     return stream.ok() ? *std::move(stream) : nullptr;
+  }
+
+  // Starts a server over a queue of one, "q", and opens `stream` to it,
+  // writing items 1 and 2 over chunk 100: item 1 is confirmed, item 2 waits
+  // until item 1 is sampled.
+  void WriteTwoToAQueueOfOne(std::shared_ptr<Table>& table,
+                             std::unique_ptr<InsertStream>& stream) {
+    table = FifoTable("q", *QueueRateLimiter(1), 1);
+    StartServer({table});
+    stream = Open();
+    ASSERT_NE(stream, nullptr);
+    InsertStreamRequest request;
+    *request.add_items() = Item(1, "q", 100);
+    *request.add_items() = Item(2, "q", 100);
+    ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
+    ASSERT_TRUE(seen_.WaitForKeys(1));
   }
 
   Confirmations seen_;
@@ -171,15 +187,9 @@ TEST_F(InsertStreamTest, AMissingChunkEndsTheStreamWithInternal) {
 
 TEST_F(InsertStreamTest, CloseWaitsForTheOutstandingItems) {
   // A queue of one: the second item waits until the first is sampled.
-  auto table = FifoTable("q", *QueueRateLimiter(1), 1);
-  StartServer({table});
-  auto stream = Open();
-  ASSERT_NE(stream, nullptr);
-  InsertStreamRequest request;
-  *request.add_items() = Item(1, "q", 100);
-  *request.add_items() = Item(2, "q", 100);
-  ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
-  ASSERT_TRUE(seen_.WaitForKeys(1));
+  std::shared_ptr<Table> table;
+  std::unique_ptr<InsertStream> stream;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoToAQueueOfOne(table, stream));
 
   Notification closed;
   absl::Status close_status;
@@ -202,15 +212,9 @@ TEST_F(InsertStreamTest, CloseWaitsForTheOutstandingItems) {
 }
 
 TEST_F(InsertStreamTest, CancelEndsTheStreamWithItemsOutstanding) {
-  auto table = FifoTable("q", *QueueRateLimiter(1), 1);
-  StartServer({table});
-  auto stream = Open();
-  ASSERT_NE(stream, nullptr);
-  InsertStreamRequest request;
-  *request.add_items() = Item(1, "q", 100);
-  *request.add_items() = Item(2, "q", 100);
-  ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
-  ASSERT_TRUE(seen_.WaitForKeys(1));
+  std::shared_ptr<Table> table;
+  std::unique_ptr<InsertStream> stream;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoToAQueueOfOne(table, stream));
   stream->Cancel();
   absl::Status status = stream->Finish();
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
@@ -219,14 +223,9 @@ TEST_F(InsertStreamTest, CancelEndsTheStreamWithItemsOutstanding) {
 }
 
 TEST_F(InsertStreamTest, DestroyingAnOpenStreamCancelsIt) {
-  StartServer({FifoTable("q", *QueueRateLimiter(1), 1)});
-  auto stream = Open();
-  ASSERT_NE(stream, nullptr);
-  InsertStreamRequest request;
-  *request.add_items() = Item(1, "q", 100);
-  *request.add_items() = Item(2, "q", 100);  // Waits forever.
-  ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
-  ASSERT_TRUE(seen_.WaitForKeys(1));
+  std::shared_ptr<Table> table;
+  std::unique_ptr<InsertStream> stream;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoToAQueueOfOne(table, stream));
   stream.reset();  // Would hang if it waited for item 2.
   EXPECT_EQ(seen_.ended(), 1);
 }

@@ -18,7 +18,7 @@ using ::deepmind::reverb::testing::Int32;
 using ::deepmind::reverb::testing::kOneAwaitingConfirmation;
 using ::deepmind::reverb::testing::StoredItems;
 
-class LegacyWriterTest : public testing::ServerTest {
+class LegacyWriterTest : public testing::ConnectedServerTest {
  protected:
   std::unique_ptr<Writer> NewWriter(int chunk_length, int max_timesteps) {
     WriterOptions options;

@@ -26,10 +26,10 @@ using testing::Values;
 
 constexpr absl::Duration kNever = absl::InfiniteDuration();
 
-class SampleStreamTest : public testing::ServerTest {
+class SampleStreamTest : public testing::ConnectedServerTest {
  protected:
   void StartServer(std::vector<std::shared_ptr<Table>> tables) {
-    ServerTest::StartServer(std::move(tables));
+    ConnectedServerTest::StartServer(std::move(tables));
     if (HasFatalFailure()) return;
     ASSERT_TRUE(connection_->WaitForConnection(absl::Seconds(30)).ok());
   }

@@ -9,17 +9,15 @@
 namespace deepmind::reverb {
 namespace {
 
+using testing::Int32;
 using testing::Values;
 
 // A chunk with one int32 column holding `first..first+rows-1`, shape [rows, 1].
 ChunkData MakeChunk(uint64_t key, int32_t first, int32_t rows,
                     bool delta = false) {
-  Tensor t;
-  t.dtype = tensorflow::DT_INT32;
-  t.shape = {rows, 1};
   std::vector<int32_t> values(rows);
   for (int i = 0; i < rows; ++i) values[i] = first + i;
-  t.bytes.assign(reinterpret_cast<const char*>(values.data()), 4 * rows);
+  Tensor t = Int32(values, {rows, 1});
   if (delta) DeltaEncode(&t, true);
   ChunkData chunk;
   chunk.set_chunk_key(key);

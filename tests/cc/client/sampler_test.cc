@@ -29,7 +29,7 @@ using testing::WaitFor;
 // Against hangs only.
 constexpr absl::Duration kPatience = absl::Seconds(30);
 
-class SamplerTest : public testing::ServerTest {
+class SamplerTest : public testing::ConnectedServerTest {
  protected:
   std::unique_ptr<Sampler> NewSampler(const std::string& table,
                                       const SamplerOptions& options) {
@@ -41,6 +41,14 @@ class SamplerTest : public testing::ServerTest {
   static void Insert(Table& table, uint64_t key, int32_t value) {
     ASSERT_TRUE(
         table.InsertOrAssign(MakeInt32Item(key, 1.0, value), kPatience).ok());
+  }
+
+  // Expects the next sample to fail with `code`, and the sampler's error to
+  // be of that code.
+  static void ExpectFailsWith(Sampler& sampler, absl::StatusCode code) {
+    auto sample = sampler.GetNextSample(kPatience);
+    EXPECT_EQ(sample.status().code(), code) << sample.status();
+    EXPECT_EQ(sampler.error().code(), code);
   }
 
   static int32_t TimesSampled(const Table& table, uint64_t key) {
@@ -189,9 +197,7 @@ TEST_F(SamplerTest, RateLimiterTimeoutIsTheSamplersLastWord) {
   SamplerOptions options;
   options.rate_limiter_timeout = absl::Milliseconds(100);
   auto sampler = NewSampler("empty", options);
-  EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
-            absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(sampler->error().code(), absl::StatusCode::kDeadlineExceeded);
+  ExpectFailsWith(*sampler, absl::StatusCode::kDeadlineExceeded);
   // Sticky: an item that comes later is not sampled.
   Insert(*table, 1, 7);
   EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
@@ -224,10 +230,7 @@ TEST_F(SamplerTest, AnUnreachableServerIsRetriedThenUnavailable) {
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(sampler->error().ok()) << sampler->error();
   // Then they give up.
-  auto sample = sampler->GetNextSample(kPatience);
-  EXPECT_EQ(sample.status().code(), absl::StatusCode::kUnavailable)
-      << sample.status();
-  EXPECT_EQ(sampler->error().code(), absl::StatusCode::kUnavailable);
+  ExpectFailsWith(*sampler, absl::StatusCode::kUnavailable);
 }
 
 TEST_F(SamplerTest, AStoppingServerEndsEveryWorkerWithCancelled) {
@@ -241,10 +244,7 @@ TEST_F(SamplerTest, AStoppingServerEndsEveryWorkerWithCancelled) {
             absl::StatusCode::kDeadlineExceeded);
   server_->Stop();
   // Final, not retried for the hour of the reconnect window.
-  auto sample = sampler->GetNextSample(kPatience);
-  EXPECT_EQ(sample.status().code(), absl::StatusCode::kCancelled)
-      << sample.status();
-  EXPECT_EQ(sampler->error().code(), absl::StatusCode::kCancelled);
+  ExpectFailsWith(*sampler, absl::StatusCode::kCancelled);
   sampler->Close();  // Joins all three workers.
 }
 
@@ -286,10 +286,7 @@ TEST_F(SamplerTest, ASampleThatCannotBeUnpackedFailsTheSampler) {
             .ok());
     Insert(*table, 2, 7);
     auto sampler = NewSampler("queue", SamplerOptions());
-    auto sample = sampler->GetNextSample(kPatience);
-    EXPECT_EQ(sample.status().code(), absl::StatusCode::kInvalidArgument)
-        << sample.status();
-    EXPECT_EQ(sampler->error().code(), absl::StatusCode::kInvalidArgument);
+    ExpectFailsWith(*sampler, absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
               absl::StatusCode::kInvalidArgument);
   }

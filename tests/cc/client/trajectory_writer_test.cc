@@ -18,7 +18,7 @@ using ::deepmind::reverb::testing::Int32;
 using ::deepmind::reverb::testing::kOneAwaitingConfirmation;
 using ::deepmind::reverb::testing::StoredItems;
 
-class TrajectoryWriterTest : public testing::ServerTest {
+class TrajectoryWriterTest : public testing::ConnectedServerTest {
  protected:
   std::unique_ptr<TrajectoryWriter> NewWriter(int max_chunk_length,
                                               int num_keep_alive_refs) {

@@ -23,12 +23,11 @@ using testing::Int32;
 using testing::StartLoopbackServer;
 using testing::Values;
 
-class ClientServerTest : public ::testing::Test {
+class ClientServerTest : public testing::ServerTest {
  protected:
   void StartServer(std::vector<std::shared_ptr<Table>> tables) {
-    auto server = StartLoopbackServer(std::move(tables));
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
+    ServerTest::StartServer(std::move(tables));
+    if (HasFatalFailure()) return;
     client_ = std::make_unique<Client>(Address(server_->port()));
   }
 
@@ -51,7 +50,6 @@ class ClientServerTest : public ::testing::Test {
     return *client_->NewSampler(table, options);
   }
 
-  std::unique_ptr<Server> server_;
   std::unique_ptr<Client> client_;
 };
 

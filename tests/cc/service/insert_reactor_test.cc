@@ -4,7 +4,6 @@
 #include <memory>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "cc/rate_limiters/presets.h"
 #include "gtest/gtest.h"
@@ -63,10 +62,7 @@ class InsertReactorTest : public StreamTest {
     InsertStreamResponse response;
     while (call->stream->Read(&response)) {
     }
-    const grpc::Status status = call->stream->Finish();
-    EXPECT_EQ(status.error_code(), code) << status.error_message();
-    EXPECT_TRUE(absl::StartsWith(status.error_message(), message))
-        << status.error_message();
+    ExpectFinishesWith(*call, code, message);
     ExpectInsertsStillWork();
   }
 
@@ -180,11 +176,8 @@ TEST_F(InsertReactorTest, KeepsTheChunksAskedForAndReleasesTheOthers) {
       InsertRequest({}, {ItemOf(3, "free", {41})}, /*keep=*/{})));
   InsertStreamResponse response;
   EXPECT_FALSE(call->stream->Read(&response));
-  const grpc::Status status = call->stream->Finish();
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
-  EXPECT_TRUE(absl::StartsWith(status.error_message(),
-                               "Could not find sequence chunk 41 for item 3"))
-      << status.error_message();
+  ExpectFinishesWith(*call, grpc::StatusCode::INTERNAL,
+                     "Could not find sequence chunk 41 for item 3");
   EXPECT_EQ(free_->Get(3).status().code(), absl::StatusCode::kNotFound);
 }
 

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "cc/core/errors.h"
 #include "cc/rate_limiters/presets.h"
@@ -113,6 +112,15 @@ class SampleReactorTest : public StreamTest {
     StartServer(std::move(tables));
   }
 
+  // Starts a server with a Fifo table "fifo" whose items go once sampled
+  // (and the probe table); the table.
+  std::shared_ptr<Table> StartWithFifo() {
+    auto table = FifoTable("fifo", *MinSizeRateLimiter(1), 1000,
+                           /*max_times_sampled=*/1);
+    Start({table});
+    return table;
+  }
+
   static void Insert(Table& table, uint64_t first, uint64_t last) {
     for (uint64_t key = first; key <= last; ++key) {
       ASSERT_TRUE(table.InsertOrAssign(MakeItem(key)).ok());
@@ -123,10 +131,7 @@ class SampleReactorTest : public StreamTest {
   // read a request holds its table until it is deleted, so this tells when
   // the server has taken a request, or let go of a stream.
   static void AwaitUseCount(const std::shared_ptr<Table>& table, long count) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (table.use_count() != count && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
+    WaitFor([&] { return table.use_count() == count; }, absl::Seconds(30));
     ASSERT_EQ(table.use_count(), count);
   }
 
@@ -138,10 +143,7 @@ class SampleReactorTest : public StreamTest {
     ASSERT_TRUE(call->stream->Write(request));
     SampleStreamResponse response;
     EXPECT_FALSE(call->stream->Read(&response));
-    const grpc::Status status = call->stream->Finish();
-    EXPECT_EQ(status.error_code(), code) << status.error_message();
-    EXPECT_TRUE(absl::StartsWith(status.error_message(), message))
-        << status.error_message();
+    ExpectFinishesWith(*call, code, message);
     ExpectSamplesStillWork();
   }
 
@@ -163,9 +165,7 @@ class SampleReactorTest : public StreamTest {
 };
 
 TEST_F(SampleReactorTest, EachSampleCarriesTheChunksOfItsItemOnce) {
-  auto table = FifoTable("fifo", *MinSizeRateLimiter(1), 1000,
-                         /*max_times_sampled=*/1);
-  Start({table});
+  auto table = StartWithFifo();
   // Item 10 reads chunks 1, 2 and 1 again; item 20 shares chunk 2.
   TableItem item10 = MakeItem(10, 1.5, {MakeChunk(1), MakeChunk(2)});
   *item10.item.mutable_flat_trajectory()
@@ -229,9 +229,7 @@ TEST_F(SampleReactorTest, SamplesOfOneItemSpanResponsesOfAboutTwoMegabytes) {
 }
 
 TEST_F(SampleReactorTest, SendsExactlyNumSamplesPerRequestInTurn) {
-  auto table = FifoTable("fifo", *MinSizeRateLimiter(1), 1000,
-                         /*max_times_sampled=*/1);
-  Start({table});
+  auto table = StartWithFifo();
   Insert(*table, 1, 10);
 
   auto call = OpenSampleStream();
@@ -251,9 +249,7 @@ TEST_F(SampleReactorTest, SendsExactlyNumSamplesPerRequestInTurn) {
 }
 
 TEST_F(SampleReactorTest, BatchesAreFlexible) {
-  auto table = FifoTable("fifo", *MinSizeRateLimiter(1), 1000,
-                         /*max_times_sampled=*/1);
-  Start({table});
+  auto table = StartWithFifo();
   Insert(*table, 1, 3);
 
   auto call = OpenSampleStream();
@@ -269,9 +265,7 @@ TEST_F(SampleReactorTest, BatchesAreFlexible) {
 }
 
 TEST_F(SampleReactorTest, HalfClosedCallEndsOnceEverySampleOwedIsWritten) {
-  auto table = FifoTable("fifo", *MinSizeRateLimiter(1), 1000,
-                         /*max_times_sampled=*/1);
-  Start({table});
+  auto table = StartWithFifo();
   auto call = OpenSampleStream();
   ASSERT_TRUE(call->stream->Write(SampleRequest("fifo", 3)));
   ASSERT_TRUE(call->stream->WritesDone());
@@ -282,9 +276,7 @@ TEST_F(SampleReactorTest, HalfClosedCallEndsOnceEverySampleOwedIsWritten) {
 }
 
 TEST_F(SampleReactorTest, RateLimiterTimeoutIsDeadlineExceeded) {
-  auto table = FifoTable("fifo", *MinSizeRateLimiter(1), 1000,
-                         /*max_times_sampled=*/1);
-  Start({table});
+  auto table = StartWithFifo();
   Insert(*table, 1, 2);
 
   auto call = OpenSampleStream();
@@ -300,9 +292,7 @@ TEST_F(SampleReactorTest, RateLimiterTimeoutIsDeadlineExceeded) {
 }
 
 TEST_F(SampleReactorTest, NonPositiveTimeoutsWaitForever) {
-  auto table = FifoTable("fifo", *MinSizeRateLimiter(1), 1000,
-                         /*max_times_sampled=*/1);
-  Start({table});
+  auto table = StartWithFifo();
   const long unused = table.use_count();
   uint64_t key = 1;
   for (std::optional<int64_t> timeout_ms :
@@ -327,9 +317,7 @@ TEST_F(SampleReactorTest, NonPositiveTimeoutsWaitForever) {
 }
 
 TEST_F(SampleReactorTest, CancellingAStreamWithdrawsItsRequestFromTheTable) {
-  auto table = FifoTable("fifo", *MinSizeRateLimiter(1), 1000,
-                         /*max_times_sampled=*/1);
-  Start({table});
+  auto table = StartWithFifo();
   const long unused = table.use_count();
   auto call = OpenSampleStream();
   ASSERT_TRUE(call->stream->Write(SampleRequest("fifo", 1)));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cc/core/table.h"
@@ -92,13 +93,23 @@ struct Call {
   std::unique_ptr<RawStream<Response>> stream;
 };
 
+// Finishes `call` and expects it to have ended with `code` and a message
+// that starts with `message`.
+template <typename Response>
+void ExpectFinishesWith(Call<Response>& call, grpc::StatusCode code,
+                        const std::string& message) {
+  const grpc::Status status = call.stream->Finish();
+  EXPECT_EQ(status.error_code(), code) << status.error_message();
+  EXPECT_TRUE(absl::StartsWith(status.error_message(), message))
+      << status.error_message();
+}
+
 // Starts a server over the tables of each test and opens raw streams to it.
-class StreamTest : public ::testing::Test {
+class StreamTest : public ServerTest {
  protected:
   void StartServer(std::vector<std::shared_ptr<Table>> tables) {
-    auto server = StartLoopbackServer(std::move(tables));
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
+    ServerTest::StartServer(std::move(tables));
+    if (HasFatalFailure()) return;
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
@@ -113,7 +124,6 @@ class StreamTest : public ::testing::Test {
     return Open<SampleStreamResponse>(sample_stream_);
   }
 
-  std::unique_ptr<Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
 
  private:
