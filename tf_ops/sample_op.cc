@@ -152,35 +152,31 @@ TF_Tensor* Allocate(TF_OpKernelContext* ctx, int index, TF_DataType dtype,
 }
 
 // Writes one info field of every row to output `index`.
-template <typename T, typename Get>
+template <typename T>
 bool WriteInfo(TF_OpKernelContext* ctx, int index, TF_DataType dtype, bool nest,
-               const SampleSource& source, Get get, TF_Status* status) {
+               const SampleSource& source,
+               T (SampleSource::*get)(int64_t) const, TF_Status* status) {
   const int64_t rows = source.num_rows();
   TF_Tensor* tensor = Allocate(ctx, index, dtype, nest, rows, {}, status);
   if (TF_GetCode(status) != TF_OK) return false;
   T* out = static_cast<T*>(TF_TensorData(tensor));
-  for (int64_t row = 0; row < rows; ++row) out[row] = get(source, row);
+  for (int64_t row = 0; row < rows; ++row) out[row] = (source.*get)(row);
   TF_DeleteTensor(tensor);
   return true;
 }
 
 bool WriteOutputs(TF_OpKernelContext* ctx, const Kernel& kernel,
                   const SampleSource& source, TF_Status* status) {
-  if (!WriteInfo<uint64_t>(
-          ctx, 0, TF_UINT64, kernel.nest_rows, source,
-          [](auto& s, int64_t r) { return s.key(r); }, status) ||
-      !WriteInfo<double>(
-          ctx, 1, TF_DOUBLE, kernel.nest_rows, source,
-          [](auto& s, int64_t r) { return s.probability(r); }, status) ||
-      !WriteInfo<int64_t>(
-          ctx, 2, TF_INT64, kernel.nest_rows, source,
-          [](auto& s, int64_t r) { return s.table_size(r); }, status) ||
-      !WriteInfo<double>(
-          ctx, 3, TF_DOUBLE, kernel.nest_rows, source,
-          [](auto& s, int64_t r) { return s.priority(r); }, status) ||
-      !WriteInfo<int32_t>(
-          ctx, 4, TF_INT32, kernel.nest_rows, source,
-          [](auto& s, int64_t r) { return s.times_sampled(r); }, status)) {
+  const bool nest = kernel.nest_rows;
+  if (!WriteInfo(ctx, 0, TF_UINT64, nest, source, &SampleSource::key, status) ||
+      !WriteInfo(ctx, 1, TF_DOUBLE, nest, source, &SampleSource::probability,
+                 status) ||
+      !WriteInfo(ctx, 2, TF_INT64, nest, source, &SampleSource::table_size,
+                 status) ||
+      !WriteInfo(ctx, 3, TF_DOUBLE, nest, source, &SampleSource::priority,
+                 status) ||
+      !WriteInfo(ctx, 4, TF_INT32, nest, source, &SampleSource::times_sampled,
+                 status)) {
     return false;
   }
   const std::vector<int>& dtypes = kernel.options.dtypes;

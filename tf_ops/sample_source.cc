@@ -36,6 +36,12 @@ struct SampleSource::State {
   // Checks the table's signature (once); false while it still waits for
   // the server (until `deadline` in this call).
   bool CheckedSignature(absl::Time deadline);
+
+  // The info of `row` of `samples`: of its sample, or with timesteps of the
+  // one sample.
+  const SampleInfo& info(int64_t row) const {
+    return *samples[options.emit_timesteps ? 0 : row].info;
+  }
 };
 
 namespace {
@@ -321,41 +327,24 @@ std::vector<const std::string*> SampleSource::Strings(int column) const {
   return strings;
 }
 
-namespace {
-
-const SampleInfo& InfoOfRow(const std::vector<Sample>& samples, bool steps,
-                            int64_t row) {
-  return *samples[steps ? 0 : row].info;
-}
-
-}  // namespace
-
 uint64_t SampleSource::key(int64_t row) const {
-  return InfoOfRow(state_->samples, state_->options.emit_timesteps, row)
-      .item()
-      .key();
+  return state_->info(row).item().key();
 }
 
 double SampleSource::probability(int64_t row) const {
-  return InfoOfRow(state_->samples, state_->options.emit_timesteps, row)
-      .probability();
+  return state_->info(row).probability();
 }
 
 int64_t SampleSource::table_size(int64_t row) const {
-  return InfoOfRow(state_->samples, state_->options.emit_timesteps, row)
-      .table_size();
+  return state_->info(row).table_size();
 }
 
 double SampleSource::priority(int64_t row) const {
-  return InfoOfRow(state_->samples, state_->options.emit_timesteps, row)
-      .item()
-      .priority();
+  return state_->info(row).item().priority();
 }
 
 int32_t SampleSource::times_sampled(int64_t row) const {
-  return InfoOfRow(state_->samples, state_->options.emit_timesteps, row)
-      .item()
-      .times_sampled();
+  return state_->info(row).item().times_sampled();
 }
 
 }  // namespace deepmind::reverb::tf_ops

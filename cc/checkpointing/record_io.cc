@@ -95,8 +95,7 @@ uint32_t MaskCrc32c(uint32_t crc) {
   return ((crc >> 15) | (crc << 17)) + kMaskDelta;
 }
 
-// --- Writer
-// ---------------------------------------------------------------------
+// --- Writer ------------------------------------------------------------------
 
 struct RecordWriter::Zlib {
   z_stream stream{};
@@ -201,8 +200,7 @@ absl::Status RecordWriter::Close() {
   return absl::OkStatus();
 }
 
-// --- Reader
-// ---------------------------------------------------------------------
+// --- Reader ------------------------------------------------------------------
 
 struct RecordReader::Zlib {
   z_stream stream{};

@@ -19,8 +19,7 @@
 
 namespace deepmind::reverb {
 
-// --- Options
-// -------------------------------------------------------------------
+// --- Options -----------------------------------------------------------------
 
 absl::Status ChunkerOptions::Validate() const {
   if (GetNumKeepAliveRefs() < 1) {
@@ -109,8 +108,7 @@ void AutoTunedChunkerOptions::MaybeTune() {
   items_.clear();
 }
 
-// --- CellRef
-// -------------------------------------------------------------------
+// --- CellRef -----------------------------------------------------------------
 
 CellRef::CellRef(std::weak_ptr<Chunker> chunker, uint64_t chunk_key, int offset,
                  uint64_t episode_id, int32_t episode_step,
@@ -193,8 +191,7 @@ absl::StatusOr<Tensor> CellRef::GetData() const {
       "The cell's chunk was never finalized and its chunker has dropped it.");
 }
 
-// --- Chunker
-// -------------------------------------------------------------------
+// --- Chunker -----------------------------------------------------------------
 
 Chunker::Chunker(int column, std::shared_ptr<ChunkerOptions> options)
     : column_(column),

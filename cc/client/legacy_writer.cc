@@ -179,10 +179,8 @@ absl::Status Writer::Flush(absl::Duration timeout) {
       return in_flight_.empty() || reader_done_;
     };
     mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
-    if (!in_flight_.empty() && !reader_done_)
-      awaiting = in_flight_.size();
-    else if (in_flight_.empty())
-      return absl::OkStatus();
+    if (in_flight_.empty()) return absl::OkStatus();
+    if (!reader_done_) awaiting = in_flight_.size();
   }
   if (awaiting > 0) return WriterTimeout(0, awaiting);
   return StreamError();

@@ -383,8 +383,7 @@ int TrajectoryWriter::num_streamed_chunks() const {
   return static_cast<int>(streamed_keys_.size());
 }
 
-// --- Streaming
-// -------------------------------------------------------------------
+// --- Streaming ---------------------------------------------------------------
 
 void TrajectoryWriter::RunStreams() {
   absl::Duration backoff = kMinBackoff;
