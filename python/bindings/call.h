@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -55,15 +56,20 @@ Message ParseOrRaise(const std::string& bytes, const char* what) {
   return message;
 }
 
-// Runs `fn` (returning absl::Status) without the GIL; raises its error.
+// Runs `fn` without the GIL and raises its error. `fn` returns an
+// absl::Status, or an absl::StatusOr<T>, whose value RunWithoutGil returns
+// (with the GIL held again).
 template <typename Fn>
-void RunWithoutGil(Fn&& fn) {
-  absl::Status status;
-  {
+auto RunWithoutGil(Fn&& fn) {
+  auto result = [&] {
     pybind11::gil_scoped_release release;
-    status = fn();
+    return fn();
+  }();
+  if constexpr (std::is_same_v<decltype(result), absl::Status>) {
+    MaybeRaise(result);
+  } else {
+    return ValueOrRaise(std::move(result));
   }
-  MaybeRaise(status);
 }
 
 // None or a negative number means "no timeout".

@@ -41,12 +41,8 @@ void BindCheckpointer(py::module_& m) {
           [](Checkpointer& self,
              const std::vector<std::shared_ptr<Table>>& tables,
              int keep_latest) {
-            absl::StatusOr<std::string> path;
-            {
-              py::gil_scoped_release release;
-              path = self.Save(tables, keep_latest);
-            }
-            return ValueOrRaise(std::move(path));
+            return RunWithoutGil(
+                [&] { return self.Save(tables, keep_latest); });
           },
           py::arg("tables"), py::arg("keep_latest") = 0)
       .def(

@@ -69,12 +69,8 @@ void BindClient(py::module_& m) {
       .def(
           "NewSampleStream",
           [](Client& self, const std::string& table) {
-            absl::StatusOr<std::unique_ptr<SampleStream>> stream;
-            {
-              py::gil_scoped_release release;
-              stream = self.NewSampleStream(table, kConnectTimeout);
-            }
-            return ValueOrRaise(std::move(stream));
+            return RunWithoutGil(
+                [&] { return self.NewSampleStream(table, kConnectTimeout); });
           },
           py::arg("table"))
       .def(
@@ -104,12 +100,8 @@ void BindClient(py::module_& m) {
       .def(
           "ServerInfo",
           [](Client& self, std::optional<int64_t> timeout_ms) {
-            absl::StatusOr<ServerInfoResponse> response;
-            {
-              py::gil_scoped_release release;
-              response = self.ServerInfo(TimeoutFromMs(timeout_ms));
-            }
-            ServerInfoResponse info = ValueOrRaise(std::move(response));
+            ServerInfoResponse info = RunWithoutGil(
+                [&] { return self.ServerInfo(TimeoutFromMs(timeout_ms)); });
             py::list tables;
             for (const auto& table : info.table_info()) {
               tables.append(py::bytes(table.SerializeAsString()));
@@ -124,12 +116,8 @@ void BindClient(py::module_& m) {
       .def(
           "Checkpoint",
           [](Client& self, std::optional<int64_t> timeout_ms) {
-            absl::StatusOr<std::string> path;
-            {
-              py::gil_scoped_release release;
-              path = self.Checkpoint(TimeoutFromMs(timeout_ms));
-            }
-            return ValueOrRaise(std::move(path));
+            return RunWithoutGil(
+                [&] { return self.Checkpoint(TimeoutFromMs(timeout_ms)); });
           },
           py::arg("timeout_ms") = py::none());
 }

@@ -142,12 +142,7 @@ void BindSampler(py::module_& m) {
           py::arg("rate_limiter_timeout_ms") = py::none())
       .def("Read",
            [](SampleStream& self) {
-             absl::StatusOr<Sample> sample;
-             {
-               py::gil_scoped_release release;
-               sample = self.Read();
-             }
-             return SampleToPython(ValueOrRaise(std::move(sample)));
+             return SampleToPython(RunWithoutGil([&] { return self.Read(); }));
            })
       .def_property_readonly("outstanding", &SampleStream::outstanding)
       .def_property_readonly("ok", &SampleStream::ok)

@@ -27,16 +27,13 @@ void BindServer(py::module_& m) {
                        int port, std::shared_ptr<Checkpointer> checkpointer,
                        const std::string& bind_address,
                        std::optional<double> checkpoint_every_seconds) {
-             absl::StatusOr<std::unique_ptr<Server>> server;
-             {
-               py::gil_scoped_release release;
-               server = Server::Start(
+             return std::shared_ptr<Server>(RunWithoutGil([&] {
+               return Server::Start(
                    tables, port, bind_address, std::move(checkpointer),
                    checkpoint_every_seconds.has_value()
                        ? absl::Seconds(*checkpoint_every_seconds)
                        : absl::InfiniteDuration());
-             }
-             return std::shared_ptr<Server>(ValueOrRaise(std::move(server)));
+             }));
            }),
            py::arg("priority_tables"), py::arg("port"),
            py::arg("checkpointer") = nullptr,

@@ -108,13 +108,10 @@ void BindTables(py::module_& m) {
               table_item.chunks.push_back(std::make_shared<Chunk>(
                   ParseOrRaise<ChunkData>(chunk, "a chunk")));
             }
-            absl::Status status;
-            {
-              py::gil_scoped_release release;
-              status = self.InsertOrAssign(std::move(table_item),
-                                           TimeoutFromMs(timeout_ms));
-            }
-            MaybeRaise(status);
+            RunWithoutGil([&] {
+              return self.InsertOrAssign(std::move(table_item),
+                                         TimeoutFromMs(timeout_ms));
+            });
           },
           py::arg("item"), py::arg("chunks"),
           py::arg("timeout_ms") = py::none())
@@ -122,14 +119,12 @@ void BindTables(py::module_& m) {
           "sample",
           [](Table& self, int32_t batch_size,
              std::optional<int64_t> timeout_ms) {
-            absl::StatusOr<std::vector<SampledItem>> samples;
-            {
-              py::gil_scoped_release release;
-              samples = self.SampleFlexibleBatch(batch_size,
-                                                 TimeoutFromMs(timeout_ms));
-            }
+            const std::vector<SampledItem> samples = RunWithoutGil([&] {
+              return self.SampleFlexibleBatch(batch_size,
+                                              TimeoutFromMs(timeout_ms));
+            });
             py::list result;
-            for (const auto& sample : ValueOrRaise(std::move(samples))) {
+            for (const auto& sample : samples) {
               result.append(SampledItemToPython(sample));
             }
             return result;
@@ -142,12 +137,7 @@ void BindTables(py::module_& m) {
              const std::vector<uint64_t>& deletes) {
             const std::vector<KeyWithPriority> protos =
                 PriorityUpdates(updates);
-            absl::Status status;
-            {
-              py::gil_scoped_release release;
-              status = self.MutateItems(protos, deletes);
-            }
-            MaybeRaise(status);
+            RunWithoutGil([&] { return self.MutateItems(protos, deletes); });
           },
           py::arg("updates"), py::arg("deletes"))
       .def("reset", &Table::Reset, py::call_guard<py::gil_scoped_release>())
