@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "cc/client/server_info.h"
+#include "cc/support/mutex.h"
+#include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
 
 namespace deepmind::reverb {
@@ -18,7 +21,26 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration timeout,
 }  // namespace
 
 Client::Client(const std::string& server_address)
-    : connection_(std::make_shared<Connection>(server_address)) {}
+    : shards_(*Shards::Create({server_address})) {}
+
+Client::Client(std::shared_ptr<Shards> shards) : shards_(std::move(shards)) {}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(
+    std::vector<std::string> server_addresses) {
+  REVERB_ASSIGN_OR_RETURN(std::shared_ptr<Shards> shards,
+                          Shards::Create(std::move(server_addresses)));
+  return std::unique_ptr<Client>(new Client(std::move(shards)));
+}
+
+template <typename Call>
+absl::Status Client::OnEveryShard(Call call) {
+  absl::Status first_error;
+  for (int s = 0; s < shards_->size(); ++s) {
+    absl::Status status = call(*shards_->connection(s)->stub());
+    if (first_error.ok()) first_error = std::move(status);
+  }
+  return first_error;
+}
 
 absl::Status Client::MutatePriorities(const std::string& table,
                                       absl::Span<const KeyWithPriority> updates,
@@ -28,63 +50,112 @@ absl::Status Client::MutatePriorities(const std::string& table,
   request.set_table(table);
   for (const auto& update : updates) *request.add_updates() = update;
   request.mutable_delete_keys()->Add(deletes.begin(), deletes.end());
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout, /*wait_for_ready=*/true);
-  MutatePrioritiesResponse response;
-  return FromGrpcStatus(
-      connection_->stub()->MutatePriorities(&context, request, &response));
+  return OnEveryShard([&](ReverbService::StubInterface& stub) {
+    grpc::ClientContext context;
+    SetDeadline(&context, timeout, /*wait_for_ready=*/true);
+    MutatePrioritiesResponse response;
+    return FromGrpcStatus(stub.MutatePriorities(&context, request, &response));
+  });
 }
 
 absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   ResetRequest request;
   request.set_table(table);
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout, /*wait_for_ready=*/true);
-  ResetResponse response;
-  return FromGrpcStatus(
-      connection_->stub()->Reset(&context, request, &response));
+  return OnEveryShard([&](ReverbService::StubInterface& stub) {
+    grpc::ClientContext context;
+    SetDeadline(&context, timeout, /*wait_for_ready=*/true);
+    ResetResponse response;
+    return FromGrpcStatus(stub.Reset(&context, request, &response));
+  });
+}
+
+std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
+    absl::Duration timeout) {
+  struct Call {
+    grpc::ClientContext context;
+    ServerInfoResponse response;
+    grpc::Status status;
+    Notification done;
+  };
+  std::vector<Call> calls(shards_->size());
+  for (int s = 0; s < shards_->size(); ++s) {
+    Call& call = calls[s];
+    SetDeadline(&call.context, timeout, /*wait_for_ready=*/true);
+    shards_->connection(s)->stub()->async()->ServerInfo(
+        &call.context, &ServerInfoRequest::default_instance(), &call.response,
+        [&call](grpc::Status status) {
+          call.status = std::move(status);
+          call.done.Notify();
+        });
+  }
+  std::vector<absl::StatusOr<ServerInfoResponse>> infos;
+  for (Call& call : calls) {
+    call.done.WaitForNotification();
+    if (call.status.ok()) {
+      infos.push_back(std::move(call.response));
+    } else {
+      infos.push_back(FromGrpcStatus(call.status));
+    }
+  }
+  return infos;
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout, /*wait_for_ready=*/true);
-  ServerInfoResponse response;
-  grpc::Status status =
-      connection_->stub()->ServerInfo(&context, ServerInfoRequest(), &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+  if (shards_->size() == 1) {
+    grpc::ClientContext context;
+    SetDeadline(&context, timeout, /*wait_for_ready=*/true);
+    ServerInfoResponse response;
+    grpc::Status status = shards_->connection(0)->stub()->ServerInfo(
+        &context, ServerInfoRequest(), &response);
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
+  std::vector<absl::StatusOr<ServerInfoResponse>> infos = ShardInfo(timeout);
+  std::vector<ServerInfoResponse> answered;
+  for (auto& info : infos) {
+    if (info.ok()) answered.push_back(*std::move(info));
+  }
+  if (answered.empty()) return infos.front().status();
+  return MergeServerInfo(answered);
 }
 
-absl::StatusOr<std::string> Client::Checkpoint(absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout, /*wait_for_ready=*/false);
-  CheckpointResponse response;
-  grpc::Status status =
-      connection_->stub()->Checkpoint(&context, CheckpointRequest(), &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response.checkpoint_path();
+absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
+    absl::Duration timeout) {
+  std::vector<std::string> paths;
+  REVERB_RETURN_IF_ERROR(
+      OnEveryShard([&](ReverbService::StubInterface& stub) -> absl::Status {
+        grpc::ClientContext context;
+        SetDeadline(&context, timeout, /*wait_for_ready=*/false);
+        CheckpointResponse response;
+        grpc::Status status =
+            stub.Checkpoint(&context, CheckpointRequest(), &response);
+        if (!status.ok()) return FromGrpcStatus(status);
+        paths.push_back(response.checkpoint_path());
+        return absl::OkStatus();
+      }));
+  return paths;
 }
 
 absl::StatusOr<std::unique_ptr<Writer>> Client::NewWriter(
     const WriterOptions& options) {
-  return Writer::Create(connection_, options);
+  return Writer::Create(shards_->connection(0), options);
 }
 
 absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Client::NewTrajectoryWriter(
     std::shared_ptr<ChunkerOptions> options) {
-  return TrajectoryWriter::Create(connection_, std::move(options));
+  return TrajectoryWriter::Create(shards_->connection(0), std::move(options));
 }
 
 absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
     const std::string& table, const SamplerOptions& options) {
-  return Sampler::Create(connection_, table, options);
+  return Sampler::Create(shards_->connection(0), table, options);
 }
 
 absl::StatusOr<std::unique_ptr<SampleStream>> Client::NewSampleStream(
     const std::string& table, absl::Duration connect_timeout) {
-  absl::Status connected = connection_->WaitForConnection(connect_timeout);
-  if (!connected.ok()) return connected;
-  return std::make_unique<SampleStream>(connection_, table);
+  const auto& connection = shards_->connection(0);
+  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
+  return std::make_unique<SampleStream>(connection, table);
 }
 
 }  // namespace deepmind::reverb

@@ -1,4 +1,11 @@
-// Client: a connection to a Reverb server and the calls it serves.
+// Client: a connection to a Reverb server, or to several (shards, see
+// shards.h and docs/sharding.md), and the calls they serve.
+//
+// Over one address everything goes to that server, as dm-reverb's client.
+// Over several: MutatePriorities, Reset and Checkpoint go to every shard
+// (a shard ignores keys it does not hold), ServerInfo merges the shards'
+// tables (ShardInfo keeps them apart), writers write to one shard at a time
+// and samplers draw from all of them (sampler.h, trajectory_writer.h).
 //
 // Unary calls wait for the server to become ready until their timeout (an
 // infinite timeout waits forever, as dm-reverb); Checkpoint fails fast
@@ -13,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -21,6 +29,7 @@
 #include "cc/client/legacy_writer.h"
 #include "cc/client/sample_stream.h"
 #include "cc/client/sampler.h"
+#include "cc/client/shards.h"
 #include "cc/client/trajectory_writer.h"
 #include "cc/support/export.h"
 
@@ -29,10 +38,13 @@ namespace deepmind::reverb {
 class REVERB_EXPORT Client {
  public:
   explicit Client(const std::string& server_address);
+  // INVALID_ARGUMENT for no address or an empty one.
+  static absl::StatusOr<std::unique_ptr<Client>> Create(
+      std::vector<std::string> server_addresses);
 
-  const std::string& server_address() const {
-    return connection_->server_address();
-  }
+  // The first shard's address (the only one's, over one).
+  const std::string& server_address() const { return shards_->address(0); }
+  const std::shared_ptr<Shards>& shards() const { return shards_; }
 
   absl::Status MutatePriorities(const std::string& table,
                                 absl::Span<const KeyWithPriority> updates,
@@ -41,10 +53,17 @@ class REVERB_EXPORT Client {
 
   absl::Status Reset(const std::string& table, absl::Duration timeout);
 
+  // Over several shards: the tables of the shards that answered within
+  // `timeout`, merged by name (sizes, counts and priority mass summed, the
+  // settings of the first); the first error if none answered.
   absl::StatusOr<ServerInfoResponse> ServerInfo(absl::Duration timeout);
 
-  // The directory the server wrote.
-  absl::StatusOr<std::string> Checkpoint(absl::Duration timeout);
+  // The ServerInfo of each shard, or its error, asked in parallel.
+  std::vector<absl::StatusOr<ServerInfoResponse>> ShardInfo(
+      absl::Duration timeout);
+
+  // The directory each shard wrote, in the order of the addresses.
+  absl::StatusOr<std::vector<std::string>> Checkpoint(absl::Duration timeout);
 
   // Legacy writer (see legacy_writer.h).
   absl::StatusOr<std::unique_ptr<Writer>> NewWriter(
@@ -63,7 +82,14 @@ class REVERB_EXPORT Client {
       const std::string& table, absl::Duration connect_timeout);
 
  private:
-  const std::shared_ptr<Connection> connection_;
+  explicit Client(std::shared_ptr<Shards> shards);
+
+  // Runs `call` (a status of a stub) on every shard, in turn; the first
+  // error.
+  template <typename Call>
+  absl::Status OnEveryShard(Call call);
+
+  const std::shared_ptr<Shards> shards_;
 };
 
 }  // namespace deepmind::reverb

@@ -52,4 +52,8 @@ absl::Status Connection::WaitForConnection(absl::Duration timeout) const {
       absl::FormatDuration(timeout), "."));
 }
 
+void Connection::ResetConnectBackoff() const {
+  grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
+}
+
 }  // namespace deepmind::reverb

@@ -45,6 +45,10 @@ class REVERB_EXPORT Connection {
   // with UNAVAILABLE.
   absl::Status WaitForConnection(absl::Duration timeout) const;
 
+  // Lets the next call try to connect at once, instead of after the rest of
+  // the reconnect backoff (up to 30 s after repeated failures).
+  void ResetConnectBackoff() const;
+
  private:
   const std::string server_address_;
   std::shared_ptr<grpc::Channel> channel_;

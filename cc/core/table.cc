@@ -372,6 +372,8 @@ TableInfo Table::info() const {
   info.set_num_episodes(episode_refs_.size());
   info.set_num_deleted_episodes(num_deleted_episodes_);
   info.set_num_unique_samples(num_unique_samples_);
+  info.set_priority_mass(sampler_->weight_sum());
+  info.set_can_sample(rate_limiter_.CanSample(1));
   auto ms = [&](WorkerState state) {
     return absl::ToInt64Milliseconds(worker_time_[state]);
   };

@@ -52,6 +52,10 @@ class REVERB_EXPORT ItemSelector {
   // Number of keys held.
   virtual int64_t size() const = 0;
 
+  // The sum of the weights Sample() draws by, for a selector that draws by
+  // weight (Prioritized); 0 for the others.
+  virtual double weight_sum() const { return 0; }
+
   // The configuration, as stored in TableInfo and checkpoints.
   virtual KeyDistributionOptions options() const = 0;
 

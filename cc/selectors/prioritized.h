@@ -36,6 +36,7 @@ class REVERB_EXPORT PrioritizedSelector : public ItemSelector {
   KeyWithProbability Sample() override;
   void Clear() override;
   int64_t size() const override { return size_; }
+  double weight_sum() const override { return size_ > 0 ? sums_[0] : 0; }
   KeyDistributionOptions options() const override;
   std::string DebugString() const override;
 

@@ -516,11 +516,14 @@ class Client:
       self._signature_cache = signatures
     return serialized
 
-  def checkpoint(self, *, timeout: Optional[float] = None) -> str:
-    """Asks the server to save its tables; returns the directory written.
+  def checkpoint(self, *, timeout: Optional[float] = None
+                ) -> Union[str, List[str]]:
+    """Asks the server to save its tables; returns the directory written
+    (over several servers, each one's, in the order of their addresses).
 
     Raises:
       DeadlineExceededError: If `timeout` (seconds; None: no limit) passes
         first (the save still completes on the server).
     """
-    return self._client.Checkpoint(_timeout_ms(timeout))
+    paths = self._client.Checkpoint(_timeout_ms(timeout))
+    return paths[0] if len(paths) == 1 else paths
