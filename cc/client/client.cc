@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "cc/client/server_info.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
@@ -69,17 +70,32 @@ absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   });
 }
 
-std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
-    absl::Duration timeout) {
+std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskServerInfo(
+    absl::Duration timeout, bool skip_down) {
   struct Call {
     grpc::ClientContext context;
     ServerInfoResponse response;
     grpc::Status status;
     Notification done;
+    int64_t watch = -1;
   };
+  const bool several = shards_->size() > 1;
   std::vector<Call> calls(shards_->size());
   for (int s = 0; s < shards_->size(); ++s) {
     Call& call = calls[s];
+    if (several) {
+      // Watched before IsUp is read, so that no transition is missed.
+      call.watch = shards_->Watch(s, [&call] { call.context.TryCancel(); });
+      if (skip_down && !shards_->IsUp(s)) {
+        call.status = grpc::Status(
+            grpc::StatusCode::UNAVAILABLE,
+            absl::StrCat("Shard ", shards_->address(s),
+                         " is down (it did not answer the client's last "
+                         "call); it is asked again in the background."));
+        call.done.Notify();
+        continue;
+      }
+    }
     SetDeadline(&call.context, timeout, /*wait_for_ready=*/true);
     shards_->connection(s)->stub()->async()->ServerInfo(
         &call.context, &ServerInfoRequest::default_instance(), &call.response,
@@ -91,6 +107,7 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
   std::vector<absl::StatusOr<ServerInfoResponse>> infos;
   for (Call& call : calls) {
     call.done.WaitForNotification();
+    if (call.watch >= 0) shards_->Unwatch(call.watch);
     if (call.status.ok()) {
       infos.push_back(std::move(call.response));
     } else {
@@ -98,6 +115,11 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
     }
   }
   return infos;
+}
+
+std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
+    absl::Duration timeout) {
+  return AskServerInfo(timeout, /*skip_down=*/true);
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
@@ -110,7 +132,10 @@ absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
     if (!status.ok()) return FromGrpcStatus(status);
     return response;
   }
-  std::vector<absl::StatusOr<ServerInfoResponse>> infos = ShardInfo(timeout);
+  bool any_up = false;
+  for (int s = 0; s < shards_->size(); ++s) any_up = any_up || shards_->IsUp(s);
+  std::vector<absl::StatusOr<ServerInfoResponse>> infos =
+      AskServerInfo(timeout, /*skip_down=*/any_up);
   std::vector<ServerInfoResponse> answered;
   for (auto& info : infos) {
     if (info.ok()) answered.push_back(*std::move(info));

@@ -38,7 +38,7 @@ namespace deepmind::reverb {
 class REVERB_EXPORT Client {
  public:
   explicit Client(const std::string& server_address);
-  // INVALID_ARGUMENT for no address or an empty one.
+  // INVALID_ARGUMENT for no address, an empty one or one given twice.
   static absl::StatusOr<std::unique_ptr<Client>> Create(
       std::vector<std::string> server_addresses);
 
@@ -55,10 +55,15 @@ class REVERB_EXPORT Client {
 
   // Over several shards: the tables of the shards that answered within
   // `timeout`, merged by name (sizes, counts and priority mass summed, the
-  // settings of the first); the first error if none answered.
+  // settings of the first); the first error if none answered. A dead shard
+  // does not hold the call up until `timeout`: shards known to be down
+  // (shards.h) are not asked, unless all are, and a call to a shard that
+  // goes down meanwhile is cancelled.
   absl::StatusOr<ServerInfoResponse> ServerInfo(absl::Duration timeout);
 
-  // The ServerInfo of each shard, or its error, asked in parallel.
+  // The ServerInfo of each shard, or its error, asked in parallel. Over
+  // several shards, one known to be down is UNAVAILABLE at once, and one
+  // that goes down during the call CANCELLED.
   std::vector<absl::StatusOr<ServerInfoResponse>> ShardInfo(
       absl::Duration timeout);
 
@@ -83,6 +88,10 @@ class REVERB_EXPORT Client {
 
  private:
   explicit Client(std::shared_ptr<Shards> shards);
+
+  // ShardInfo, with shards known to be down asked too unless `skip_down`.
+  std::vector<absl::StatusOr<ServerInfoResponse>> AskServerInfo(
+      absl::Duration timeout, bool skip_down);
 
   // Runs `call` (a status of a stub) on every shard, in turn; the first
   // error.
