@@ -290,8 +290,7 @@ ClientStatus ClientBridge::Create(
   absl::StatusOr<std::unique_ptr<Client>> client =
       Client::Create(server_addresses);
   if (!client.ok()) return ToClientStatus(client.status());
-  bridge->reset(
-      new ClientBridge(std::make_unique<State>(*std::move(client))));
+  bridge->reset(new ClientBridge(std::make_unique<State>(*std::move(client))));
   return {};
 }
 

@@ -50,7 +50,8 @@ struct Kernel {
                     ClientStatus* status) {
     std::lock_guard<std::mutex> lock(mu);
     std::unique_ptr<ClientBridge>& client = clients[server_addresses];
-    if (client == nullptr) *status = ClientBridge::Create(server_addresses, &client);
+    if (client == nullptr)
+      *status = ClientBridge::Create(server_addresses, &client);
     return client.get();
   }
 };
@@ -65,8 +66,7 @@ void DeleteKernel(void* kernel) { delete static_cast<Kernel*>(kernel); }
 ClientBridge* GetClient(void* kernel, TF_OpKernelContext* ctx) {
   Status status;
   std::vector<std::string> server_addresses;
-  if (!GetStringsInput(ctx, 0, "server_address", &server_addresses,
-                       status.s)) {
+  if (!GetStringsInput(ctx, 0, "server_address", &server_addresses, status.s)) {
     TF_OpKernelContext_Failure(ctx, status.s);
     return nullptr;
   }

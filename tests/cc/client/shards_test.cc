@@ -74,11 +74,10 @@ TEST(ShardsCreateTest, RejectsNoAddressAndEmptyOnes) {
 TEST(ShardsCreateTest, RejectsAnAddressGivenTwice) {
   // Shards are told apart by address (Client::ShardInfo, Python's
   // shard_info), and one server twice would get every writer's share twice.
-  EXPECT_EQ(
-      Shards::Create({"localhost:1", "localhost:2", "localhost:1"})
-          .status()
-          .code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Shards::Create({"localhost:1", "localhost:2", "localhost:1"})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ShardsCreateTest, OneShardWeighsOneWithoutCalls) {
