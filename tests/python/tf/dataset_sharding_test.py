@@ -9,9 +9,10 @@ import tensorflow as tf
 import reverb
 
 TIMEOUT = 30  # Seconds; against hangs only.
-SIZES = (3, 5, 7)  # Items per shard.
-SIGNATURE = {'id': tf.TensorSpec([], tf.int64),
-             'obs': tf.TensorSpec([2], tf.float32)}
+SIZES = (3, 5, 7)  # Items per shard, each of one step.
+SIGNATURE = {'id': tf.TensorSpec([1], tf.int64),
+             'obs': tf.TensorSpec([1, 2], tf.float32)}
+DTYPES = {'id': tf.int64, 'obs': tf.float32}
 
 
 @pytest.fixture(name='servers')
@@ -21,6 +22,9 @@ def servers_fixture():
           reverb.Table('signed', reverb.selectors.Uniform(),
                        reverb.selectors.Fifo(), 1000,
                        reverb.rate_limiters.MinSize(1), signature=SIGNATURE),
+          reverb.Table('unsigned', reverb.selectors.Uniform(),
+                       reverb.selectors.Fifo(), 1000,
+                       reverb.rate_limiters.MinSize(1)),
           reverb.Table('prioritized', reverb.selectors.Prioritized(1.0),
                        reverb.selectors.Fifo(), 1000,
                        reverb.rate_limiters.MinSize(1)),
@@ -31,8 +35,9 @@ def servers_fixture():
       for i in range(SIZES[s]):
         writer.append({'id': np.int64(1000 * s + i),
                        'obs': np.full([2], s, np.float32)})
-        writer.create_item('signed', 1.0, {'id': writer.history['id'][-1],
-                                           'obs': writer.history['obs'][-1]})
+        for table in ('signed', 'unsigned'):
+          writer.create_item(table, 1.0, {'id': writer.history['id'][-1:],
+                                          'obs': writer.history['obs'][-1:]})
   yield servers
   for server in servers:
     server.stop()
@@ -50,11 +55,11 @@ def test_trajectory_dataset_from_table_signature_samples_every_shard(servers):
   dataset = reverb.TrajectoryDataset.from_table_signature(
       addresses_of(servers), 'signed', max_in_flight_samples_per_worker=10,
       max_samples=300)
-  assert dataset.element_spec.data['obs'].shape == (2,)
+  assert dataset.element_spec.data['obs'].shape == (1, 2)
   ids, obs = [], []
   for batch in dataset.batch(100):
-    ids.extend(batch.data['id'].numpy())
-    obs.extend(batch.data['obs'].numpy()[:, 0])
+    ids.extend(batch.data['id'].numpy()[:, 0])
+    obs.extend(batch.data['obs'].numpy()[:, 0, 0])
   assert len(ids) == 300
   assert shards_of(ids) == {0, 1, 2}
   # Each sample is whole: its data all comes from its own shard.
@@ -63,8 +68,7 @@ def test_trajectory_dataset_from_table_signature_samples_every_shard(servers):
 
 def test_timestep_dataset_takes_a_tensor_of_addresses(servers):
   dataset = reverb.TimestepDataset(
-      tf.constant(addresses_of(servers)), 'signed',
-      dtypes={'id': tf.int64, 'obs': tf.float32},
+      tf.constant(addresses_of(servers)), 'unsigned', dtypes=DTYPES,
       shapes={'id': [], 'obs': [2]}, max_in_flight_samples_per_worker=10,
       max_samples=300)
   assert shards_of([s.data['id'] for s in dataset]) == {0, 1, 2}
@@ -74,7 +78,7 @@ def test_dataset_checks_the_merged_signature(servers):
   dataset = reverb.TrajectoryDataset(
       addresses_of(servers), 'signed',
       dtypes={'id': tf.int32, 'obs': tf.float32},
-      shapes={'id': [], 'obs': [2]}, max_in_flight_samples_per_worker=10)
+      shapes={'id': [1], 'obs': [1, 2]}, max_in_flight_samples_per_worker=10)
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match='Requested incompatible tensor'):
     next(iter(dataset))
@@ -84,9 +88,8 @@ def test_dataset_rejects_addresses_no_client_takes(servers):
   address = addresses_of(servers)[0]
   for addresses in ([[address]], [address, address]):
     dataset = reverb.TrajectoryDataset(
-        tf.constant(addresses), 'signed',
-        dtypes={'id': tf.int64, 'obs': tf.float32},
-        shapes={'id': [], 'obs': [2]}, max_in_flight_samples_per_worker=10)
+        tf.constant(addresses), 'signed', dtypes=DTYPES,
+        shapes={'id': [1], 'obs': [1, 2]}, max_in_flight_samples_per_worker=10)
     with pytest.raises(tf.errors.InvalidArgumentError):
       next(iter(dataset))
 
@@ -95,8 +98,7 @@ def test_tf_client_over_shards_samples_inserts_and_updates(servers):
   addresses = addresses_of(servers)
   client = reverb.TFClient(addresses)
   assert client.server_address == addresses
-  ids = [client.sample('signed', {'id': tf.int64, 'obs': tf.float32}
-                      ).data['id'].numpy() for _ in range(300)]
+  ids = [client.sample('signed', DTYPES).data['id'].numpy() for _ in range(300)]
   assert shards_of(ids) == {0, 1, 2}
 
   for step in range(6):
@@ -126,8 +128,7 @@ def test_tf_client_in_a_tf_function_takes_addresses_as_an_argument(servers):
 
   @tf.function
   def sample_id(addresses):
-    return reverb.TFClient(addresses).sample(
-        'signed', {'id': tf.int64, 'obs': tf.float32}).data['id']
+    return reverb.TFClient(addresses).sample('signed', DTYPES).data['id']
 
   addresses = tf.constant(addresses_of(servers))
   ids = [sample_id(addresses).numpy() for _ in range(200)]
