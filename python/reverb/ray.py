@@ -211,7 +211,7 @@ class ReplayCluster:
           for i in range(num_shards)]
       ports = ray.get([_free_port.options(scheduling_strategy=bundle).remote()
                        for bundle in in_bundle], timeout=remaining())
-      temporary_root = f'reverb-ray-{uuid.uuid4().hex}'
+      temporary_prefix = f'reverb-ray-{uuid.uuid4().hex}'
       shard_class = ray.remote(Shard)
       for i, (bundle, port) in enumerate(zip(in_bundle, ports)):
         self._shards.append(shard_class.options(
@@ -224,7 +224,7 @@ class ReplayCluster:
             make_tables, port,
             (os.path.join(os.path.abspath(checkpoint_dir), f'shard-{i}')
              if checkpoint_dir is not None else None),
-            os.path.join(temporary_root, f'shard-{i}'),
+            f'{temporary_prefix}-shard-{i}',
             checkpoint_every_seconds))
       self._addresses = ray.get([shard.address.remote()
                                  for shard in self._shards],
