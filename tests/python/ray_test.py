@@ -191,14 +191,18 @@ def test_killed_shard_restarts_from_its_checkpoint_at_the_same_address(
   assert 7 in seen
 
 
-def test_pack_places_shards_on_one_node_and_shutdown_cleans_up(ray_cluster):
+def test_pack_places_named_shards_on_one_node_and_shutdown_cleans_up(
+    ray_cluster):
   del ray_cluster
   replay = reverb.ray.ReplayCluster(table_maker(), 2, placement='pack',
-                                    start_timeout=TIMEOUT)
+                                    name='packed', start_timeout=TIMEOUT)
   shards = replay.shards
   placement_group = replay.placement_group
   node_ids = ray.get([shard.node_id.remote() for shard in shards])
   assert node_ids[0] == node_ids[1]
+  assert ray.get(ray.get_actor('packed-shard-1').address.remote(),
+                 timeout=TIMEOUT) == replay.addresses[1]
+  assert ray.util.placement_group_table(placement_group)['name'] == 'packed'
   checkpoints = replay.checkpoint()  # Under the nodes' temporary directory.
   assert all(os.path.isdir(path) for path in checkpoints)
 
