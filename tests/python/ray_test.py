@@ -285,3 +285,24 @@ def test_example_runs_on_the_cluster_unchanged(ray_cluster,
   assert result.returncode == 0, result.stdout + result.stderr[-3000:]
   assert ' 0 bad samples' in result.stdout, result.stdout
   assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+
+
+def test_shard_of_a_lost_node_restarts_on_another_with_its_checkpoint(
+    replay, shard_clients, ray_cluster):
+  # A node to move to, so that the cluster keeps its capacity.
+  ray_cluster.add_node(num_cpus=4, object_store_memory=OBJECT_STORE_BYTES)
+  client = shard_clients[2]
+  client.insert([1], {'replay': 1.0})
+  replay.checkpoint()
+  client.insert([2], {'replay': 1.0})
+  node_id = ray.get(replay.shards[2].node_id.remote(), timeout=TIMEOUT)
+  node = next(node for node in ray_cluster.worker_nodes
+              if node.node_id == node_id)
+
+  ray_cluster.remove_node(node)
+  new_node_id = ray.get(replay.shards[2].node_id.remote(), timeout=TIMEOUT)
+  assert new_node_id != node_id
+  # On one machine every node has the same address, and the port is free:
+  # the shard is back at its address, and the directory is shared.
+  assert size(client) == 1
+  assert values(client, 10) == {1}
