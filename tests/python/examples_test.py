@@ -58,7 +58,7 @@ def test_ray_actor_learner(needs_sharded_client, monkeypatch):
   del needs_sharded_client
   monkeypatch.setenv('RAY_USAGE_STATS_ENABLED', '0')
   output = run('ray_actor_learner.py', '--seconds', '2')
-  assert output.startswith('3 shards: ')
+  assert '3 shards: ' in output
   assert ' 0 bad samples' in output
 
 
