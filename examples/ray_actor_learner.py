@@ -108,28 +108,33 @@ def main() -> int:
     ray.init(num_cpus=args.shards + args.actors + 1, include_dashboard=False)
   with reverb.ray.ReplayCluster(make_tables, args.shards) as cluster:
     print(f'{args.shards} shards: {" ".join(cluster.addresses)}', flush=True)
+    shard_clients = [reverb.Client(address) for address in cluster.addresses]
+    for client in shard_clients:  # Connected before the clock starts.
+      client.server_info(timeout=10)
     writers = [actor.remote(cluster.addresses, i, args.seconds)
                for i in range(args.actors)]
     sampled = learner.remote(cluster.addresses, args.seconds)
 
-    shard_clients = [reverb.Client(address) for address in cluster.addresses]
-    start = time.monotonic()
+    start = last_time = time.monotonic()
     last_inserts = last_samples = 0
     pending = writers + [sampled]
-    while pending:  # Once per second, until the tasks end.
+    while pending:  # Once per second, and once the tasks have ended.
       _, pending = ray.wait(pending, num_returns=len(pending), timeout=1.0)
       infos = [c.server_info(timeout=10)['replay'] for c in shard_clients]
-      inserts = sum(i.rate_limiter_info.insert_stats.completed for i in infos)
+      inserts = [i.rate_limiter_info.insert_stats.completed for i in infos]
       samples = sum(i.rate_limiter_info.sample_stats.completed for i in infos)
+      now = time.monotonic()
       sizes = ' '.join(f'{i.current_size:5d}' for i in infos)
-      print(f'{time.monotonic() - start:5.1f}s  sizes {sizes}  '
-            f'inserts/s {inserts - last_inserts:6d}  '
-            f'samples/s {samples - last_samples:6d}', flush=True)
-      last_inserts, last_samples = inserts, samples
+      seconds = max(now - last_time, 1e-3)
+      print(f'{now - start:5.1f}s  sizes {sizes}  inserts/s '
+            f'{(sum(inserts) - last_inserts) / seconds:7.0f}  '
+            f'samples/s {(samples - last_samples) / seconds:7.0f}', flush=True)
+      last_time, last_inserts, last_samples = now, sum(inserts), samples
     items = sum(ray.get(writers))
-    samples, bad = ray.get(sampled)
-  print(f'done: {items} items written, {samples} sampled '
-        f'({samples / args.seconds:.0f}/s), {bad} bad samples', flush=True)
+    sampled, bad = ray.get(sampled)
+  print(f'done: {items} items written (by shard: '
+        f'{" ".join(map(str, inserts))}), {sampled} sampled '
+        f'({sampled / args.seconds:.0f}/s), {bad} bad samples', flush=True)
   ray.shutdown()
   return 1 if bad or samples == 0 else 0
 

@@ -90,12 +90,13 @@ def values(client: reverb.Client, num_samples: int):
           for sample in client.sample('replay', num_samples, timeout=TIMEOUT)}
 
 
-def values_until(client: reverb.Client, wanted, calls: int = 200):
-  """The values sampled by up to `calls` calls of 10 samples, stopping once
-  every value of `wanted` is among them."""
+def values_until(iterator: reverb.ReplayIterator, wanted,
+                 max_samples: int = 5000):
+  """The values of one-step int items that `iterator` (of batches of 1)
+  yields, until every value of `wanted` is among them."""
   seen = set()
-  for _ in range(calls):
-    seen |= values(client, 10)
+  for _ in range(max_samples):
+    seen.add(next(iterator).data[0].item())
     if set(wanted) <= seen:
       break
   return seen
@@ -181,11 +182,7 @@ def test_killed_shard_restarts_from_its_checkpoint_at_the_same_address(
   writer.flush(timeout_ms=TIMEOUT * 1000)
   writer.close()
   assert size(client) == 6
-  seen = set()
-  for _ in range(1000):
-    seen.add(next(iterator).data[0].item())
-    if 7 in seen:
-      break
+  seen = values_until(iterator, [7])
   iterator.close()
   assert seen <= set(range(5)) | {7, 100, 101, 102}
   assert 7 in seen
@@ -247,24 +244,27 @@ def test_bad_arguments_raise_value_error(arguments, message):
 # Below: the client over every shard (`reverb.Client(addresses)`).
 
 
-def test_client_samples_from_every_shard(replay, shard_clients,
-                                         needs_sharded_client):
+def test_client_and_iterator_span_every_shard(replay, shard_clients,
+                                              needs_sharded_client):
   del needs_sharded_client
   for i, client in enumerate(shard_clients):
     client.insert([i], {'replay': 1.0})
-  assert values_until(replay.client(), range(NUM_SHARDS)) == set(
-      range(NUM_SHARDS))
+  client = replay.client()
+  assert client.server_info(timeout=TIMEOUT)['replay'].current_size == 3
+  assert len(client.checkpoint(timeout=TIMEOUT)) == NUM_SHARDS
+  with reverb.ReplayIterator(replay.addresses, 'replay', 1) as iterator:
+    assert values_until(iterator, range(NUM_SHARDS)) == set(range(NUM_SHARDS))
 
 
 def test_client_made_before_a_kill_works_after_the_restart(
     replay, shard_clients, needs_sharded_client):
   del needs_sharded_client
   client = replay.client()
+  iterator = reverb.ReplayIterator(replay.addresses, 'replay', 1)
   for i, shard_client in enumerate(shard_clients):
     shard_client.insert([i], {'replay': 1.0})
   replay.checkpoint()
   shard_clients[1].insert([100], {'replay': 1.0})  # Lost with the process.
-  assert 100 in values_until(client, [100])
 
   assert kill_and_wait_for_restart(replay, 1, shard_clients[1],
                                    size_before=2) == 1
@@ -272,7 +272,8 @@ def test_client_made_before_a_kill_works_after_the_restart(
     client.insert([value], {'replay': 1.0})
   assert sum(size(shard_client) for shard_client in shard_clients) == 33
   wanted = set(range(NUM_SHARDS)) | {39}  # Shard 1's restored item too.
-  assert wanted <= values_until(client, wanted)
+  assert wanted <= values_until(iterator, wanted)
+  iterator.close()
 
 
 def test_example_runs_on_the_cluster_unchanged(ray_cluster,
@@ -285,6 +286,10 @@ def test_example_runs_on_the_cluster_unchanged(ray_cluster,
   assert result.returncode == 0, result.stdout + result.stderr[-3000:]
   assert ' 0 bad samples' in result.stdout, result.stdout
   assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+  # 4 writers over 3 shards: every shard got items.
+  by_shard = result.stdout.split('(by shard: ')[1].split(')')[0].split()
+  assert len(by_shard) == NUM_SHARDS and all(int(n) > 0 for n in by_shard), (
+      result.stdout)
 
 
 def test_shard_of_a_lost_node_restarts_on_another_with_its_checkpoint(
