@@ -150,36 +150,41 @@ def test_every_shard_serves_the_tables(shard_clients):
     assert values(client, 1) == {i}
 
 
-def test_checkpoint_saves_every_shard_in_its_directory(replay, shard_clients):
+def test_checkpoint_saves_every_shard_in_its_directory(replay):
   paths = replay.checkpoint()
   assert len(paths) == NUM_SHARDS
   root = pathlib.Path(paths[0]).parents[1]
   for i, path in enumerate(paths):
     assert pathlib.Path(path).parent == root / f'shard-{i}'
     assert (pathlib.Path(path) / 'DONE').exists()
-  del shard_clients
 
 
 def test_killed_shard_restarts_from_its_checkpoint_at_the_same_address(
     replay, shard_clients):
-  client = shard_clients[0]  # Made before the kill.
-  for value in range(5):
+  # A client, a writer and an iterator made, and used, before the kill.
+  client = shard_clients[0]
+  writer = client.trajectory_writer(num_keep_alive_refs=1)
+
+  def write(value):
+    writer.append({'value': np.int64(value)})
+    writer.create_item('replay', 1.0, {'value': writer.history['value'][-1:]})
+    writer.flush(timeout_ms=TIMEOUT * 1000)
+
+  for value in range(4):
     client.insert([value], {'replay': 1.0})
+  write(4)
+  iterator = reverb.ReplayIterator(replay.addresses[0], 'replay', batch_size=1)
+  assert next(iterator).data[0].item() in range(5)
   replay.checkpoint()
   for value in range(100, 103):  # Lost with the process.
     client.insert([value], {'replay': 1.0})
-  iterator = reverb.ReplayIterator(replay.addresses[0], 'replay', batch_size=1)
-  writer = client.trajectory_writer(num_keep_alive_refs=1)
 
   assert kill_and_wait_for_restart(replay, 0, client, size_before=8) == 5
   assert ray.get(replay.shards[0].address.remote(),
                  timeout=TIMEOUT) == replay.addresses[0]
   assert values(client, 100) == set(range(5))
 
-  # The writer and the iterator made before the kill reconnect.
-  writer.append({'value': np.int64(7)})
-  writer.create_item('replay', 1.0, {'value': writer.history['value'][-1:]})
-  writer.flush(timeout_ms=TIMEOUT * 1000)
+  write(7)
   writer.close()
   assert size(client) == 6
   seen = values_until(iterator, [7])
