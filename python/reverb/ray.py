@@ -245,7 +245,8 @@ class ReplayCluster:
     return list(self._shards)
 
   @property
-  def placement_group(self) -> PlacementGroup:
+  def placement_group(self) -> Optional[PlacementGroup]:
+    """The placement group of the shards' bundles (None once shut down)."""
     return self._placement_group
 
   def client(self) -> client_lib.Client:
