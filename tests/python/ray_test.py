@@ -200,15 +200,16 @@ def test_pack_places_named_shards_on_one_node_and_shutdown_cleans_up(
                                     name='packed', start_timeout=TIMEOUT)
   shards = replay.shards
   placement_group = replay.placement_group
-  node_ids = ray.get([shard.node_id.remote() for shard in shards])
-  assert node_ids[0] == node_ids[1]
-  assert ray.get(ray.get_actor('packed-shard-1').address.remote(),
-                 timeout=TIMEOUT) == replay.addresses[1]
-  assert ray.util.placement_group_table(placement_group)['name'] == 'packed'
-  checkpoints = replay.checkpoint()  # Under the nodes' temporary directory.
-  assert all(os.path.isdir(path) for path in checkpoints)
-
-  replay.shutdown()
+  try:
+    node_ids = ray.get([shard.node_id.remote() for shard in shards])
+    assert node_ids[0] == node_ids[1]
+    assert ray.get(ray.get_actor('packed-shard-1').address.remote(),
+                   timeout=TIMEOUT) == replay.addresses[1]
+    assert ray.util.placement_group_table(placement_group)['name'] == 'packed'
+    checkpoints = replay.checkpoint()  # Under the nodes' temporary directory.
+    assert all(os.path.isdir(path) for path in checkpoints)
+  finally:
+    replay.shutdown()
   replay.shutdown()  # Idempotent.
   for shard in shards:
     with pytest.raises(ray.exceptions.RayActorError):
