@@ -111,7 +111,8 @@ def test_tf_client_over_shards_samples_inserts_and_updates(servers):
   # An update reaches the shard that holds the key.
   sample = next(python_client.sample('prioritized', emit_timesteps=False,
                                      timeout=TIMEOUT))
-  client.update_priorities('prioritized', tf.constant([sample.info.key]),
+  client.update_priorities('prioritized',
+                           tf.constant([int(sample.info.key)], tf.uint64),
                            tf.constant([7.0], tf.float64))
   priorities = {}
   shards = python_client.shard_info(timeout=TIMEOUT)
