@@ -219,6 +219,32 @@ def test_writers_spread_items_over_every_shard_none_lost_or_doubled(servers):
                                for i in range(50))
 
 
+def test_insert_legacy_and_structured_writers_write_over_shards(servers):
+  addresses = addresses_of(servers)
+  client = reverb.Client(addresses)
+  for i in range(10):
+    client.insert(np.int64(i), {'ids': 1.0})
+  # Three legacy writers open at once: one per shard.
+  writers = [client.writer(max_sequence_length=1) for _ in range(3)]
+  for i in range(20):
+    for w, writer in enumerate(writers):
+      writer.append(np.int64(100 * (w + 1) + i))
+      writer.create_item('ids', num_timesteps=1, priority=1.0)
+  for writer in writers:
+    writer.close()
+  structured = client.structured_writer([reverb.structured_writer.create_config(
+      reverb.structured_writer.create_reference_step(np.int64(0))[-1], 'ids')])
+  for i in range(10):
+    structured.append(np.int64(1000 + i))
+  structured.flush(timeout_ms=TIMEOUT * 1000)
+  shards = client.shard_info(timeout=TIMEOUT)
+  assert all(info['ids'].current_size for info in shards.values())
+  ids = [i for address in addresses for i in drain(address)]
+  assert sorted(ids) == sorted(
+      list(range(10)) + [100 * (w + 1) + i for w in range(3)
+                         for i in range(20)] + list(range(1000, 1010)))
+
+
 def test_prioritized_samples_follow_priorities_over_all_shards(servers):
   fill(servers, 'prioritized')
   counts = sample_counts(addresses_of(servers), 'prioritized', NUM_SAMPLES)
