@@ -230,11 +230,6 @@ class Client:
     """The address, or the addresses, given to the constructor."""
     return self._server_address
 
-  def _addresses(self) -> List[str]:
-    if isinstance(self._server_address, str):
-      return [self._server_address]
-    return list(self._server_address)
-
   def insert(self, data: Any, priorities: Dict[str, float]):
     """Inserts `data` (one step) as one item in each table of `priorities`.
 
@@ -538,18 +533,23 @@ class Client:
     order of the addresses; one address gives one entry).
 
     A shard that fails does not fail the call: its entry is the exception
-    its `server_info` would raise (`DeadlineExceededError` if it did not
-    answer within `timeout`, `RuntimeError` if it cannot be reached...).
+    its `server_info` would raise instead (`DeadlineExceededError` if it did
+    not answer within `timeout`). Over several shards, one the client knows
+    to be down (its background refresh could not reach it) gets a
+    `RuntimeError` at once, and so does one that goes down during the call.
 
     Args:
       timeout: Seconds to wait for each shard; None or <= 0 waits forever
-        (so a shard that is down is only reported with a timeout).
+        (for a shard that is up).
     """
+    addresses = self._server_address
+    if isinstance(addresses, str):
+      addresses = [addresses]
     shards = self._client.ShardInfo(_timeout_ms(timeout))
     return {
         address: shard if isinstance(shard, Exception) else
         _decode_tables(shard[1])
-        for address, shard in zip(self._addresses(), shards)
+        for address, shard in zip(addresses, shards)
     }
 
   def _table_infos(self, timeout: Optional[float]) -> List[bytes]:
