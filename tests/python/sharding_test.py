@@ -409,6 +409,8 @@ def test_killed_shard_loses_no_confirmed_item_and_rejoins(shard_processes,
 
   wait_until(lambda: ids_held()[0] == max_ids, f'{max_ids} ids on shard 0')
   assert reverb.Client(addresses[0]).checkpoint(timeout=TIMEOUT)
+  # Its writers cannot have finished: they wait for it to confirm the rest.
+  assert any(thread.is_alive() for thread in threads[1:])
   victim.send_signal(signal.SIGKILL)
   victim.wait(TIMEOUT)
   phase[0] = 'killed'
