@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cc/client/connection.h"
@@ -40,6 +41,11 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
   // A sample that cannot be unpacked cancels the call.
   absl::StatusOr<Sample> Read() override;
   absl::StatusOr<PackedSample> ReadPacked() override;
+  // As ReadPacked(), first calling `edit_info` on the sample's info (in the
+  // response it arrived in, which nothing else references yet): how a
+  // ShardedSampleStream rewrites it without a copy.
+  absl::StatusOr<PackedSample> ReadPacked(
+      absl::FunctionRef<void(SampleInfo*)> edit_info);
 
   bool has_buffered_entries() const override {
     return response_ != nullptr && next_entry_ < response_->entries_size();

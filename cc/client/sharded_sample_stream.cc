@@ -217,16 +217,16 @@ absl::StatusOr<PackedSample> ShardedSampleStream::ReadPacked() {
       REVERB_RETURN_IF_ERROR(DrawWhenServable());
       continue;
     }
-    absl::StatusOr<PackedSample> packed = streams_[draw.shard]->ReadPacked();
+    absl::StatusOr<PackedSample> packed =
+        streams_[draw.shard]->ReadPacked([&draw](SampleInfo* info) {
+          info->set_probability(draw.share * info->probability());
+          info->set_table_size(draw.table_size);
+        });
     if (!packed.ok()) {
       REVERB_RETURN_IF_ERROR(ShardFailed(draw.shard, packed.status()));
       REVERB_RETURN_IF_ERROR(SendRequests());
       continue;
     }
-    auto info = std::make_shared<SampleInfo>(*packed->info);
-    info->set_probability(draw.share * info->probability());
-    info->set_table_size(draw.table_size);
-    packed->info = std::move(info);
     draws_.pop_front();
     return packed;
   }

@@ -8,7 +8,7 @@
 // its count on a SampleStream of its own, opened the first time it is
 // drawn. Read() returns the samples in the order of the draws: the k-th
 // sample read is the k-th draw's, so the sequence is as i.i.d. as a single
-// server's. Each sample's SampleInfo is a copy in which
+// server's. Each sample's SampleInfo is rewritten (in place) so that
 //   probability = weight[shard] / total * the shard's probability
 //                 (round-robin tables: the shard's),
 //   table_size  = the table's size summed over the shards that are up.

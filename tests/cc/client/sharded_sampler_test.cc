@@ -312,6 +312,49 @@ TEST_F(ShardedSamplerTest, SamplingGoesOnWithoutAStoppedShardUntilItRejoins) {
   EXPECT_TRUE(sampler->error().ok()) << sampler->error();
 }
 
+TEST_F(ShardedSamplerTest, AStreamGoesOnWithoutAStoppedShardUntilItRejoins) {
+  Start(UniformTable, {3, 3, 3});
+  // A stream does not reconnect: every read succeeding shows that the
+  // draws of the stopped shard were drawn again among the others.
+  auto stream = *client_->NewSampleStream("table", kPatience);
+  auto next_shard = [&] {
+    if (stream->outstanding() == 0) {
+      EXPECT_TRUE(stream->Request(10, absl::InfiniteDuration()).ok());
+    }
+    auto sample = stream->Read();
+    EXPECT_TRUE(sample.ok()) << sample.status();
+    return sample.ok() ? ShardOf(sample->info->item().key()) : -1;
+  };
+  for (int i = 0; i < 30; ++i) ASSERT_GE(next_shard(), 0);
+
+  const int port = servers_[1]->port();
+  servers_[1]->Stop();
+  // Samples requested before it stopped may still come from it.
+  while (stream->outstanding() > 0) ASSERT_GE(next_shard(), 0);
+  std::vector<int> after(kShards);
+  for (int i = 0; i < 300; ++i) {
+    const int shard = next_shard();
+    ASSERT_GE(shard, 0);
+    ++after[shard];
+  }
+  EXPECT_EQ(after[1], 0);
+  EXPECT_GT(after[0], 0);
+  EXPECT_GT(after[2], 0);
+
+  tables_[1] = UniformTable();
+  Fill(*tables_[1], 1, 3);
+  auto restarted = StartLoopbackServer({tables_[1]}, port);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  servers_[1] = *std::move(restarted);
+  bool rejoined = false;
+  for (int i = 0; i < 1'000'000 && !rejoined; ++i) {
+    const int shard = next_shard();
+    ASSERT_GE(shard, 0);
+    rejoined = shard == 1;
+  }
+  EXPECT_TRUE(rejoined);
+}
+
 TEST_F(ShardedSamplerTest, AReadWaitsUntilAShardCanServe) {
   Start(UniformTable, {0, 0, 0});
   auto stream = *client_->NewSampleStream("table", kPatience);
