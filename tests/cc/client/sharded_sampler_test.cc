@@ -2,6 +2,7 @@
 // loopback (shards) whose tables the tests fill directly: the samples follow
 // the distribution one server holding every item would give, carry that
 // server's probability and table size, and keep coming when a shard stops.
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -353,6 +354,35 @@ TEST_F(ShardedSamplerTest, AStreamGoesOnWithoutAStoppedShardUntilItRejoins) {
     rejoined = shard == 1;
   }
   EXPECT_TRUE(rejoined);
+}
+
+TEST_F(ShardedSamplerTest, AShardFoundDownHasItsWaitingDrawsDrawnAgain) {
+  // Queues taken in turn: the second draw of shard 1 waits in its table,
+  // which has nothing left.
+  Start(QueueTable, {10, 1, 10});
+  auto stream = *client_->NewSampleStream("table", kPatience);
+  ASSERT_TRUE(stream->Request(6, kPatience).ok());
+  std::vector<int> shards(6, -1);
+  std::atomic<int> read{0};
+  absl::Status status;
+  std::thread reader([&] {
+    while (status.ok() && stream->outstanding() > 0) {
+      auto sample = stream->Read();
+      status = sample.status();
+      if (sample.ok()) shards[read++] = ShardOf(sample->info->item().key());
+    }
+  });
+  // Shard 1's item has been read; its next draw is the next read.
+  ASSERT_TRUE(WaitFor([&] { return read >= 4; }));
+  // As the refresher does when a shard stops answering: its watchers cancel
+  // the streams to it.
+  client_->shards()->MarkDown(1);
+  reader.join();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(std::vector<int>(shards.begin(), shards.begin() + 4),
+            std::vector<int>({0, 1, 2, 0}));
+  EXPECT_NE(shards[4], 1);
+  EXPECT_EQ(shards[5], 2);
 }
 
 TEST_F(ShardedSamplerTest, AReadWaitsUntilAShardCanServe) {
