@@ -159,6 +159,7 @@ Shards::Weights Shards::GetWeights(const std::string& table) {
   if (size() == 1) {
     weights.weight[0] = 1;
     weights.total = 1;
+    weights.found = true;
     return weights;
   }
   MutexLock lock(&mu_);
@@ -171,6 +172,7 @@ Shards::Weights Shards::GetWeights(const std::string& table) {
     auto it = shard.tables.find(table);
     if (!shard.up || it == shard.tables.end()) continue;
     const TableState& state = it->second;
+    weights.found = true;
     weights.total_size += state.size;
     if (!HasGlobalMeaning(state.selector)) weights.round_robin = true;
     if (state.selector == KeyDistributionOptions::kPrioritized &&

@@ -75,6 +75,8 @@ class REVERB_EXPORT Shards {
     double total = 0;
     // The table's size summed over the shards that are up.
     int64_t total_size = 0;
+    // Some shard that is up has the table.
+    bool found = false;
   };
   // The latest weights of `table` (all zero while no shard that is up has
   // items its rate limiter lets out). The first call waits for a refresh
