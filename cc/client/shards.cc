@@ -30,9 +30,8 @@ absl::StatusOr<std::shared_ptr<Shards>> Shards::Create(
   }
   std::shared_ptr<Shards> shards(new Shards(std::move(connections)));
   if (shards->size() > 1) {
-    shards->refresher_ = std::thread([raw = shards.get()] {
-      raw->RunRefresher();
-    });
+    shards->refresher_ =
+        std::thread([raw = shards.get()] { raw->RunRefresher(); });
     SetThreadName(shards->refresher_, "reverb-shards");
   }
   return shards;
@@ -80,8 +79,8 @@ void Shards::RefreshAll() {
         });
   }
   std::vector<int> down;
-  std::vector<std::pair<int, absl::flat_hash_map<std::string,
-                                                 std::vector<uint64_t>>>>
+  std::vector<
+      std::pair<int, absl::flat_hash_map<std::string, std::vector<uint64_t>>>>
       deletes;
   for (int s = 0; s < size(); ++s) {
     calls[s].done.WaitForNotification();

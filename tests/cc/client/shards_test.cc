@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "cc/support/mutex.h"
 #include "cc/rate_limiters/rate_limiter.h"
 #include "cc/selectors/prioritized.h"
 #include "cc/selectors/uniform.h"
+#include "cc/support/mutex.h"
 #include "gtest/gtest.h"
 #include "tests/cc/server_test_util.h"
 #include "tests/cc/test_util.h"
