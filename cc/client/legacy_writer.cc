@@ -338,10 +338,8 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     REVERB_RETURN_IF_ERROR(StreamAgain());
   }
 
-  InFlightItem record;
-  record.seq = next_seq_++;
-  record.sent_to.push_back(shard_.index());
-  PrioritizedItem* item = &record.item;
+  InsertStreamRequest request;
+  PrioritizedItem* item = request.add_items();
   item->set_key(NewRandomKey());
   item->set_table(pending.table);
   item->set_priority(pending.priority);
@@ -349,6 +347,8 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
       google::protobuf::util::TimeUtil::GetCurrentTime();
   const int64_t first = pending.first_step;
   const int64_t last = pending.first_step + pending.num_steps - 1;
+  InFlightItem record;
+  record.seq = next_seq_++;
   std::vector<FlatTrajectory::ChunkSlice> slices;
   std::vector<std::shared_ptr<const ChunkData>> new_chunks;
   int64_t bytes = 0;
@@ -361,7 +361,7 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     slice.set_length(
         static_cast<int32_t>(std::min(last, chunk.last_step) - start + 1));
     slices.push_back(slice);
-    record.chunks.push_back(chunk.data);
+    if (shard_.sharded()) record.chunks.push_back(chunk.data);
     if (!chunk.sent) {
       bytes += static_cast<int64_t>(chunk.data->ByteSizeLong());
       new_chunks.push_back(chunk.data);
@@ -376,8 +376,10 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     }
   }
   PruneChunks();
-  InsertStreamRequest request;
-  *request.add_items() = *item;
+  if (shard_.sharded()) {
+    record.item = *item;
+    record.sent_to.push_back(shard_.index());
+  }
   for (const ChunkInfo& chunk : chunks_) {
     if (chunk.sent) request.add_keep_chunk_keys(chunk.key);
   }
@@ -506,21 +508,21 @@ absl::Status Writer::StreamAgain() {
   status_ = status;
   if (!status.ok()) return status;
 
-  // Every unconfirmed item again, in order, each with the chunks this
-  // stream has not seen; every request keeps what the ones after it use
-  // (the last one, what later items may use).
+  // Every unconfirmed item again, in order, in one request with the chunks
+  // they use, keeping those later items may use.
   for (ChunkInfo& chunk : chunks_) chunk.sent = false;
   MutexLock lock(&mu_);
+  if (in_flight_.empty()) return absl::OkStatus();
   std::vector<InFlightItem*> items;
   for (auto& [key, item] : in_flight_) items.push_back(&item);
   std::sort(items.begin(), items.end(),
             [](const InFlightItem* a, const InFlightItem* b) {
               return a->seq < b->seq;
             });
+  Outgoing out;
+  out.bytes = 0;
   absl::flat_hash_set<uint64_t> sent;
   for (InFlightItem* item : items) {
-    Outgoing out;
-    out.bytes = 0;
     *out.request.add_items() = item->item;
     for (const auto& chunk : item->chunks) {
       if (sent.insert(chunk->chunk_key()).second) {
@@ -528,18 +530,13 @@ absl::Status Writer::StreamAgain() {
         out.chunks.push_back(chunk);
       }
     }
-    out.request.mutable_keep_chunk_keys()->Add(sent.begin(), sent.end());
     AddSentTo(shard_.index(), &item->sent_to);
-    outbox_.push_back(std::move(out));
   }
-  for (ChunkInfo& chunk : chunks_) chunk.sent = sent.contains(chunk.key);
-  if (!outbox_.empty()) {
-    auto* keep = outbox_.back().request.mutable_keep_chunk_keys();
-    keep->Clear();
-    for (const ChunkInfo& chunk : chunks_) {
-      if (chunk.sent) keep->Add(chunk.key);
-    }
+  for (ChunkInfo& chunk : chunks_) {
+    chunk.sent = sent.contains(chunk.key);
+    if (chunk.sent) out.request.add_keep_chunk_keys(chunk.key);
   }
+  outbox_.push_back(std::move(out));
   return absl::OkStatus();
 }
 

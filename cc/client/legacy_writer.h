@@ -124,8 +124,8 @@ class REVERB_EXPORT Writer {
     double priority;
   };
 
-  // An item sent and not yet confirmed, as it is sent again on a new
-  // stream.
+  // An item sent and not yet confirmed; over several shards, what it takes
+  // to send it again on a new stream (over one server, only `seq`).
   struct InFlightItem {
     int64_t seq;  // Order of sending.
     PrioritizedItem item;

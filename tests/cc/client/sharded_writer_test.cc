@@ -17,12 +17,14 @@
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
 #include "gtest/gtest.h"
+#include "tests/cc/client/freezable_proxy.h"
 #include "tests/cc/client/writer_test_util.h"
 
 namespace deepmind::reverb {
 namespace {
 
 using ::deepmind::reverb::testing::Address;
+using ::deepmind::reverb::testing::FreezableProxy;
 using ::deepmind::reverb::testing::Int32;
 using ::deepmind::reverb::testing::MakeInt32Item;
 using ::deepmind::reverb::testing::StartLoopbackServer;
@@ -250,6 +252,35 @@ TEST_F(ShardedWriterTest, TrajectoryWritersFailOverAndTheStoppedShardRejoins) {
   chaos.join();
   for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
   // Once the rejoin deletes have run, every id is in exactly one table.
+  const std::map<int, int> once = {{1, 6 * kItems}};
+  EXPECT_TRUE(WaitFor([&] { return Copies({0, 1, 2}, 6 * kItems) == once; }))
+      << "ids by number of copies: " << ::testing::PrintToString(
+                                            Copies({0, 1, 2}, 6 * kItems));
+}
+
+// Shard 1 is reached through a proxy that freezes: it answers nothing,
+// stores what reached it and confirms none of it. The refresher finds it
+// down, the writers there cancel their streams and send their unconfirmed
+// items elsewhere; once it thaws, what it stored of those is deleted there.
+TEST_F(ShardedWriterTest, TrajectoryWritersLeaveAFrozenShardThatThenDeletes) {
+  constexpr int kItems = 600;
+  FreezableProxy proxy(ports_[1]);
+  client_ = *Client::Create(
+      {Address(ports_[0]), Address(proxy.port()), Address(ports_[2])});
+  std::thread chaos([&] {
+    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 100; }));
+    const int64_t before = ItemsElsewhere(1);
+    proxy.Freeze();
+    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 500; }));
+    proxy.Thaw();
+  });
+  std::vector<absl::Status> statuses = RunWriters(6, [&](int w) {
+    auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
+    if (!writer.ok()) return writer.status();
+    return WriteTrajectories(**writer, w * kItems, kItems);
+  });
+  chaos.join();
+  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
   const std::map<int, int> once = {{1, 6 * kItems}};
   EXPECT_TRUE(WaitFor([&] { return Copies({0, 1, 2}, 6 * kItems) == once; }))
       << "ids by number of copies: " << ::testing::PrintToString(
