@@ -101,7 +101,8 @@ class FreezableProxy {
       }
       ssize_t written = 0;
       while (written < n) {
-        const ssize_t w = write(to, buffer + written, n - written);
+        // Not write(): a peer that has gone must not raise SIGPIPE.
+        const ssize_t w = send(to, buffer + written, n - written, MSG_NOSIGNAL);
         if (w <= 0) break;
         written += w;
       }
