@@ -27,8 +27,9 @@
 // the item without confirming it deletes it when it answers again: no item
 // is stored twice.
 //
-// Not thread-safe (the writer's streaming thread uses it), except
-// Confirmed() and Watch's callback, which may run on any thread.
+// Not thread-safe: the thread of the writer that streams uses it; but
+// sharded() and Confirmed() may be called from any thread, and Watch's
+// callback runs on the thread that finds the shard down.
 #ifndef REVERB_CC_CLIENT_WRITER_SHARD_H_
 #define REVERB_CC_CLIENT_WRITER_SHARD_H_
 
