@@ -343,6 +343,31 @@ TEST_F(ShardedWriterTest, LegacyWritersFailOverAndTheStoppedShardRejoins) {
                                             Copies({0, 1, 2}, 3 * kItems));
 }
 
+TEST_F(ShardedWriterTest, LegacyWritersLeaveAFrozenShardThatThenDeletes) {
+  constexpr int kItems = 300;
+  FreezableProxy proxy(ports_[1]);
+  client_ = *Client::Create(
+      {Address(ports_[0]), Address(proxy.port()), Address(ports_[2])});
+  std::thread chaos([&] {
+    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 50; }));
+    const int64_t before = ItemsElsewhere(1);
+    proxy.Freeze();
+    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 200; }));
+    proxy.Thaw();
+  });
+  std::vector<absl::Status> statuses = RunWriters(3, [&](int w) {
+    auto writer = client_->NewWriter(LegacyOptions());
+    if (!writer.ok()) return writer.status();
+    return WriteSteps(**writer, w * kItems, kItems);
+  });
+  chaos.join();
+  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  const std::map<int, int> once = {{1, 3 * kItems}};
+  EXPECT_TRUE(WaitFor([&] { return Copies({0, 1, 2}, 3 * kItems) == once; }))
+      << "ids by number of copies: " << ::testing::PrintToString(
+                                            Copies({0, 1, 2}, 3 * kItems));
+}
+
 // Shard 0 holds many more items than the others: of three writers (one on
 // each shard), only the one on shard 0 moves at the end of an episode.
 TEST_F(ShardedWriterTest, TrajectoryWritersOfAnOverloadedShardMoveAtAnEpisodeEnd) {
