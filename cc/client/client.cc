@@ -140,12 +140,12 @@ absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
 
 absl::StatusOr<std::unique_ptr<Writer>> Client::NewWriter(
     const WriterOptions& options) {
-  return Writer::Create(shards_->connection(0), options);
+  return Writer::Create(shards_, options);
 }
 
 absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Client::NewTrajectoryWriter(
     std::shared_ptr<ChunkerOptions> options) {
-  return TrajectoryWriter::Create(shards_->connection(0), std::move(options));
+  return TrajectoryWriter::Create(shards_, std::move(options));
 }
 
 absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(

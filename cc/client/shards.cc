@@ -218,6 +218,10 @@ void Shards::Unwatch(int64_t id) {
 
 int64_t Shards::NumItems(int shard) const {
   MutexLock lock(&mu_);
+  return NumItemsLocked(shard);
+}
+
+int64_t Shards::NumItemsLocked(int shard) const {
   int64_t items = 0;
   for (const auto& [name, table] : shards_[shard].tables) items += table.size;
   return items;
@@ -226,16 +230,11 @@ int64_t Shards::NumItems(int shard) const {
 int Shards::AcquireWriterShard(int avoid) {
   MutexLock lock(&mu_);
   int best = -1;
-  auto items = [this](int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    int64_t n = 0;
-    for (const auto& [name, table] : shards_[s].tables) n += table.size;
-    return n;
-  };
   for (int s = 0; s < size(); ++s) {
     if (!shards_[s].up || (s == avoid && size() > 1)) continue;
     if (best == -1 || shards_[s].writers < shards_[best].writers ||
         (shards_[s].writers == shards_[best].writers &&
-         items(s) < items(best))) {
+         NumItemsLocked(s) < NumItemsLocked(best))) {
       best = s;
     }
   }
@@ -247,6 +246,27 @@ int Shards::AcquireWriterShard(int avoid) {
 void Shards::ReleaseWriterShard(int shard) {
   MutexLock lock(&mu_);
   --shards_[shard].writers;
+}
+
+int Shards::RebalanceWriterShard(int shard) {
+  MutexLock lock(&mu_);
+  int least = -1;
+  for (int s = 0; s < size(); ++s) {
+    if (shards_[s].up &&
+        (least == -1 || NumItemsLocked(s) < NumItemsLocked(least))) {
+      least = s;
+    }
+  }
+  if (least == -1 || least == shard) return shard;
+  const int64_t items = NumItemsLocked(shard);
+  const int64_t fewest = NumItemsLocked(least);
+  if (items <= kRebalanceRatio * fewest ||
+      items - fewest < kRebalanceMinItems) {
+    return shard;
+  }
+  --shards_[shard].writers;
+  ++shards_[least].writers;
+  return least;
 }
 
 void Shards::DeleteOnRejoin(int shard, const std::string& table,
