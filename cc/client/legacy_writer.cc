@@ -463,24 +463,23 @@ absl::Status Writer::OpenStream() {
   std::shared_ptr<const Connection> connection = shard_.connection();
   const int shard = shard_.index();
   REVERB_ASSIGN_OR_RETURN(
-      stream_,
-      InsertStream::Open(
-          std::move(connection),
-          shard_.sharded() ? absl::Milliseconds(250) : kConnectTimeout,
-          [this, shard](absl::Span<const uint64_t> keys) {
-            MutexLock lock(&mu_);
-            for (uint64_t key : keys) {
-              auto it = in_flight_.find(key);
-              if (it == in_flight_.end()) continue;
-              shard_.Confirmed(shard, it->second.item.table(), key,
-                               it->second.sent_to);
-              in_flight_.erase(it);
-            }
-          },
-          [this] {
-            MutexLock lock(&mu_);
-            reader_done_ = true;
-          }));
+      stream_, InsertStream::Open(
+                   std::move(connection),
+                   shard_.sharded() ? absl::Milliseconds(250) : kConnectTimeout,
+                   [this, shard](absl::Span<const uint64_t> keys) {
+                     MutexLock lock(&mu_);
+                     for (uint64_t key : keys) {
+                       auto it = in_flight_.find(key);
+                       if (it == in_flight_.end()) continue;
+                       shard_.Confirmed(shard, it->second.item.table(), key,
+                                        it->second.sent_to);
+                       in_flight_.erase(it);
+                     }
+                   },
+                   [this] {
+                     MutexLock lock(&mu_);
+                     reader_done_ = true;
+                   }));
   watch_ = shard_.WatchShard([raw = stream_.get()] { raw->Cancel(); });
   sender_ = std::thread([this] { SendRequests(); });
   SetThreadName(sender_, "reverb-writer");

@@ -77,8 +77,8 @@ absl::StatusOr<std::unique_ptr<TrajectoryWriter>> TrajectoryWriter::Create(
 absl::StatusOr<std::unique_ptr<TrajectoryWriter>> TrajectoryWriter::Create(
     std::shared_ptr<Shards> shards, std::shared_ptr<ChunkerOptions> options) {
   REVERB_RETURN_IF_ERROR(options->Validate());
-  return std::unique_ptr<TrajectoryWriter>(new TrajectoryWriter(
-      WriterShard(std::move(shards)), std::move(options)));
+  return std::unique_ptr<TrajectoryWriter>(
+      new TrajectoryWriter(WriterShard(std::move(shards)), std::move(options)));
 }
 
 TrajectoryWriter::TrajectoryWriter(WriterShard shard,
@@ -443,24 +443,23 @@ absl::Status TrajectoryWriter::RunStream() {
   }
   std::shared_ptr<const Connection> connection = shard_.connection();
   const int shard = shard_.index();
-  REVERB_ASSIGN_OR_RETURN(
-      std::unique_ptr<InsertStream> stream,
-      InsertStream::Open(
-          std::move(connection), absl::Milliseconds(250),
-          [this, shard](absl::Span<const uint64_t> keys) {
-            MutexLock lock(&mu_);
-            for (uint64_t key : keys) {
-              auto it = in_flight_.find(key);
-              if (it == in_flight_.end()) continue;
-              shard_.Confirmed(shard, it->second.table, key,
-                               it->second.sent_to);
-              in_flight_.erase(it);
-            }
-          },
-          [this] {
-            MutexLock lock(&mu_);
-            stream_broken_ = true;
-          }));
+  REVERB_ASSIGN_OR_RETURN(std::unique_ptr<InsertStream> stream,
+                          InsertStream::Open(
+                              std::move(connection), absl::Milliseconds(250),
+                              [this, shard](absl::Span<const uint64_t> keys) {
+                                MutexLock lock(&mu_);
+                                for (uint64_t key : keys) {
+                                  auto it = in_flight_.find(key);
+                                  if (it == in_flight_.end()) continue;
+                                  shard_.Confirmed(shard, it->second.table, key,
+                                                   it->second.sent_to);
+                                  in_flight_.erase(it);
+                                }
+                              },
+                              [this] {
+                                MutexLock lock(&mu_);
+                                stream_broken_ = true;
+                              }));
   // Destroyed (unwatched) before the stream.
   std::unique_ptr<WriterShard::Watch> watch =
       shard_.WatchShard([raw = stream.get()] { raw->Cancel(); });

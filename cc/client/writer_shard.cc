@@ -74,8 +74,7 @@ std::unique_ptr<WriterShard::Watch> WriterShard::WatchShard(
     std::function<void()> cancel) {
   if (!sharded()) return nullptr;
   const int shard = index();
-  auto watch =
-      std::make_unique<Watch>(shards_, shards_->Watch(shard, cancel));
+  auto watch = std::make_unique<Watch>(shards_, shards_->Watch(shard, cancel));
   // It may have gone down before the watch began.
   if (!shards_->IsUp(shard)) cancel();
   return watch;

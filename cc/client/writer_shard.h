@@ -98,7 +98,7 @@ class WriterShard {
   void Leave();
 
  private:
-  const std::shared_ptr<Shards> shards_;  // Null over one server.
+  const std::shared_ptr<Shards> shards_;                // Null over one server.
   const std::shared_ptr<const Connection> connection_;  // Over one server.
   int shard_ = -1;  // Joined shard, -1 if none.
   absl::Duration backoff_;

@@ -68,8 +68,7 @@ std::shared_ptr<Table> Restored(const Table& table) {
 // `n` items with ids [first, first + n) through a TrajectoryWriter: item i
 // covers steps i - 1 and i of its episode (so items share chunks), the id
 // being step i's value; episodes of kEpisodeSteps; flushed.
-absl::Status WriteTrajectories(TrajectoryWriter& writer, int32_t first,
-                               int n) {
+absl::Status WriteTrajectories(TrajectoryWriter& writer, int32_t first, int n) {
   std::weak_ptr<CellRef> previous;
   for (int i = 0; i < n; ++i) {
     REVERB_ASSIGN_OR_RETURN(
@@ -191,11 +190,10 @@ class ShardedWriterTest : public ::testing::Test {
   void OverloadShard0() {
     const int64_t overload = Shards::kRebalanceMinItems + 100;
     for (int64_t i = 0; i < overload; ++i) {
-      ASSERT_TRUE(
-          tables_[0]->InsertOrAssign(MakeInt32Item(i + 1, 1, -1)).ok());
+      ASSERT_TRUE(tables_[0]->InsertOrAssign(MakeInt32Item(i + 1, 1, -1)).ok());
     }
-    ASSERT_TRUE(WaitFor(
-        [&] { return client_->shards()->NumItems(0) == overload; }));
+    ASSERT_TRUE(
+        WaitFor([&] { return client_->shards()->NumItems(0) == overload; }));
   }
 
   // The shard whose table holds the item `id`; -1 if none.
@@ -253,9 +251,10 @@ TEST_F(ShardedWriterTest, TrajectoryWritersFailOverAndTheStoppedShardRejoins) {
   for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
   // Once the rejoin deletes have run, every id is in exactly one table.
   const std::map<int, int> once = {{1, 6 * kItems}};
-  EXPECT_TRUE(WaitFor([&] { return Copies({0, 1, 2}, 6 * kItems) == once; }))
-      << "ids by number of copies: " << ::testing::PrintToString(
-                                            Copies({0, 1, 2}, 6 * kItems));
+  EXPECT_TRUE(WaitFor([&] {
+    return Copies({0, 1, 2}, 6 * kItems) == once;
+  })) << "ids by number of copies: "
+      << ::testing::PrintToString(Copies({0, 1, 2}, 6 * kItems));
 }
 
 // Shard 1 is reached through a proxy that freezes: it answers nothing,
@@ -282,9 +281,10 @@ TEST_F(ShardedWriterTest, TrajectoryWritersLeaveAFrozenShardThatThenDeletes) {
   chaos.join();
   for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
   const std::map<int, int> once = {{1, 6 * kItems}};
-  EXPECT_TRUE(WaitFor([&] { return Copies({0, 1, 2}, 6 * kItems) == once; }))
-      << "ids by number of copies: " << ::testing::PrintToString(
-                                            Copies({0, 1, 2}, 6 * kItems));
+  EXPECT_TRUE(WaitFor([&] {
+    return Copies({0, 1, 2}, 6 * kItems) == once;
+  })) << "ids by number of copies: "
+      << ::testing::PrintToString(Copies({0, 1, 2}, 6 * kItems));
 }
 
 TEST_F(ShardedWriterTest, TrajectoryWritersContinueWithoutAShardForGood) {
@@ -309,7 +309,8 @@ TEST_F(ShardedWriterTest, TrajectoryWritersContinueWithoutAShardForGood) {
   EXPECT_GT(up.at(1), 0);
 }
 
-TEST_F(ShardedWriterTest, ATrajectoryWriterFailsOnceNoShardAnswersForItsWindow) {
+TEST_F(ShardedWriterTest,
+       ATrajectoryWriterFailsOnceNoShardAnswersForItsWindow) {
   auto writer = *client_->NewTrajectoryWriter(ChunksOfTwo());
   ASSERT_TRUE(WriteTrajectories(*writer, 0, 1).ok());
   for (int s = 0; s < kShards; ++s) Stop(s);
@@ -338,9 +339,10 @@ TEST_F(ShardedWriterTest, LegacyWritersFailOverAndTheStoppedShardRejoins) {
   chaos.join();
   for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
   const std::map<int, int> once = {{1, 3 * kItems}};
-  EXPECT_TRUE(WaitFor([&] { return Copies({0, 1, 2}, 3 * kItems) == once; }))
-      << "ids by number of copies: " << ::testing::PrintToString(
-                                            Copies({0, 1, 2}, 3 * kItems));
+  EXPECT_TRUE(WaitFor([&] {
+    return Copies({0, 1, 2}, 3 * kItems) == once;
+  })) << "ids by number of copies: "
+      << ::testing::PrintToString(Copies({0, 1, 2}, 3 * kItems));
 }
 
 TEST_F(ShardedWriterTest, LegacyWritersLeaveAFrozenShardThatThenDeletes) {
@@ -363,14 +365,16 @@ TEST_F(ShardedWriterTest, LegacyWritersLeaveAFrozenShardThatThenDeletes) {
   chaos.join();
   for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
   const std::map<int, int> once = {{1, 3 * kItems}};
-  EXPECT_TRUE(WaitFor([&] { return Copies({0, 1, 2}, 3 * kItems) == once; }))
-      << "ids by number of copies: " << ::testing::PrintToString(
-                                            Copies({0, 1, 2}, 3 * kItems));
+  EXPECT_TRUE(WaitFor([&] {
+    return Copies({0, 1, 2}, 3 * kItems) == once;
+  })) << "ids by number of copies: "
+      << ::testing::PrintToString(Copies({0, 1, 2}, 3 * kItems));
 }
 
 // Shard 0 holds many more items than the others: of three writers (one on
 // each shard), only the one on shard 0 moves at the end of an episode.
-TEST_F(ShardedWriterTest, TrajectoryWritersOfAnOverloadedShardMoveAtAnEpisodeEnd) {
+TEST_F(ShardedWriterTest,
+       TrajectoryWritersOfAnOverloadedShardMoveAtAnEpisodeEnd) {
   OverloadShard0();
   std::vector<std::unique_ptr<TrajectoryWriter>> writers;
   std::set<int> first;

@@ -153,9 +153,9 @@ TEST_F(ShardsTest, RebalanceMovesAWriterOffAShardWithManyMoreItems) {
   // Shard 0 holds 1.25 times the items of shard 2 plus kRebalanceMinItems;
   // shard 1 less than that.
   const int64_t fewest = 4 * Shards::kRebalanceMinItems;
-  const std::vector<int64_t> sizes = {
-      fewest + Shards::kRebalanceMinItems + 1,
-      fewest + Shards::kRebalanceMinItems / 2, fewest};
+  const std::vector<int64_t> sizes = {fewest + Shards::kRebalanceMinItems + 1,
+                                      fewest + Shards::kRebalanceMinItems / 2,
+                                      fewest};
   uint64_t key = 0;
   for (int s = 0; s < 3; ++s) {
     for (int64_t i = 0; i < sizes[s]; ++i) {
