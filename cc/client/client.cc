@@ -1,5 +1,6 @@
 #include "cc/client/client.h"
 
+#include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -35,11 +36,39 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(
   return std::unique_ptr<Client>(new Client(std::move(shards)));
 }
 
+absl::Status Client::ShardDown(int shard) const {
+  return absl::UnavailableError(
+      absl::StrCat("Shard ", shards_->address(shard),
+                   " is down (it did not answer the client's last call); it "
+                   "is asked again in the background."));
+}
+
 template <typename Call>
-absl::Status Client::OnEveryShard(Call call) {
+absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
+  if (shards_->size() == 1) {
+    grpc::ClientContext context;
+    return call(*shards_->connection(0)->stub(), &context);
+  }
   absl::Status first_error;
   for (int s = 0; s < shards_->size(); ++s) {
-    absl::Status status = call(*shards_->connection(s)->stub());
+    grpc::ClientContext context;
+    std::atomic<bool> down = false;
+    // Watched before IsUp is read, so that no transition is missed.
+    const int64_t watch = shards_->Watch(s, [&] {
+      down = true;
+      context.TryCancel();
+    });
+    absl::Status status = ShardDown(s);
+    if (shards_->IsUp(s)) {
+      status = call(*shards_->connection(s)->stub(), &context);
+    } else {
+      down = true;
+    }
+    shards_->Unwatch(watch);
+    // Down before or during the call (a call that succeeded still counts).
+    if (down && !status.ok()) {
+      status = down_is_error ? ShardDown(s) : absl::OkStatus();
+    }
     if (first_error.ok()) first_error = std::move(status);
   }
   return first_error;
@@ -53,23 +82,26 @@ absl::Status Client::MutatePriorities(const std::string& table,
   request.set_table(table);
   for (const auto& update : updates) *request.add_updates() = update;
   request.mutable_delete_keys()->Add(deletes.begin(), deletes.end());
-  return OnEveryShard([&](ReverbService::StubInterface& stub) {
-    grpc::ClientContext context;
-    SetDeadline(&context, timeout, /*wait_for_ready=*/true);
-    MutatePrioritiesResponse response;
-    return FromGrpcStatus(stub.MutatePriorities(&context, request, &response));
-  });
+  return OnEveryShard(
+      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
+        SetDeadline(context, timeout, /*wait_for_ready=*/true);
+        MutatePrioritiesResponse response;
+        return FromGrpcStatus(
+            stub.MutatePriorities(context, request, &response));
+      },
+      /*down_is_error=*/false);
 }
 
 absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   ResetRequest request;
   request.set_table(table);
-  return OnEveryShard([&](ReverbService::StubInterface& stub) {
-    grpc::ClientContext context;
-    SetDeadline(&context, timeout, /*wait_for_ready=*/true);
-    ResetResponse response;
-    return FromGrpcStatus(stub.Reset(&context, request, &response));
-  });
+  return OnEveryShard(
+      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
+        SetDeadline(context, timeout, /*wait_for_ready=*/true);
+        ResetResponse response;
+        return FromGrpcStatus(stub.Reset(context, request, &response));
+      },
+      /*down_is_error=*/true);
 }
 
 std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskServerInfo(
@@ -80,6 +112,7 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskServerInfo(
     grpc::Status status;
     Notification done;
     int64_t watch = -1;
+    std::atomic<bool> down = false;
   };
   const bool several = shards_->size() > 1;
   std::vector<Call> calls(shards_->size());
@@ -87,13 +120,13 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskServerInfo(
     Call& call = calls[s];
     if (several) {
       // Watched before IsUp is read, so that no transition is missed.
-      call.watch = shards_->Watch(s, [&call] { call.context.TryCancel(); });
+      call.watch = shards_->Watch(s, [&call] {
+        call.down = true;
+        call.context.TryCancel();
+      });
       if (skip_down && !shards_->IsUp(s)) {
-        call.status = grpc::Status(
-            grpc::StatusCode::UNAVAILABLE,
-            absl::StrCat("Shard ", shards_->address(s),
-                         " is down (it did not answer the client's last "
-                         "call); it is asked again in the background."));
+        call.down = true;
+        call.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "");
         call.done.Notify();
         continue;
       }
@@ -107,13 +140,14 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskServerInfo(
         });
   }
   std::vector<absl::StatusOr<ServerInfoResponse>> infos;
-  for (Call& call : calls) {
+  for (int s = 0; s < shards_->size(); ++s) {
+    Call& call = calls[s];
     call.done.WaitForNotification();
     if (call.watch >= 0) shards_->Unwatch(call.watch);
     if (call.status.ok()) {
       infos.push_back(std::move(call.response));
     } else {
-      infos.push_back(FromGrpcStatus(call.status));
+      infos.push_back(call.down ? ShardDown(s) : FromGrpcStatus(call.status));
     }
   }
   return infos;
@@ -149,17 +183,18 @@ absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
 absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
     absl::Duration timeout) {
   std::vector<std::string> paths;
-  REVERB_RETURN_IF_ERROR(
-      OnEveryShard([&](ReverbService::StubInterface& stub) -> absl::Status {
-        grpc::ClientContext context;
-        SetDeadline(&context, timeout, /*wait_for_ready=*/false);
+  REVERB_RETURN_IF_ERROR(OnEveryShard(
+      [&](ReverbService::StubInterface& stub,
+          grpc::ClientContext* context) -> absl::Status {
+        SetDeadline(context, timeout, /*wait_for_ready=*/false);
         CheckpointResponse response;
         grpc::Status status =
-            stub.Checkpoint(&context, CheckpointRequest(), &response);
+            stub.Checkpoint(context, CheckpointRequest(), &response);
         if (!status.ok()) return FromGrpcStatus(status);
         paths.push_back(response.checkpoint_path());
         return absl::OkStatus();
-      }));
+      },
+      /*down_is_error=*/true));
   return paths;
 }
 

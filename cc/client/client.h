@@ -6,6 +6,12 @@
 // (a shard ignores keys it does not hold), ServerInfo merges the shards'
 // tables (ShardInfo keeps them apart), writers write to one shard at a time
 // and samplers draw from all of them (sampler.h, trajectory_writer.h).
+// A shard that is down (shards.h) holds up none of these calls, even
+// without a timeout: one known to be down is not called, and a call to one
+// that goes down meanwhile is cancelled. ServerInfo leaves it out,
+// ShardInfo reports it UNAVAILABLE, MutatePriorities skips it (the items
+// there cannot change while it is down), Reset and Checkpoint act on the
+// others and return UNAVAILABLE.
 //
 // Unary calls wait for the server to become ready until their timeout (an
 // infinite timeout waits forever, as dm-reverb); Checkpoint fails fast
@@ -55,15 +61,13 @@ class REVERB_EXPORT Client {
 
   // Over several shards: the tables of the shards that answered within
   // `timeout`, merged by name (sizes, counts and priority mass summed, the
-  // settings of the first); the first error if none answered. A dead shard
-  // does not hold the call up until `timeout`: shards known to be down
-  // (shards.h) are not asked, unless all are, and a call to a shard that
-  // goes down meanwhile is cancelled.
+  // settings of the first); the first error if none answered. Shards down
+  // are left out (see above), unless all are known to be down: then all
+  // are asked.
   absl::StatusOr<ServerInfoResponse> ServerInfo(absl::Duration timeout);
 
-  // The ServerInfo of each shard, or its error, asked in parallel. Over
-  // several shards, one known to be down is UNAVAILABLE at once, and one
-  // that goes down during the call CANCELLED.
+  // The ServerInfo of each shard, or its error, asked in parallel (a shard
+  // down: UNAVAILABLE, see above).
   std::vector<absl::StatusOr<ServerInfoResponse>> ShardInfo(
       absl::Duration timeout);
 
@@ -97,10 +101,15 @@ class REVERB_EXPORT Client {
   std::vector<absl::StatusOr<ServerInfoResponse>> AskServerInfo(
       absl::Duration timeout, bool skip_down);
 
-  // Runs `call` (a status of a stub) on every shard, in turn; the first
-  // error.
+  // UNAVAILABLE: `shard` is down.
+  absl::Status ShardDown(int shard) const;
+
+  // Runs `call` (a status of a stub and a context) on every shard, in turn;
+  // the first error. Over several shards, a shard known to be down is not
+  // called, and a call to one that goes down meanwhile is cancelled: that
+  // shard's status is UNAVAILABLE if `down_is_error`, else OK.
   template <typename Call>
-  absl::Status OnEveryShard(Call call);
+  absl::Status OnEveryShard(Call call, bool down_is_error);
 
   const std::shared_ptr<Shards> shards_;
 };

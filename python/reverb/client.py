@@ -493,14 +493,15 @@ class Client:
                         timeout: Optional[float] = None):
     """Updates priorities and deletes items (deletes first); unknown keys
     are ignored (so over several shards, each key changes on the shard that
-    holds it)."""
+    holds it; a shard that is down is skipped)."""
     self._client.MutatePriorities(
         table, list((updates or {}).items()), list(deletes or []),
         _timeout_ms(timeout))
 
   def reset(self, table: str, *, timeout: Optional[float] = None):
     """Removes every item of `table` and resets its rate limiter (on every
-    shard)."""
+    shard; RuntimeError for a shard that is down, once the others are
+    reset)."""
     self._client.Reset(table, _timeout_ms(timeout))
 
   def server_info(

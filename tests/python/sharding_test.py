@@ -153,8 +153,7 @@ def test_one_address_has_one_shard_and_a_list_gets_lists(servers):
   assert isinstance(paths, list) and len(paths) == 1
 
 
-def test_a_stopped_shard_neither_holds_up_server_info_nor_hides_others(
-    servers):
+def test_a_stopped_shard_holds_up_no_call_and_hides_no_other(servers):
   fill(servers, 'uniform')
   addresses = addresses_of(servers)
   client = reverb.Client(addresses)
@@ -175,6 +174,14 @@ def test_a_stopped_shard_neither_holds_up_server_info_nor_hides_others(
   assert isinstance(shards[addresses[1]], RuntimeError)
   assert shards[addresses[0]]['uniform'].current_size == SIZES[0]
   assert shards[addresses[2]]['uniform'].current_size == SIZES[2]
+  # Nor do the calls that go to every shard: its items cannot change while
+  # it is down, a reset it misses is an error (once the others are reset).
+  client.mutate_priorities('uniform', deletes=[])
+  with pytest.raises(RuntimeError, match='is down'):
+    client.reset('uniform')
+  shards = client.shard_info()
+  assert shards[addresses[0]]['uniform'].current_size == 0
+  assert shards[addresses[2]]['uniform'].current_size == 0
 
 
 def test_checkpoint_and_reset_act_on_every_shard(servers, tmp_path):

@@ -73,5 +73,23 @@ TEST_F(ShardedClientTest, StoppedShardHoldsUpNeitherServerInfoNorShardInfo) {
   EXPECT_EQ(shards[2]->table_info(0).current_size(), 3);
 }
 
+TEST_F(ShardedClientTest, StoppedShardHoldsUpNeitherMutatePrioritiesNorReset) {
+  servers_[1]->Stop();
+  // Without a deadline, as above. Its items cannot change while it is down:
+  // the others' do.
+  EXPECT_TRUE(client_
+                  ->MutatePriorities("table", {}, {0, 100, 200},
+                                     absl::InfiniteDuration())
+                  .ok());
+  EXPECT_EQ(tables_[0]->size(), 0);
+  EXPECT_EQ(tables_[1]->size(), 2);
+  EXPECT_EQ(tables_[2]->size(), 2);
+  // A reset it misses is an error, once the others are reset.
+  EXPECT_EQ(client_->Reset("table", absl::InfiniteDuration()).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(tables_[1]->size(), 2);
+  EXPECT_EQ(tables_[2]->size(), 0);
+}
+
 }  // namespace
 }  // namespace deepmind::reverb
