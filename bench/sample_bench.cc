@@ -4,7 +4,12 @@
 // each a server in a process of its own (this program, run with --serve).
 //
 //   build/dev/sample_bench [--samples=N] [--shards=1,4] [--in_flight=100]
-//                          [--repeat=R]
+//                          [--repeat=R] [--one_server]
+//
+// --one_server gives every shard the address of the same server: the
+// client then keeps as many channels and streams, to one server process,
+// which tells the client's costs of several channels from the effects of
+// several server processes on one machine.
 //
 // Only the client process is measured (getrusage): the servers' work is
 // theirs. On a loaded machine CPU times vary from run to run; for counts
@@ -166,6 +171,7 @@ std::vector<int64_t> Numbers(const char* text) {
 
 int Run(int argc, char** argv) {
   int64_t samples = 200'000, in_flight = 100, repeat = 1;
+  bool one_server = false;
   std::vector<int64_t> shard_counts = {1, 4};
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
@@ -175,6 +181,10 @@ int Run(int argc, char** argv) {
                                                               : nullptr;
     };
     if (std::strcmp(arg, "--serve") == 0) return Serve();
+    if (std::strcmp(arg, "--one_server") == 0) {
+      one_server = true;
+      continue;
+    }
     if (const char* v = value("--samples")) {
       samples = Numbers(v)[0];
     } else if (const char* v = value("--in_flight")) {
@@ -191,16 +201,18 @@ int Run(int argc, char** argv) {
   int64_t most = 0;
   for (int64_t n : shard_counts) most = std::max(most, n);
   std::vector<ServerProcess> servers;
-  for (int64_t s = 0; s < most; ++s) servers.push_back(Spawn(argv[0]));
+  for (int64_t s = 0; s < (one_server ? 1 : most); ++s) {
+    servers.push_back(Spawn(argv[0]));
+  }
 
-  std::printf("%6s %9s %9s %14s %12s %13s\n", "shards", "in_flight",
-              "samples", "cpu_us/sample", "cs/sample", "wall_us/sample");
+  std::printf("%6s %9s %9s %14s %12s %13s\n", "shards", "in_flight", "samples",
+              "cpu_us/sample", "cs/sample", "wall_us/sample");
   int failed = 0;
   for (int64_t r = 0; r < repeat; ++r) {
     for (int64_t shards : shard_counts) {
       std::vector<std::string> addresses;
       for (int64_t s = 0; s < shards; ++s) {
-        addresses.push_back(servers[s].address);
+        addresses.push_back(servers[one_server ? 0 : s].address);
       }
       auto client = Client::Create(addresses);
       // Connects the channels and lets Shards learn the tables.
@@ -214,15 +226,14 @@ int Run(int argc, char** argv) {
         break;
       }
       const Usage end = Now();
-      std::printf("%6lld %9lld %9lld %14.3f %12.3f %13.3f\n",
-                  static_cast<long long>(shards),
-                  static_cast<long long>(in_flight),
-                  static_cast<long long>(samples),
-                  1e6 * (end.cpu_seconds - start.cpu_seconds) / samples,
-                  static_cast<double>(end.context_switches -
-                                      start.context_switches) /
-                      samples,
-                  1e6 * absl::ToDoubleSeconds(end.wall - start.wall) / samples);
+      std::printf(
+          "%6lld %9lld %9lld %14.3f %12.3f %13.3f\n",
+          static_cast<long long>(shards), static_cast<long long>(in_flight),
+          static_cast<long long>(samples),
+          1e6 * (end.cpu_seconds - start.cpu_seconds) / samples,
+          static_cast<double>(end.context_switches - start.context_switches) /
+              samples,
+          1e6 * absl::ToDoubleSeconds(end.wall - start.wall) / samples);
       std::fflush(stdout);
     }
   }
