@@ -26,12 +26,13 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "cc/client/connection.h"
+#include "cc/support/export.h"
 #include "grpcpp/client_context.h"
 #include "reverb/cc/reverb_service.pb.h"
 
 namespace deepmind::reverb {
 
-std::vector<absl::StatusOr<ServerInfoResponse>> AskServerInfo(
+REVERB_EXPORT std::vector<absl::StatusOr<ServerInfoResponse>> AskServerInfo(
     absl::Span<const std::shared_ptr<const Connection>> connections,
     absl::FunctionRef<void(int, grpc::ClientContext*)> prepare);
 
