@@ -1,13 +1,15 @@
 #include "cc/client/client.h"
 
+#include <algorithm>
 #include <atomic>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cc/client/ask_server_info.h"
 #include "cc/client/sample_stream.h"
 #include "cc/client/server_info.h"
 #include "cc/client/sharded_sample_stream.h"
-#include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
 
@@ -104,50 +106,45 @@ absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
       /*down_is_error=*/true);
 }
 
-std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskServerInfo(
+std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskShards(
     absl::Duration timeout, bool skip_down) {
-  struct Call {
-    grpc::ClientContext context;
-    ServerInfoResponse response;
-    grpc::Status status;
-    Notification done;
-    int64_t watch = -1;
-    std::atomic<bool> down = false;
-  };
-  const bool several = shards_->size() > 1;
-  std::vector<Call> calls(shards_->size());
-  for (int s = 0; s < shards_->size(); ++s) {
-    Call& call = calls[s];
-    if (several) {
-      // Watched before IsUp is read, so that no transition is missed.
-      call.watch = shards_->Watch(s, [&call] {
-        call.down = true;
-        call.context.TryCancel();
-      });
+  const absl::Time deadline = timeout == absl::InfiniteDuration()
+                                  ? absl::InfiniteFuture()
+                                  : absl::Now() + timeout;
+  std::vector<absl::StatusOr<ServerInfoResponse>> infos(shards_->size());
+  std::vector<int> pending(shards_->size());
+  for (int s = 0; s < shards_->size(); ++s) pending[s] = s;
+  while (!pending.empty()) {
+    std::vector<int> asked;
+    std::vector<std::shared_ptr<const Connection>> connections;
+    for (int s : pending) {
       if (skip_down && !shards_->IsUp(s)) {
-        call.down = true;
-        call.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "");
-        call.done.Notify();
-        continue;
+        infos[s] = ShardDown(s);
+      } else {
+        asked.push_back(s);
+        connections.push_back(shards_->connection(s));
       }
     }
-    SetDeadline(&call.context, timeout, /*wait_for_ready=*/true);
-    shards_->connection(s)->stub()->async()->ServerInfo(
-        &call.context, &ServerInfoRequest::default_instance(), &call.response,
-        [&call](grpc::Status status) {
-          call.status = std::move(status);
-          call.done.Notify();
+    pending.clear();
+    // In slices (unless every shard is asked, down or not), so that a shard
+    // found down meanwhile is dropped at the end of the slice.
+    const absl::Time until =
+        skip_down ? std::min(deadline, absl::Now() + kServerInfoSlice)
+                  : deadline;
+    std::vector<absl::StatusOr<ServerInfoResponse>> answers =
+        AskServerInfo(connections, [until](int, grpc::ClientContext* context) {
+          context->set_wait_for_ready(true);
+          if (until != absl::InfiniteFuture()) {
+            context->set_deadline(absl::ToChronoTime(until));
+          }
         });
-  }
-  std::vector<absl::StatusOr<ServerInfoResponse>> infos;
-  for (int s = 0; s < shards_->size(); ++s) {
-    Call& call = calls[s];
-    call.done.WaitForNotification();
-    if (call.watch >= 0) shards_->Unwatch(call.watch);
-    if (call.status.ok()) {
-      infos.push_back(std::move(call.response));
-    } else {
-      infos.push_back(call.down ? ShardDown(s) : FromGrpcStatus(call.status));
+    for (size_t i = 0; i < asked.size(); ++i) {
+      if (absl::IsDeadlineExceeded(answers[i].status()) &&
+          absl::Now() < deadline) {
+        pending.push_back(asked[i]);
+      } else {
+        infos[asked[i]] = std::move(answers[i]);
+      }
     }
   }
   return infos;
@@ -155,7 +152,14 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskServerInfo(
 
 std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
     absl::Duration timeout) {
-  return AskServerInfo(timeout, /*skip_down=*/true);
+  if (shards_->size() == 1) {
+    return AskServerInfo(shards_->connections(),
+                         [timeout](int, grpc::ClientContext* context) {
+                           SetDeadline(context, timeout,
+                                       /*wait_for_ready=*/true);
+                         });
+  }
+  return AskShards(timeout, /*skip_down=*/true);
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
@@ -171,7 +175,7 @@ absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
   bool any_up = false;
   for (int s = 0; s < shards_->size(); ++s) any_up = any_up || shards_->IsUp(s);
   std::vector<absl::StatusOr<ServerInfoResponse>> infos =
-      AskServerInfo(timeout, /*skip_down=*/any_up);
+      AskShards(timeout, /*skip_down=*/any_up);
   std::vector<ServerInfoResponse> answered;
   for (auto& info : infos) {
     if (info.ok()) answered.push_back(*std::move(info));

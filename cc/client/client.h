@@ -8,7 +8,8 @@
 // and samplers draw from all of them (sampler.h, trajectory_writer.h).
 // A shard that is down (shards.h) holds up none of these calls, even
 // without a timeout: one known to be down is not called, and a call to one
-// that goes down meanwhile is cancelled. ServerInfo leaves it out,
+// that goes down meanwhile is cancelled (ServerInfo, ShardInfo: dropped
+// within kServerInfoSlice). ServerInfo leaves it out,
 // ShardInfo reports it UNAVAILABLE, MutatePriorities skips it (the items
 // there cannot change while it is down), Reset and Checkpoint act on the
 // others and return UNAVAILABLE.
@@ -97,8 +98,14 @@ class REVERB_EXPORT Client {
  private:
   explicit Client(std::shared_ptr<Shards> shards);
 
-  // ShardInfo, with shards known to be down asked too unless `skip_down`.
-  std::vector<absl::StatusOr<ServerInfoResponse>> AskServerInfo(
+  // How long a ServerInfo call to several shards waits before it looks
+  // again at which are down (a shard found down meanwhile is dropped).
+  static constexpr absl::Duration kServerInfoSlice = Shards::kRefreshTimeout;
+
+  // ShardInfo over several shards, in slices of kServerInfoSlice; with
+  // `skip_down` false, every shard is asked, down or not, for all of
+  // `timeout`.
+  std::vector<absl::StatusOr<ServerInfoResponse>> AskShards(
       absl::Duration timeout, bool skip_down);
 
   // UNAVAILABLE: `shard` is down.
