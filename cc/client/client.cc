@@ -217,12 +217,17 @@ absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
   if (shards_->size() == 1) {
     return Sampler::Create(shards_->connection(0), table, options);
   }
+  // The window is per shard (see sampler.h).
+  SamplerOptions sharded = options;
+  if (sharded.max_in_flight_samples_per_worker > 0) {
+    sharded.max_in_flight_samples_per_worker *= shards_->size();
+  }
   return Sampler::Create(
       [shards = shards_,
        table]() -> absl::StatusOr<std::unique_ptr<SampleStreamInterface>> {
         return std::make_unique<ShardedSampleStream>(shards, table);
       },
-      options);
+      sharded);
 }
 
 absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
