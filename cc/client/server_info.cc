@@ -16,7 +16,7 @@ void AddCounts(const TableInfo& from, TableInfo* to) {
   to->set_num_unique_samples(to->num_unique_samples() +
                              from.num_unique_samples());
   to->set_priority_mass(to->priority_mass() + from.priority_mass());
-  to->set_can_sample(to->can_sample() || from.can_sample());
+  to->set_samples_blocked(to->samples_blocked() && from.samples_blocked());
 
   const RateLimiterInfo& limiter = from.rate_limiter_info();
   RateLimiterInfo* merged = to->mutable_rate_limiter_info();

@@ -89,7 +89,7 @@ void Shards::RefreshAll() {
       TableState& state = shard.tables[table.name()];
       state.size = table.current_size();
       state.priority_mass = table.priority_mass();
-      state.can_sample = table.can_sample();
+      state.can_sample = !table.samples_blocked();
       state.selector = table.sampler_options().distribution_case();
     }
     shard.info = *std::move(infos[s]);

@@ -373,7 +373,7 @@ TableInfo Table::info() const {
   info.set_num_deleted_episodes(num_deleted_episodes_);
   info.set_num_unique_samples(num_unique_samples_);
   info.set_priority_mass(sampler_->weight_sum());
-  info.set_can_sample(rate_limiter_.CanSample(1));
+  info.set_samples_blocked(!rate_limiter_.CanSample(1));
   auto ms = [&](WorkerState state) {
     return absl::ToInt64Milliseconds(worker_time_[state]);
   };

@@ -16,6 +16,7 @@ The scenario, tables and payloads live in dmreverb_peer.py, which this file
 imports, so both sides check the same things.
 """
 
+import collections
 import contextlib
 import functools
 import importlib.util
@@ -26,6 +27,7 @@ import subprocess
 import time
 from typing import Optional
 
+import numpy as np
 import pytest
 
 import reverb
@@ -221,3 +223,28 @@ def test_dmreverb_restores_our_checkpoint(dmreverb_python, tmp_path,
   contents = _run_peer_role(dmreverb_python, tmp_path, 'checkpoint-load',
                             '--dir', str(root))
   peer.check_checkpoint_contents(state, contents)
+
+
+def test_dmreverb_server_is_a_shard_our_client_samples(dmreverb_python,
+                                                       tmp_path):
+  # dm-reverb reports neither priority mass nor samples_blocked: its Uniform
+  # table weighs by its size, and both shards are sampled.
+  server = reverb.Server(tables=peer.make_tables(reverb), port=None)
+  try:
+    with _peer_server(dmreverb_python, tmp_path) as port:
+      ours, theirs = f'localhost:{server.port}', f'localhost:{port}'
+      for shard, value in ((ours, 1), (theirs, 2)):
+        for _ in range(3):
+          reverb.Client(shard).insert(np.int64(value),
+                                      priorities={'uniform': 1.0})
+      client = reverb.Client([ours, theirs])
+      assert client.server_info(timeout=10)['uniform'].current_size == 6
+      seen = collections.Counter()
+      for sample in client.sample('uniform', num_samples=400, timeout=30):
+        seen[int(sample[0].data[0])] += 1
+        assert sample[0].info.table_size == 6
+      # Each shard holds half the items: 200 expected of each, and fewer
+      # than 120 has a probability below 1e-14.
+      assert seen[1] > 120 and seen[2] > 120, seen
+  finally:
+    server.stop()

@@ -16,7 +16,7 @@ TableInfo Table(const std::string& name, int64_t size, double mass,
   table.set_current_size(size);
   table.set_num_episodes(size / 2);
   table.set_priority_mass(mass);
-  table.set_can_sample(can_sample);
+  table.set_samples_blocked(!can_sample);
   table.mutable_rate_limiter_info()->set_min_size_to_sample(7);
   table.mutable_rate_limiter_info()->mutable_insert_stats()->set_completed(
       inserts);
@@ -45,14 +45,14 @@ TEST(MergeServerInfoTest, SumsCountsKeepsSettingsAndMatchesByName) {
   EXPECT_EQ(a.max_times_sampled(), 3);
   EXPECT_EQ(a.num_episodes(), 6);
   EXPECT_DOUBLE_EQ(a.priority_mass(), 4.0);
-  EXPECT_TRUE(a.can_sample());
+  EXPECT_FALSE(a.samples_blocked());
   EXPECT_EQ(a.rate_limiter_info().min_size_to_sample(), 7);
   EXPECT_EQ(a.rate_limiter_info().insert_stats().completed(), 23);
   EXPECT_EQ(a.table_worker_time().running_ms(), 12);
   const TableInfo& b = merged.table_info(1);
   EXPECT_EQ(b.name(), "b");
   EXPECT_EQ(b.current_size(), 10);
-  EXPECT_TRUE(b.can_sample());
+  EXPECT_FALSE(b.samples_blocked());
 }
 
 TEST(MergeServerInfoTest, StateIdChangesWithAnyShard) {
