@@ -61,6 +61,7 @@ AGENT = """
   addresses = sys.argv[1:]
   TIMEOUT_MS = 60_000
   EPISODE = 20  # Items between end_episode calls, which confirm them.
+  PAUSE = 0.05  # Seconds after each episode: the tables stay small.
 
   def ids_of(samples):
     return [int(np.asarray(s.data[0]).reshape(-1)[0]) for s in samples]
@@ -68,13 +69,15 @@ AGENT = """
   class Writers:
     # `count` TrajectoryWriters in threads, writing items {'id': ...}
     # (writer n: ids n * 10**7, n * 10**7 + 1, ...) to both tables until
-    # stopped; `confirmed[n]` counts those end_episode has confirmed.
+    # stopped, pausing after each episode; `confirmed[n]` counts those
+    # end_episode has confirmed.
     def __init__(self, client, count):
       self.stop = threading.Event()
       self.confirmed = [0] * count
       self.errors = []
-      self.threads = [threading.Thread(target=self.run, args=(client, n))
-                      for n in range(count)]
+      # Daemons: an agent whose stdin closes mid-test exits at once.
+      self.threads = [threading.Thread(target=self.run, args=(client, n),
+                                       daemon=True) for n in range(count)]
       for thread in self.threads:
         thread.start()
 
@@ -90,7 +93,7 @@ AGENT = """
             if written % EPISODE == 0:
               writer.end_episode(timeout_ms=TIMEOUT_MS)
               self.confirmed[n] = written
-              if self.stop.is_set():
+              if self.stop.wait(PAUSE):
                 return
       except Exception as e:
         self.errors.append(f'writer {n}: {type(e).__name__}: {e}')
