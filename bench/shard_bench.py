@@ -9,10 +9,12 @@ Runs with any Python whose `reverb` is ours or dm-reverb 0.14:
 For S = 1, 2 and 4 shards, S servers run in child processes of their own
 (this script with --serve) and the same two client processes (--worker 0
 and 1) drive them. One server is `localhost:P` for both packages. Over
-several, ours is the sharded client, `reverb.Client([address, ...])`;
-dm-reverb has none, and its only option is gRPC's round_robin over the same
-servers, `reverb.Client('ipv4:127.0.0.1:P1,127.0.0.1:P2,...')`, which puts
-each stream (a writer, a `sample` call) on the next server. Workloads, per S:
+several, a package whose Client takes a list of addresses (ours) gets the
+list, `reverb.Client([address, ...])`; dm-reverb has no such client, and its
+only option is gRPC's round_robin over the same servers,
+`reverb.Client('ipv4:127.0.0.1:P1,127.0.0.1:P2,...')`, which puts each call
+(a writer's stream, a `sample` call's stream, a ServerInfo) on the next
+server. Workloads, per S:
   insert, S shards   each client process: `trajectory_writer(
       num_keep_alive_refs=1)`, per step `append({'id': int64})` and
       `create_item` into a Uniform table, `end_episode()` every 100 steps,
