@@ -14,7 +14,7 @@
 #include "cc/client/client.h"
 #include "cc/client/legacy_writer.h"
 #include "cc/client/sample.h"
-#include "cc/client/sample_stream.h"
+#include "cc/client/sample_stream_interface.h"
 #include "cc/client/sampler.h"
 #include "cc/support/status_macros.h"
 #include "cc/tensor/signature.h"
@@ -181,7 +181,8 @@ struct ClientBridge::State {
   std::mutex mu;
   // Idle streams by table, and idle writers: kept for the next call, so
   // that it skips the call setup.
-  std::unordered_map<std::string, std::vector<std::unique_ptr<SampleStream>>>
+  std::unordered_map<std::string,
+                     std::vector<std::unique_ptr<SampleStreamInterface>>>
       idle_streams;
   std::vector<std::unique_ptr<Writer>> idle_writers;
   // Every table of the last ServerInfo, with its signature (or null).
@@ -194,7 +195,7 @@ absl::StatusOr<reverb::Sample> ClientBridge::State::SampleOne(
     const std::string& table) {
   OpWaits& waits = OpWaits::Global();
   const uint64_t generation = waits.generation();
-  std::unique_ptr<SampleStream> stream;
+  std::unique_ptr<SampleStreamInterface> stream;
   {
     std::lock_guard<std::mutex> lock(mu);
     auto& idle = idle_streams[table];
@@ -206,7 +207,7 @@ absl::StatusOr<reverb::Sample> ClientBridge::State::SampleOne(
   bool reused = stream != nullptr;
   while (true) {
     if (stream == nullptr) {
-      absl::StatusOr<std::unique_ptr<SampleStream>> made =
+      absl::StatusOr<std::unique_ptr<SampleStreamInterface>> made =
           client.NewSampleStream(table, kConnectTimeout);
       if (!made.ok()) return made.status();
       stream = *std::move(made);

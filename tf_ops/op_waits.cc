@@ -78,7 +78,8 @@ absl::Status OpWaits::CheckLocked(uint64_t generation) const {
   return absl::OkStatus();
 }
 
-absl::Status OpWaits::Begin(uint64_t generation, SampleStream* stream) {
+absl::Status OpWaits::Begin(uint64_t generation,
+                            SampleStreamInterface* stream) {
   std::lock_guard<std::mutex> lock(mu_);
   absl::Status status = CheckLocked(generation);
   if (!status.ok()) return status;
@@ -87,7 +88,7 @@ absl::Status OpWaits::Begin(uint64_t generation, SampleStream* stream) {
   return absl::OkStatus();
 }
 
-void OpWaits::End(SampleStream* stream) {
+void OpWaits::End(SampleStreamInterface* stream) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stream != nullptr) streams_.erase(stream);
   --waiting_;
@@ -97,7 +98,7 @@ void OpWaits::EndAll(bool for_good) {
   std::lock_guard<std::mutex> lock(mu_);
   ++generation_;
   over_ = over_ || for_good;
-  for (SampleStream* stream : streams_) stream->Cancel();
+  for (SampleStreamInterface* stream : streams_) stream->Cancel();
 }
 
 void WatchInterrupts() {

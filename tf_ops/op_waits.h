@@ -26,7 +26,7 @@
 #include <unordered_set>
 
 #include "absl/status/status.h"
-#include "cc/client/sample_stream.h"
+#include "cc/client/sample_stream_interface.h"
 
 namespace deepmind::reverb::tf_ops {
 
@@ -45,8 +45,9 @@ class OpWaits {
   // Registers a wait about to start, with the stream it reads (if any) for
   // EndAll to cancel; CANCELLED (nothing registered) if the waits of
   // `generation` have been ended. Each Begin that succeeds needs an End.
-  absl::Status Begin(uint64_t generation, SampleStream* stream = nullptr);
-  void End(SampleStream* stream = nullptr);
+  absl::Status Begin(uint64_t generation,
+                     SampleStreamInterface* stream = nullptr);
+  void End(SampleStreamInterface* stream = nullptr);
 
   // Whether a wait is in progress (async-signal-safe).
   bool waiting() const { return waiting_.load() > 0; }
@@ -63,7 +64,7 @@ class OpWaits {
   // called; the streams waiting.
   uint64_t generation_ = 0;
   bool over_ = false;
-  std::unordered_set<SampleStream*> streams_;
+  std::unordered_set<SampleStreamInterface*> streams_;
   std::atomic<int> waiting_{0};  // Waits begun and not ended.
 };
 

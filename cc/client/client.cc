@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "cc/client/sample_stream.h"
 #include "cc/client/server_info.h"
+#include "cc/client/sharded_sample_stream.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
@@ -138,21 +140,32 @@ absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
 
 absl::StatusOr<std::unique_ptr<Writer>> Client::NewWriter(
     const WriterOptions& options) {
-  return Writer::Create(shards_->connection(0), options);
+  return Writer::Create(shards_, options);
 }
 
 absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Client::NewTrajectoryWriter(
     std::shared_ptr<ChunkerOptions> options) {
-  return TrajectoryWriter::Create(shards_->connection(0), std::move(options));
+  return TrajectoryWriter::Create(shards_, std::move(options));
 }
 
 absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
     const std::string& table, const SamplerOptions& options) {
-  return Sampler::Create(shards_->connection(0), table, options);
+  if (shards_->size() == 1) {
+    return Sampler::Create(shards_->connection(0), table, options);
+  }
+  return Sampler::Create(
+      [shards = shards_,
+       table]() -> absl::StatusOr<std::unique_ptr<SampleStreamInterface>> {
+        return std::make_unique<ShardedSampleStream>(shards, table);
+      },
+      options);
 }
 
-absl::StatusOr<std::unique_ptr<SampleStream>> Client::NewSampleStream(
+absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
     const std::string& table, absl::Duration connect_timeout) {
+  if (shards_->size() > 1) {
+    return std::make_unique<ShardedSampleStream>(shards_, table);
+  }
   const auto& connection = shards_->connection(0);
   REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
   return std::make_unique<SampleStream>(connection, table);

@@ -27,7 +27,7 @@
 #include "absl/types/span.h"
 #include "cc/client/connection.h"
 #include "cc/client/legacy_writer.h"
-#include "cc/client/sample_stream.h"
+#include "cc/client/sample_stream_interface.h"
 #include "cc/client/sampler.h"
 #include "cc/client/shards.h"
 #include "cc/client/trajectory_writer.h"
@@ -73,12 +73,16 @@ class REVERB_EXPORT Client {
   absl::StatusOr<std::unique_ptr<TrajectoryWriter>> NewTrajectoryWriter(
       std::shared_ptr<ChunkerOptions> options);
 
+  // Over several shards its streams are ShardedSampleStreams.
   absl::StatusOr<std::unique_ptr<Sampler>> NewSampler(
       const std::string& table, const SamplerOptions& options);
 
-  // A stream driven from the calling thread (see sample_stream.h), once
-  // the channel is connected (UNAVAILABLE if not within `connect_timeout`).
-  absl::StatusOr<std::unique_ptr<SampleStream>> NewSampleStream(
+  // A stream driven from the calling thread: over one server a
+  // SampleStream (sample_stream.h), once the channel is connected
+  // (UNAVAILABLE if not within `connect_timeout`); over several a
+  // ShardedSampleStream (sharded_sample_stream.h), at once (its reads fail
+  // with UNAVAILABLE if no shard can be reached).
+  absl::StatusOr<std::unique_ptr<SampleStreamInterface>> NewSampleStream(
       const std::string& table, absl::Duration connect_timeout);
 
  private:

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "cc/core/errors.h"
 #include "cc/support/mutex.h"
@@ -44,11 +45,7 @@ absl::Status CheckStackable(const std::vector<std::vector<Tensor>>& steps) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
-    std::shared_ptr<const Connection> connection,
-    const WriterOptions& options) {
+absl::Status ValidateOptions(const WriterOptions& options) {
   if (options.max_timesteps < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_timesteps (", options.max_timesteps, ") must be >= 1."));
@@ -64,21 +61,35 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
                                                    options.max_in_flight_items,
                                                    ") must be >= 1."));
   }
-  return std::unique_ptr<Writer>(new Writer(std::move(connection), options));
+  return absl::OkStatus();
 }
 
-Writer::Writer(std::shared_ptr<const Connection> connection,
-               const WriterOptions& options)
-    : connection_(std::move(connection)),
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
+    std::shared_ptr<const Connection> connection,
+    const WriterOptions& options) {
+  REVERB_RETURN_IF_ERROR(ValidateOptions(options));
+  return std::unique_ptr<Writer>(
+      new Writer(WriterShard(std::move(connection)), options));
+}
+
+absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(
+    std::shared_ptr<Shards> shards, const WriterOptions& options) {
+  REVERB_RETURN_IF_ERROR(ValidateOptions(options));
+  return std::unique_ptr<Writer>(
+      new Writer(WriterShard(std::move(shards)), options));
+}
+
+Writer::Writer(WriterShard shard, const WriterOptions& options)
+    : shard_(std::move(shard)),
       options_(options),
       episode_id_(NewRandomKey()) {}
 
 Writer::~Writer() {
   if (stream_ == nullptr) return;  // Never opened, or closed.
   stream_->Cancel();
-  StopSender();
-  // Before the members its reader's callbacks use.
-  stream_.reset();
+  DropStream();
 }
 
 absl::Status Writer::CheckOpen(absl::string_view method) const {
@@ -171,19 +182,22 @@ absl::Status Writer::Flush(absl::Duration timeout) {
   // buffered (their chunk may still grow), as in dm-reverb.
   if (!pending_items_.empty()) REVERB_RETURN_IF_ERROR(FinalizeChunk());
   REVERB_RETURN_IF_ERROR(SendReadyItems());
-  if (stream_ == nullptr) return absl::OkStatus();
-  size_t awaiting = 0;
-  {
-    MutexLock lock(&mu_);
-    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return in_flight_.empty() || reader_done_;
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
-    if (in_flight_.empty()) return absl::OkStatus();
-    if (!reader_done_) awaiting = in_flight_.size();
+  const absl::Time deadline = absl::Now() + timeout;
+  while (stream_ != nullptr) {
+    size_t awaiting = 0;
+    {
+      MutexLock lock(&mu_);
+      auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return in_flight_.empty() || reader_done_;
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+      if (in_flight_.empty()) return absl::OkStatus();
+      if (!reader_done_) awaiting = in_flight_.size();
+    }
+    if (awaiting > 0) return WriterTimeout(0, awaiting);
+    REVERB_RETURN_IF_ERROR(StreamAgain());
   }
-  if (awaiting > 0) return WriterTimeout(0, awaiting);
-  return StreamError();
+  return absl::OkStatus();
 }
 
 absl::Status Writer::NewEpisode() {
@@ -197,6 +211,20 @@ absl::Status Writer::NewEpisode() {
   num_steps_ = 0;
   chunked_steps_ = 0;
   chunks_.clear();
+  if (stream_ != nullptr && shard_.sharded()) {
+    bool confirmed;
+    {
+      MutexLock lock(&mu_);
+      confirmed = in_flight_.empty();
+    }
+    if (confirmed && shard_.Rebalance()) {
+      // The next item opens a stream to the new shard. Nothing is lost,
+      // whatever the old one answers now.
+      StopSender();
+      stream_->Close().IgnoreError();
+      DropStream();
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -206,11 +234,13 @@ absl::Status Writer::Close(absl::Duration timeout) {
               : absl::OkStatus());
   absl::Status status = Flush(timeout);
   closed_ = true;
-  if (stream_ == nullptr) return status;
-  if (!status.ok()) stream_->Cancel();  // Unblocks the sender.
-  StopSender();
-  if (status.ok()) status = stream_->Close();
-  stream_.reset();
+  if (stream_ != nullptr) {
+    if (!status.ok()) stream_->Cancel();  // Unblocks the sender.
+    StopSender();
+    if (status.ok()) status = stream_->Close();
+    DropStream();
+  }
+  shard_.Leave();
   return status;
 }
 
@@ -231,7 +261,8 @@ absl::Status Writer::FinalizeChunk() {
   chunk.key = NewRandomKey();
   chunk.first_step = chunked_steps_;
   chunk.last_step = chunked_steps_ + rows - 1;
-  ChunkData& data = chunk.data;
+  auto chunk_data = std::make_shared<ChunkData>();
+  ChunkData& data = *chunk_data;
   data.set_chunk_key(chunk.key);
   data.mutable_sequence_range()->set_episode_id(episode_id_);
   data.mutable_sequence_range()->set_start(
@@ -257,6 +288,7 @@ absl::Status Writer::FinalizeChunk() {
         *std::move(stacked), data.mutable_data()->add_tensors()));
   }
   data.set_data_uncompressed_size(uncompressed);
+  chunk.data = std::move(chunk_data);
   chunks_.push_back(std::move(chunk));
   chunked_steps_ += rows;
   buffer_.clear();
@@ -290,29 +322,33 @@ void Writer::PruneChunks() {
 
 absl::Status Writer::SendItem(const PendingItem& pending) {
   if (stream_ == nullptr) REVERB_RETURN_IF_ERROR(StartStream());
-  const uint64_t key = NewRandomKey();
-  bool broken;
-  {
-    MutexLock lock(&mu_);
-    auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return reader_done_ || write_failed_ ||
-             static_cast<int>(in_flight_.size()) < options_.max_in_flight_items;
-    };
-    mu_.Await(absl::Condition(&has_room));
-    broken = reader_done_ || write_failed_;
-    if (!broken) in_flight_.insert(key);
+  while (true) {
+    bool broken;
+    {
+      MutexLock lock(&mu_);
+      auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return reader_done_ || write_failed_ ||
+               static_cast<int>(in_flight_.size()) <
+                   options_.max_in_flight_items;
+      };
+      mu_.Await(absl::Condition(&has_room));
+      broken = reader_done_ || write_failed_;
+    }
+    if (!broken) break;
+    REVERB_RETURN_IF_ERROR(StreamAgain());
   }
-  if (broken) return StreamError();
 
   InsertStreamRequest request;
   PrioritizedItem* item = request.add_items();
-  item->set_key(key);
+  item->set_key(NewRandomKey());
   item->set_table(pending.table);
   item->set_priority(pending.priority);
   *item->mutable_inserted_at() =
       google::protobuf::util::TimeUtil::GetCurrentTime();
   const int64_t first = pending.first_step;
   const int64_t last = pending.first_step + pending.num_steps - 1;
+  InFlightItem record;
+  record.seq = next_seq_++;
   std::vector<FlatTrajectory::ChunkSlice> slices;
   std::vector<std::shared_ptr<const ChunkData>> new_chunks;
   int64_t bytes = 0;
@@ -325,10 +361,10 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     slice.set_length(
         static_cast<int32_t>(std::min(last, chunk.last_step) - start + 1));
     slices.push_back(slice);
+    if (shard_.sharded()) record.chunks.push_back(chunk.data);
     if (!chunk.sent) {
-      bytes += static_cast<int64_t>(chunk.data.ByteSizeLong());
-      new_chunks.push_back(std::make_shared<ChunkData>(std::move(chunk.data)));
-      chunk.data.Clear();
+      bytes += static_cast<int64_t>(chunk.data->ByteSizeLong());
+      new_chunks.push_back(chunk.data);
       chunk.sent = true;
     }
   }
@@ -340,10 +376,15 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     }
   }
   PruneChunks();
+  if (shard_.sharded()) {
+    record.item = *item;
+    record.sent_to.push_back(shard_.index());
+  }
   for (const ChunkInfo& chunk : chunks_) {
     if (chunk.sent) request.add_keep_chunk_keys(chunk.key);
   }
   MutexLock lock(&mu_);
+  in_flight_.emplace(item->key(), std::move(record));
   outbox_.push_back({std::move(request), std::move(new_chunks), bytes});
   return absl::OkStatus();
 }
@@ -399,35 +440,109 @@ void Writer::StopSender() {
   if (sender_.joinable()) sender_.join();
 }
 
-// Runs once: a failed start or a stream error is permanent (status_), and
-// Close() ends the writer.
 absl::Status Writer::StartStream() {
-  REVERB_ASSIGN_OR_RETURN(stream_, InsertStream::Open(
-                                       connection_, kConnectTimeout,
-                                       [this](absl::Span<const uint64_t> keys) {
-                                         MutexLock lock(&mu_);
-                                         for (uint64_t key : keys)
-                                           in_flight_.erase(key);
-                                       },
-                                       [this] {
-                                         MutexLock lock(&mu_);
-                                         reader_done_ = true;
-                                       }));
+  absl::Status status = OpenStream();
+  while (!status.ok() && shard_.sharded()) {
+    REVERB_ASSIGN_OR_RETURN(absl::Duration delay,
+                            shard_.OnStreamFailed(status, stream_started_));
+    absl::SleepFor(delay);
+    status = OpenStream();
+  }
+  return status;
+}
+
+absl::Status Writer::OpenStream() {
+  {
+    MutexLock lock(&mu_);
+    reader_done_ = false;
+    write_failed_ = false;
+    stop_sending_ = false;
+    outbox_.clear();
+  }
+  stream_started_ = absl::Now();
+  std::shared_ptr<const Connection> connection = shard_.connection();
+  const int shard = shard_.index();
+  REVERB_ASSIGN_OR_RETURN(
+      stream_, InsertStream::Open(
+                   std::move(connection),
+                   shard_.sharded() ? absl::Milliseconds(250) : kConnectTimeout,
+                   [this, shard](absl::Span<const uint64_t> keys) {
+                     MutexLock lock(&mu_);
+                     for (uint64_t key : keys) {
+                       auto it = in_flight_.find(key);
+                       if (it == in_flight_.end()) continue;
+                       shard_.Confirmed(shard, it->second.item.table(), key,
+                                        it->second.sent_to);
+                       in_flight_.erase(it);
+                     }
+                   },
+                   [this] {
+                     MutexLock lock(&mu_);
+                     reader_done_ = true;
+                   }));
+  watch_ = shard_.WatchShard([raw = stream_.get()] { raw->Cancel(); });
   sender_ = std::thread([this] { SendRequests(); });
   SetThreadName(sender_, "reverb-writer");
   return absl::OkStatus();
 }
 
-absl::Status Writer::StreamError() {
-  if (!status_.ok()) return status_;
+absl::Status Writer::StreamAgain() {
   {
     MutexLock lock(&mu_);
     mu_.Await(absl::Condition(&reader_done_));
   }
   StopSender();
-  status_ = stream_->Finish();
+  absl::Status status = stream_->Finish();
+  DropStream();
+  if (shard_.sharded()) {
+    absl::StatusOr<absl::Duration> delay =
+        shard_.OnStreamFailed(status, stream_started_);
+    if (delay.ok()) {
+      absl::SleepFor(*delay);
+      status = StartStream();
+    } else {
+      status = delay.status();
+    }
+  }
+  status_ = status;
+  if (!status.ok()) return status;
+
+  // Every unconfirmed item again, in order, in one request with the chunks
+  // they use, keeping those later items may use.
+  for (ChunkInfo& chunk : chunks_) chunk.sent = false;
+  MutexLock lock(&mu_);
+  if (in_flight_.empty()) return absl::OkStatus();
+  std::vector<InFlightItem*> items;
+  for (auto& [key, item] : in_flight_) items.push_back(&item);
+  std::sort(items.begin(), items.end(),
+            [](const InFlightItem* a, const InFlightItem* b) {
+              return a->seq < b->seq;
+            });
+  Outgoing out;
+  out.bytes = 0;
+  absl::flat_hash_set<uint64_t> sent;
+  for (InFlightItem* item : items) {
+    *out.request.add_items() = item->item;
+    for (const auto& chunk : item->chunks) {
+      if (sent.insert(chunk->chunk_key()).second) {
+        out.bytes += static_cast<int64_t>(chunk->ByteSizeLong());
+        out.chunks.push_back(chunk);
+      }
+    }
+    AddSentTo(shard_.index(), &item->sent_to);
+  }
+  for (ChunkInfo& chunk : chunks_) {
+    chunk.sent = sent.contains(chunk.key);
+    if (chunk.sent) out.request.add_keep_chunk_keys(chunk.key);
+  }
+  outbox_.push_back(std::move(out));
+  return absl::OkStatus();
+}
+
+void Writer::DropStream() {
+  StopSender();
+  watch_.reset();
   stream_.reset();
-  return status_;
 }
 
 }  // namespace deepmind::reverb

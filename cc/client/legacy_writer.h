@@ -14,11 +14,21 @@
 // most `max_in_flight_items` items are unsent or unconfirmed at any time;
 // creating one more waits, without timeout, so Append and CreateItem block
 // while the table's rate limiter holds inserts back. The stream is opened
-// with the first item, once the channel is connected (UNAVAILABLE after
-// kConnectTimeout, connection.h). The call, its confirmations and its final
-// status are an InsertStream's (insert_stream.h); a broken stream becomes
-// the writer's permanent error. Not thread-safe: one caller thread at a
-// time (two more threads write requests and read confirmations).
+// with the first item, once the channel is connected. The call, its
+// confirmations and its final status are an InsertStream's
+// (insert_stream.h).
+//
+// Over one server, a stream that cannot be opened within kConnectTimeout
+// (connection.h, UNAVAILABLE) or that breaks becomes the writer's permanent
+// error. Over several shards the writer streams to one at a time
+// (writer_shard.h): when its stream breaks (noticed by the next call that
+// sends or waits), or cannot be opened within 250 ms, it streams to another
+// shard and sends its unconfirmed items again with their chunks; the error
+// is permanent only after kConnectTimeout of reaching no shard. NewEpisode
+// may move it to a less loaded shard.
+//
+// Not thread-safe: one caller thread at a time (two more threads write
+// requests and read confirmations).
 #ifndef REVERB_CC_CLIENT_LEGACY_WRITER_H_
 #define REVERB_CC_CLIENT_LEGACY_WRITER_H_
 
@@ -29,12 +39,14 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cc/client/connection.h"
 #include "cc/client/insert_stream.h"
+#include "cc/client/shards.h"
+#include "cc/client/writer_shard.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
 #include "cc/tensor/tensor.h"
@@ -55,6 +67,9 @@ class REVERB_EXPORT Writer {
   static absl::StatusOr<std::unique_ptr<Writer>> Create(
       std::shared_ptr<const Connection> connection,
       const WriterOptions& options);
+  // Over `shards` (one of them at a time).
+  static absl::StatusOr<std::unique_ptr<Writer>> Create(
+      std::shared_ptr<Shards> shards, const WriterOptions& options);
 
   // Cancels the stream without flushing; call Close() to keep pending items.
   ~Writer();
@@ -86,7 +101,9 @@ class REVERB_EXPORT Writer {
 
   // Starts a new episode: a new episode id, and later items may only span
   // steps appended from now on (with any number of columns). Every item
-  // must have been sent (Flush first), else FAILED_PRECONDITION.
+  // must have been sent (Flush first), else FAILED_PRECONDITION. Over
+  // several shards, with every item confirmed, the next items may go to
+  // another shard (WriterShard::Rebalance).
   absl::Status NewEpisode();
 
   // Flush, then end the stream. Later calls fail with FAILED_PRECONDITION.
@@ -97,8 +114,8 @@ class REVERB_EXPORT Writer {
     uint64_t key;
     int64_t first_step;
     int64_t last_step;  // Inclusive.
-    ChunkData data;     // Cleared once sent.
-    bool sent = false;
+    std::shared_ptr<const ChunkData> data;
+    bool sent = false;  // On the current stream.
   };
   struct PendingItem {
     std::string table;
@@ -107,8 +124,16 @@ class REVERB_EXPORT Writer {
     double priority;
   };
 
-  Writer(std::shared_ptr<const Connection> connection,
-         const WriterOptions& options);
+  // An item sent and not yet confirmed; over several shards, what it takes
+  // to send it again on a new stream (over one server, only `seq`).
+  struct InFlightItem {
+    int64_t seq;  // Order of sending.
+    PrioritizedItem item;
+    std::vector<std::shared_ptr<const ChunkData>> chunks;  // It references.
+    SentTo sent_to;  // For WriterShard::Confirmed.
+  };
+
+  Writer(WriterShard shard, const WriterOptions& options);
 
   // The stream's error, or FAILED_PRECONDITION naming `method` (as
   // dm-reverb) once the writer is closed.
@@ -120,16 +145,23 @@ class REVERB_EXPORT Writer {
   // Drops chunks no future or pending item can reference.
   void PruneChunks();
   // Opens the stream once the channel is connected (UNAVAILABLE if not
-  // within kConnectTimeout).
+  // within kConnectTimeout; over several shards, tries others meanwhile).
   absl::Status StartStream();
-  // The stream's final status once its reader has stopped.
-  absl::Status StreamError();
+  // One attempt: opens the stream to shard_ and starts the sender.
+  absl::Status OpenStream();
+  // The stream has ended. Over one server its final status becomes the
+  // writer's permanent error, returned. Over several shards the writer
+  // streams to another and sends every unconfirmed item again; OK once it
+  // has, else the permanent error.
+  absl::Status StreamAgain();
+  // Stops the sender (after its writes) and drops the stream.
+  void DropStream();
   // The sender thread: writes the outbox until StopSender().
   void SendRequests();
   // Lets the sender write what is queued, then joins it.
   void StopSender();
 
-  const std::shared_ptr<const Connection> connection_;
+  WriterShard shard_;
   const WriterOptions options_;
   uint64_t episode_id_;
 
@@ -143,6 +175,9 @@ class REVERB_EXPORT Writer {
   bool closed_ = false;
 
   std::unique_ptr<InsertStream> stream_;
+  std::unique_ptr<WriterShard::Watch> watch_;  // Of stream_'s shard.
+  absl::Time stream_started_;
+  int64_t next_seq_ = 0;
   std::thread sender_;
 
   // Requests queued for the sender are merged up to this size.
@@ -154,7 +189,7 @@ class REVERB_EXPORT Writer {
   };
 
   Mutex mu_;
-  absl::flat_hash_set<uint64_t> in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, InFlightItem> in_flight_ ABSL_GUARDED_BY(mu_);
   bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);
   bool stop_sending_ ABSL_GUARDED_BY(mu_) = false;

@@ -77,6 +77,11 @@ absl::StatusOr<Sample> SampleStream::Read() {
 }
 
 absl::StatusOr<PackedSample> SampleStream::ReadPacked() {
+  return ReadPacked([](SampleInfo*) {});
+}
+
+absl::StatusOr<PackedSample> SampleStream::ReadPacked(
+    absl::FunctionRef<void(SampleInfo*)> edit_info) {
   if (!status_.ok()) return status_;
   PackedSample packed;
   while (true) {
@@ -88,8 +93,9 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked() {
       if (!stream_->Read(response_)) return Fail(absl::OkStatus());
       continue;
     }
-    const auto& entry = response_->entries(next_entry_++);
+    auto& entry = *response_->mutable_entries(next_entry_++);
     if (entry.has_info()) {
+      edit_info(entry.mutable_info());
       packed.info =
           std::shared_ptr<const SampleInfo>(response_owner_, &entry.info());
     }

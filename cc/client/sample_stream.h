@@ -1,10 +1,10 @@
-// SampleStream: one SampleStream call, driven from the calling thread.
+// SampleStream: one SampleStream call to one server, driven from the
+// calling thread (the contract of each method: sample_stream_interface.h).
 //
-// Request(n) asks the server for n more samples; Read() returns them one by
-// one, gathering each sample's entries (which may span responses) and
-// unpacking its chunks. The stream can be reused for further requests once
-// everything requested has been read. The Sampler runs one per worker
-// thread; Client.sample keeps idle ones per table to save the call setup.
+// Request(n) writes a request for n more samples; Read() gathers each
+// sample's entries (which may span responses) and unpacks its chunks. The
+// Sampler runs one per worker thread; Client.sample keeps idle ones per
+// table to save the call setup. A ShardedSampleStream runs one per shard.
 //
 // Not thread-safe, except Cancel(), which may be called from any thread.
 #ifndef REVERB_CC_CLIENT_SAMPLE_STREAM_H_
@@ -14,53 +14,50 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cc/client/connection.h"
 #include "cc/client/sample.h"
+#include "cc/client/sample_stream_interface.h"
 #include "cc/support/export.h"
 
 namespace deepmind::reverb {
 
-class REVERB_EXPORT SampleStream {
+class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
  public:
   SampleStream(std::shared_ptr<const Connection> connection, std::string table);
   // Cancels the call unless Close() has ended it.
-  ~SampleStream();
+  ~SampleStream() override;
 
   SampleStream(const SampleStream&) = delete;
   SampleStream& operator=(const SampleStream&) = delete;
 
-  // Asks for `n` (>= 1) more samples. The server answers DEADLINE_EXCEEDED
-  // if its rate limiter holds a request longer than `rate_limiter_timeout`
-  // (infinite: never). The timeout goes out in whole milliseconds, infinite
-  // as -1; one under 1 ms becomes 0, which the server also takes as no
-  // timeout. Returns the stream's final status if it has ended.
-  absl::Status Request(int64_t n, absl::Duration rate_limiter_timeout);
+  // The server answers DEADLINE_EXCEEDED if its rate limiter holds a
+  // request longer than `rate_limiter_timeout`; the timeout goes out in
+  // whole milliseconds, infinite as -1.
+  absl::Status Request(int64_t n, absl::Duration rate_limiter_timeout) override;
 
-  // The next requested sample. Once the stream has ended: its final status
-  // (UNAVAILABLE if the server ended it without an error). A sample that
-  // cannot be unpacked is returned as an error and cancels the stream.
-  absl::StatusOr<Sample> Read();
-  // As Read(), but leaves the sample packed (for the caller to unpack,
-  // perhaps on another thread).
-  absl::StatusOr<PackedSample> ReadPacked();
+  // A sample that cannot be unpacked cancels the call.
+  absl::StatusOr<Sample> Read() override;
+  absl::StatusOr<PackedSample> ReadPacked() override;
+  // As ReadPacked(), first calling `edit_info` on the sample's info (in the
+  // response it arrived in, which nothing else references yet): how a
+  // ShardedSampleStream rewrites it without a copy.
+  absl::StatusOr<PackedSample> ReadPacked(
+      absl::FunctionRef<void(SampleInfo*)> edit_info);
 
-  // True if the next Read() can start from a response already received
-  // (it may still have to wait if the sample continues in the next one).
-  bool has_buffered_entries() const {
+  bool has_buffered_entries() const override {
     return response_ != nullptr && next_entry_ < response_->entries_size();
   }
 
-  // Samples requested and not yet read.
-  int64_t outstanding() const { return outstanding_; }
-  // False once the stream has ended or failed.
-  bool ok() const { return status_.ok(); }
+  int64_t outstanding() const override { return outstanding_; }
+  bool ok() const override { return status_.ok(); }
 
-  // Ends the call. OK if nothing was outstanding and the server agreed.
-  absl::Status Close();
+  // Ends the call (CANCELLED if samples were outstanding).
+  absl::Status Close() override;
 
-  void Cancel() { context_.TryCancel(); }
+  void Cancel() override { context_.TryCancel(); }
 
  private:
   // Records the call's final status (the first error wins).

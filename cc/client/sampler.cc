@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/client/sample_stream.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
@@ -13,6 +14,19 @@ namespace deepmind::reverb {
 absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
     std::shared_ptr<const Connection> connection, std::string table,
     const SamplerOptions& options) {
+  return Create(
+      [connection = std::move(connection), table = std::move(table)]()
+          -> absl::StatusOr<std::unique_ptr<SampleStreamInterface>> {
+        // Short waits, so that Close() is not held up; RunWorker retries.
+        REVERB_RETURN_IF_ERROR(
+            connection->WaitForConnection(absl::Milliseconds(250)));
+        return std::make_unique<SampleStream>(connection, table);
+      },
+      options);
+}
+
+absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
+    OpenStream open_stream, const SamplerOptions& options) {
   auto check = [](const char* name, int64_t value) {
     return value == -1 || value >= 1
                ? absl::OkStatus()
@@ -33,14 +47,11 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("num_workers (", options.num_workers, ") must be >= 1."));
   }
-  return std::unique_ptr<Sampler>(
-      new Sampler(std::move(connection), std::move(table), options));
+  return std::unique_ptr<Sampler>(new Sampler(std::move(open_stream), options));
 }
 
-Sampler::Sampler(std::shared_ptr<const Connection> connection,
-                 std::string table, const SamplerOptions& options)
-    : connection_(std::move(connection)),
-      table_(std::move(table)),
+Sampler::Sampler(OpenStream open_stream, const SamplerOptions& options)
+    : open_stream_(std::move(open_stream)),
       options_(options),
       capacity_(options.num_workers * options.max_in_flight_samples_per_worker),
       streams_(options.num_workers, nullptr) {
@@ -58,7 +69,7 @@ void Sampler::Close() {
   {
     MutexLock lock(&mu_);
     closed_ = true;
-    for (SampleStream* stream : streams_) {
+    for (SampleStreamInterface* stream : streams_) {
       if (stream != nullptr) stream->Cancel();
     }
   }
@@ -160,10 +171,9 @@ void Sampler::Unreserve(int64_t n) {
 }
 
 absl::Status Sampler::RunStream(int index, int64_t* delivered) {
-  // Short waits, so that Close() is not held up; RunWorker retries.
-  REVERB_RETURN_IF_ERROR(
-      connection_->WaitForConnection(absl::Milliseconds(250)));
-  SampleStream stream(connection_, table_);
+  REVERB_ASSIGN_OR_RETURN(std::unique_ptr<SampleStreamInterface> opened,
+                          open_stream_());
+  SampleStreamInterface& stream = *opened;
   {
     MutexLock lock(&mu_);
     if (closed_) return absl::CancelledError("The sampler is closed.");

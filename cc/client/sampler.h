@@ -1,6 +1,8 @@
-// Sampler: streams samples of one table from a server, in worker threads.
+// Sampler: streams samples of one table from a server (or from several
+// shards), in worker threads.
 //
-// Each worker keeps one SampleStream open with up to
+// Each worker keeps one stream open (a SampleStream to the server, or a
+// ShardedSampleStream over the shards, see Create) with up to
 // `max_in_flight_samples_per_worker` samples requested, after reserving room
 // for them in the sampler's output queue (so memory stays bounded). It asks
 // for more once half of them have arrived, so that the server has the next
@@ -19,7 +21,9 @@
 // 1 ms to 1 s; a worker that has failed continuously for `reconnect_window`
 // gives up and its error reaches the consumer. Other errors, such as the
 // table's rate-limiter timeout (DEADLINE_EXCEEDED) or CANCELLED from a
-// server that stops, reach the consumer at once.
+// server that stops, reach the consumer at once. Over shards the stream
+// itself goes on without a shard that goes away; its UNAVAILABLE means
+// that no shard can be reached.
 //
 // GetNextSample, GetNextBatch, error() and Close() may be called from any
 // thread (they synchronize on the sampler's mutex).
@@ -28,6 +32,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -37,7 +42,7 @@
 #include "absl/time/time.h"
 #include "cc/client/connection.h"
 #include "cc/client/sample.h"
-#include "cc/client/sample_stream.h"
+#include "cc/client/sample_stream_interface.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
 #include "cc/support/task_executor.h"
@@ -71,10 +76,20 @@ class REVERB_EXPORT Sampler {
   // Small samples queued at once, at most.
   static constexpr int kMaxQueuedTogether = 64;
 
+  // Opens the stream a worker reads next; an error counts as the stream's
+  // (UNAVAILABLE: reconnect).
+  using OpenStream =
+      std::function<absl::StatusOr<std::unique_ptr<SampleStreamInterface>>()>;
+
   // INVALID_ARGUMENT for non-positive counts (other than -1 where allowed).
+  // Over one server: SampleStreams to `table` there.
   static absl::StatusOr<std::unique_ptr<Sampler>> Create(
       std::shared_ptr<const Connection> connection, std::string table,
       const SamplerOptions& options);
+  // Over the streams `open_stream` makes (Client::NewSampler: a
+  // ShardedSampleStream over several shards).
+  static absl::StatusOr<std::unique_ptr<Sampler>> Create(
+      OpenStream open_stream, const SamplerOptions& options);
 
   ~Sampler();
 
@@ -103,8 +118,7 @@ class REVERB_EXPORT Sampler {
   void Close();
 
  private:
-  Sampler(std::shared_ptr<const Connection> connection, std::string table,
-          const SamplerOptions& options);
+  Sampler(OpenStream open_stream, const SamplerOptions& options);
 
   void RunWorker(int index);
   // Serves one stream until it ends; adds the samples delivered to
@@ -118,8 +132,7 @@ class REVERB_EXPORT Sampler {
   void Unreserve(int64_t n) ABSL_LOCKS_EXCLUDED(mu_);
   bool AllRequested() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::shared_ptr<const Connection> connection_;
-  const std::string table_;
+  const OpenStream open_stream_;
   const SamplerOptions options_;
   const int64_t capacity_;
 
@@ -147,7 +160,7 @@ class REVERB_EXPORT Sampler {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int workers_running_ ABSL_GUARDED_BY(mu_) = 0;
   // The stream of each worker, for Close() to cancel.
-  std::vector<SampleStream*> streams_ ABSL_GUARDED_BY(mu_);
+  std::vector<SampleStreamInterface*> streams_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
   // Declared last: destroyed first, after it has run every queued unpack
   // (which uses mu_ and queue_).

@@ -30,9 +30,8 @@ absl::StatusOr<std::shared_ptr<Shards>> Shards::Create(
   }
   std::shared_ptr<Shards> shards(new Shards(std::move(connections)));
   if (shards->size() > 1) {
-    shards->refresher_ = std::thread([raw = shards.get()] {
-      raw->RunRefresher();
-    });
+    shards->refresher_ =
+        std::thread([raw = shards.get()] { raw->RunRefresher(); });
     SetThreadName(shards->refresher_, "reverb-shards");
   }
   return shards;
@@ -80,8 +79,8 @@ void Shards::RefreshAll() {
         });
   }
   std::vector<int> down;
-  std::vector<std::pair<int, absl::flat_hash_map<std::string,
-                                                 std::vector<uint64_t>>>>
+  std::vector<
+      std::pair<int, absl::flat_hash_map<std::string, std::vector<uint64_t>>>>
       deletes;
   for (int s = 0; s < size(); ++s) {
     calls[s].done.WaitForNotification();
@@ -159,6 +158,7 @@ Shards::Weights Shards::GetWeights(const std::string& table) {
   if (size() == 1) {
     weights.weight[0] = 1;
     weights.total = 1;
+    weights.found = true;
     return weights;
   }
   MutexLock lock(&mu_);
@@ -171,6 +171,7 @@ Shards::Weights Shards::GetWeights(const std::string& table) {
     auto it = shard.tables.find(table);
     if (!shard.up || it == shard.tables.end()) continue;
     const TableState& state = it->second;
+    weights.found = true;
     weights.total_size += state.size;
     if (!HasGlobalMeaning(state.selector)) weights.round_robin = true;
     if (state.selector == KeyDistributionOptions::kPrioritized &&
@@ -217,6 +218,10 @@ void Shards::Unwatch(int64_t id) {
 
 int64_t Shards::NumItems(int shard) const {
   MutexLock lock(&mu_);
+  return NumItemsLocked(shard);
+}
+
+int64_t Shards::NumItemsLocked(int shard) const {
   int64_t items = 0;
   for (const auto& [name, table] : shards_[shard].tables) items += table.size;
   return items;
@@ -225,16 +230,11 @@ int64_t Shards::NumItems(int shard) const {
 int Shards::AcquireWriterShard(int avoid) {
   MutexLock lock(&mu_);
   int best = -1;
-  auto items = [this](int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    int64_t n = 0;
-    for (const auto& [name, table] : shards_[s].tables) n += table.size;
-    return n;
-  };
   for (int s = 0; s < size(); ++s) {
     if (!shards_[s].up || (s == avoid && size() > 1)) continue;
     if (best == -1 || shards_[s].writers < shards_[best].writers ||
         (shards_[s].writers == shards_[best].writers &&
-         items(s) < items(best))) {
+         NumItemsLocked(s) < NumItemsLocked(best))) {
       best = s;
     }
   }
@@ -246,6 +246,27 @@ int Shards::AcquireWriterShard(int avoid) {
 void Shards::ReleaseWriterShard(int shard) {
   MutexLock lock(&mu_);
   --shards_[shard].writers;
+}
+
+int Shards::RebalanceWriterShard(int shard) {
+  MutexLock lock(&mu_);
+  int least = -1;
+  for (int s = 0; s < size(); ++s) {
+    if (shards_[s].up &&
+        (least == -1 || NumItemsLocked(s) < NumItemsLocked(least))) {
+      least = s;
+    }
+  }
+  if (least == -1 || least == shard) return shard;
+  const int64_t items = NumItemsLocked(shard);
+  const int64_t fewest = NumItemsLocked(least);
+  if (items <= kRebalanceRatio * fewest ||
+      items - fewest < kRebalanceMinItems) {
+    return shard;
+  }
+  --shards_[shard].writers;
+  ++shards_[least].writers;
+  return least;
 }
 
 void Shards::DeleteOnRejoin(int shard, const std::string& table,

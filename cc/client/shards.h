@@ -19,7 +19,9 @@
 //   one server holding all of them would give it; round-robin for the
 //   selectors without a global meaning (Fifo, Lifo, heaps).
 // - Writer placement: AcquireWriterShard() picks the up shard with the
-//   fewest writers, then the fewest items.
+//   fewest writers, then the fewest items; at an episode boundary
+//   RebalanceWriterShard() moves a writer off a shard that holds many more
+//   items than the least loaded one.
 // - Keys to delete on rejoin: a writer that sent items again elsewhere
 //   after its shard went down hands their keys to DeleteOnRejoin(); once
 //   that shard answers again they are deleted there, so that an item the
@@ -75,6 +77,8 @@ class REVERB_EXPORT Shards {
     double total = 0;
     // The table's size summed over the shards that are up.
     int64_t total_size = 0;
+    // Some shard that is up has the table.
+    bool found = false;
   };
   // The latest weights of `table` (all zero while no shard that is up has
   // items its rate limiter lets out). The first call waits for a refresh
@@ -104,6 +108,13 @@ class REVERB_EXPORT Shards {
   // ReleaseWriterShard.
   int AcquireWriterShard(int avoid = -1) ABSL_LOCKS_EXCLUDED(mu_);
   void ReleaseWriterShard(int shard) ABSL_LOCKS_EXCLUDED(mu_);
+  // For a writer of `shard` at an episode boundary: the up shard with the
+  // fewest items if `shard` holds more than kRebalanceRatio times as many
+  // and at least kRebalanceMinItems more (the writer is then counted there
+  // instead); else `shard`.
+  static constexpr double kRebalanceRatio = 1.25;
+  static constexpr int64_t kRebalanceMinItems = 1000;
+  int RebalanceWriterShard(int shard) ABSL_LOCKS_EXCLUDED(mu_);
   // Items in all tables of `shard` at the latest refresh.
   int64_t NumItems(int shard) const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -135,6 +146,8 @@ class REVERB_EXPORT Shards {
   // One ServerInfo call to every shard (in parallel), then the rejoin
   // deletes of the shards that answered.
   void RefreshAll() ABSL_LOCKS_EXCLUDED(mu_);
+  // Items in all tables of `shard` at the latest refresh.
+  int64_t NumItemsLocked(int shard) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `shard` down; true if it was up.
   bool MarkDownLocked(int shard) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls the watchers of `shard`.

@@ -18,10 +18,6 @@
 namespace deepmind::reverb {
 namespace {
 
-constexpr absl::Duration kMinBackoff = absl::Milliseconds(1);
-constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
-// A stream that lived this long resets the backoff.
-constexpr absl::Duration kHealthyStreamLifetime = absl::Seconds(2);
 // Every call after Close() returns CANCELLED with dm-reverb's message.
 constexpr char kClosed[] = "TrajectoryWriter::Close has been called.";
 
@@ -74,13 +70,20 @@ absl::StatusOr<std::unique_ptr<TrajectoryWriter>> TrajectoryWriter::Create(
     std::shared_ptr<const Connection> connection,
     std::shared_ptr<ChunkerOptions> options) {
   REVERB_RETURN_IF_ERROR(options->Validate());
-  return std::unique_ptr<TrajectoryWriter>(
-      new TrajectoryWriter(std::move(connection), std::move(options)));
+  return std::unique_ptr<TrajectoryWriter>(new TrajectoryWriter(
+      WriterShard(std::move(connection)), std::move(options)));
 }
 
-TrajectoryWriter::TrajectoryWriter(std::shared_ptr<const Connection> connection,
+absl::StatusOr<std::unique_ptr<TrajectoryWriter>> TrajectoryWriter::Create(
+    std::shared_ptr<Shards> shards, std::shared_ptr<ChunkerOptions> options) {
+  REVERB_RETURN_IF_ERROR(options->Validate());
+  return std::unique_ptr<TrajectoryWriter>(
+      new TrajectoryWriter(WriterShard(std::move(shards)), std::move(options)));
+}
+
+TrajectoryWriter::TrajectoryWriter(WriterShard shard,
                                    std::shared_ptr<ChunkerOptions> options)
-    : connection_(std::move(connection)),
+    : shard_(std::move(shard)),
       options_(std::move(options)),
       episode_id_(NewRandomKey()) {
   stream_thread_ = std::thread([this] { RunStreams(); });
@@ -338,6 +341,7 @@ absl::Status TrajectoryWriter::EndEpisode(bool clear_buffers,
   episode_id_ = NewRandomKey();
   episode_step_ = 0;
   step_open_ = false;
+  if (shard_.sharded()) episode_ended_ = true;
   return absl::OkStatus();
 }
 
@@ -386,8 +390,6 @@ int TrajectoryWriter::num_streamed_chunks() const {
 // --- Streaming ---------------------------------------------------------------
 
 void TrajectoryWriter::RunStreams() {
-  absl::Duration backoff = kMinBackoff;
-  absl::Time failing_since = absl::InfiniteFuture();
   while (true) {
     {
       MutexLock lock(&mu_);
@@ -395,22 +397,26 @@ void TrajectoryWriter::RunStreams() {
         return closed_ || !queue_.empty();
       };
       mu_.Await(absl::Condition(&has_work));
-      if (closed_) return;
+      if (closed_) break;
+      // An episode that ended while no stream was open.
+      if (episode_ended_) RebalanceLocked();
     }
     const absl::Time started = absl::Now();
     const absl::Status status = RunStream();
 
     MutexLock lock(&mu_);
-    if (closed_) return;
-    const absl::Time now = absl::Now();
-    if (now - started >= kHealthyStreamLifetime) {
-      backoff = kMinBackoff;
-      failing_since = absl::InfiniteFuture();
+    if (closed_) break;
+    if (status.ok()) {
+      // Moved at an episode boundary: nothing is unconfirmed, and the new
+      // stream has seen no chunks yet.
+      streamed_keys_.clear();
+      continue;
     }
-    if (failing_since == absl::InfiniteFuture()) failing_since = now;
-    if (!IsTransientError(status) || now - failing_since > kConnectTimeout) {
-      status_ = status;
-      return;
+    absl::StatusOr<absl::Duration> delay =
+        shard_.OnStreamFailed(status, started);
+    if (!delay.ok()) {
+      status_ = delay.status();
+      break;
     }
     // Send the unconfirmed items again, in their order, on a new stream
     // (which has seen no chunks yet).
@@ -423,9 +429,11 @@ void TrajectoryWriter::RunStreams() {
       queue_.push_front(std::move(*it));
     }
     streamed_keys_.clear();
-    mu_.AwaitWithTimeout(absl::Condition(&closed_), backoff);
-    backoff = std::min(2 * backoff, kMaxBackoff);
+    if (*delay > absl::ZeroDuration()) {
+      mu_.AwaitWithTimeout(absl::Condition(&closed_), *delay);
+    }
   }
+  shard_.Leave();
 }
 
 absl::Status TrajectoryWriter::RunStream() {
@@ -433,23 +441,35 @@ absl::Status TrajectoryWriter::RunStream() {
     MutexLock lock(&mu_);
     stream_broken_ = false;
   }
+  std::shared_ptr<const Connection> connection = shard_.connection();
+  const int shard = shard_.index();
   REVERB_ASSIGN_OR_RETURN(std::unique_ptr<InsertStream> stream,
                           InsertStream::Open(
-                              connection_, absl::Milliseconds(250),
-                              [this](absl::Span<const uint64_t> keys) {
+                              std::move(connection), absl::Milliseconds(250),
+                              [this, shard](absl::Span<const uint64_t> keys) {
                                 MutexLock lock(&mu_);
-                                for (uint64_t key : keys) in_flight_.erase(key);
+                                for (uint64_t key : keys) {
+                                  auto it = in_flight_.find(key);
+                                  if (it == in_flight_.end()) continue;
+                                  shard_.Confirmed(shard, it->second.table, key,
+                                                   it->second.sent_to);
+                                  in_flight_.erase(it);
+                                }
                               },
                               [this] {
                                 MutexLock lock(&mu_);
                                 stream_broken_ = true;
                               }));
+  // Destroyed (unwatched) before the stream.
+  std::unique_ptr<WriterShard::Watch> watch =
+      shard_.WatchShard([raw = stream.get()] { raw->Cancel(); });
   {
     MutexLock lock(&mu_);
     if (closed_) return absl::CancelledError(kClosed);
     stream_ = stream.get();
   }
   bool cancel = false;
+  bool move = false;
   while (true) {
     // The request's items are many small messages: an arena makes them
     // one allocation.
@@ -460,10 +480,17 @@ absl::Status TrajectoryWriter::RunStream() {
     {
       MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return closed_ || stream_broken_ ||
+        return closed_ || stream_broken_ || episode_ended_ ||
                (!queue_.empty() && ItemReadyLocked(queue_.front()));
       };
       mu_.Await(absl::Condition(&ready));
+      if (episode_ended_ && !closed_ && !stream_broken_) {
+        if (RebalanceLocked()) {
+          move = true;
+          break;
+        }
+        continue;
+      }
       // Let a few more items join this request, unless someone waits for
       // them: one wake-up of this thread (and one request, one response)
       // per batch rather than per item.
@@ -476,20 +503,33 @@ absl::Status TrajectoryWriter::RunStream() {
       }
       cancel = closed_;
       if (closed_ || stream_broken_) break;
-      BuildRequestLocked(request, &chunks);
+      BuildRequestLocked(shard, request, &chunks);
     }
     // A failed write means the call has ended: Finish() tells why.
     if (!stream->Write(*request, chunks)) break;
   }
   if (cancel) stream->Cancel();
-  absl::Status status = stream->Finish();
+  absl::Status status;
+  if (move) {
+    // Everything sent was confirmed: nothing is lost, whatever the old
+    // shard answers now.
+    stream->Close().IgnoreError();
+  } else {
+    status = stream->Finish();
+  }
   MutexLock lock(&mu_);
   stream_ = nullptr;
   return status;
 }
 
+bool TrajectoryWriter::RebalanceLocked() {
+  episode_ended_ = false;
+  // Items of the new episode already sent keep the writer where it is.
+  return in_flight_.empty() && shard_.Rebalance();
+}
+
 bool TrajectoryWriter::BuildRequestLocked(
-    InsertStreamRequest* request,
+    int shard, InsertStreamRequest* request,
     std::vector<std::shared_ptr<const ChunkData>>* chunks) {
   int64_t bytes = 0;
   const size_t batch = queue_.size();
@@ -515,6 +555,7 @@ bool TrajectoryWriter::BuildRequestLocked(
       }
     }
     item.ToProto(request->add_items());
+    AddSentTo(shard, &item.sent_to);
     const uint64_t key = item.key;
     in_flight_.emplace(key, std::move(item));
   }

@@ -12,11 +12,15 @@
 //
 // Each stream is an InsertStream (insert_stream.h), which reads the
 // confirmations and gives the stream's final status. Confirmed items are
-// forgotten. After UNAVAILABLE or CANCELLED the stream is reopened (backoff
-// 1 ms to 1 s, reset by a stream that lived 2 s) and unconfirmed items are
-// sent again, with their chunks. After kConnectTimeout (connection.h, 10 s)
-// of failing continuously, or on any other error, the error becomes the
-// writer's permanent status, returned by every later call.
+// forgotten. After UNAVAILABLE or CANCELLED the stream is reopened and
+// unconfirmed items are sent again, with their chunks; after
+// kConnectTimeout (connection.h, 10 s) of failing continuously, or on any
+// other error, the error becomes the writer's permanent status, returned by
+// every later call. Where the stream goes, and when, is its WriterShard's
+// (writer_shard.h): over one server it is reopened there (backoff 1 ms to
+// 1 s, reset by a stream that lived 2 s); over several shards the writer
+// streams to one at a time, moves to another at once when it fails or goes
+// down, and may move at EndEpisode to a less loaded one.
 //
 // Thread-safe.
 #ifndef REVERB_CC_CLIENT_TRAJECTORY_WRITER_H_
@@ -39,6 +43,8 @@
 #include "cc/client/chunker.h"
 #include "cc/client/connection.h"
 #include "cc/client/insert_stream.h"
+#include "cc/client/shards.h"
+#include "cc/client/writer_shard.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
 
@@ -67,6 +73,9 @@ class REVERB_EXPORT TrajectoryWriter {
   static absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Create(
       std::shared_ptr<const Connection> connection,
       std::shared_ptr<ChunkerOptions> options);
+  // Over `shards` (one of them at a time).
+  static absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Create(
+      std::shared_ptr<Shards> shards, std::shared_ptr<ChunkerOptions> options);
 
   // Close(): unsent items are dropped; Flush() first to keep them.
   ~TrajectoryWriter();
@@ -114,7 +123,8 @@ class REVERB_EXPORT TrajectoryWriter {
 
   // Flush(0, timeout), then, if `clear_buffers`, drops every buffered step
   // and kept ref (else finalizes the partial chunks), and starts a new
-  // episode (new id, step 0).
+  // episode (new id, step 0). Over several shards the next items may go to
+  // another shard (WriterShard::Rebalance).
   absl::Status EndEpisode(bool clear_buffers,
                           absl::Duration timeout = absl::InfiniteDuration());
 
@@ -148,6 +158,8 @@ class REVERB_EXPORT TrajectoryWriter {
     };
     // Order of creation, kept when unconfirmed items are sent again.
     int64_t seq;
+    // The shards it was sent to, for WriterShard::Confirmed.
+    SentTo sent_to;
     uint64_t key;
     std::string table;
     double priority;
@@ -162,8 +174,7 @@ class REVERB_EXPORT TrajectoryWriter {
     void ToProto(PrioritizedItem* proto) const;
   };
 
-  TrajectoryWriter(std::shared_ptr<const Connection> connection,
-                   std::shared_ptr<ChunkerOptions> options);
+  TrajectoryWriter(WriterShard shard, std::shared_ptr<ChunkerOptions> options);
 
   // CheckTrajectory's checks; fills the cells and columns of `item`.
   absl::Status LockTrajectory(const std::vector<TrajectoryColumn>& trajectory,
@@ -181,16 +192,22 @@ class REVERB_EXPORT TrajectoryWriter {
   // Background thread: (re)opens streams and writes queued items.
   void RunStreams();
   // Opens a stream (once connected, within 250 ms) and serves it until it
-  // fails or the writer closes; returns why it ended (never OK).
+  // fails or the writer closes; returns why it ended, or OK once it has
+  // closed it to move to another shard.
   absl::Status RunStream();
-  // Builds the next request: its items and keep_chunk_keys in `request`,
-  // the chunks to send first in `chunks` (see EncodeInsertRequest); false if
-  // there is nothing ready to send.
-  bool BuildRequestLocked(InsertStreamRequest* request,
+  // After EndEpisode over several shards: clears episode_ended_ and, if
+  // nothing is unconfirmed, lets shard_ move (WriterShard::Rebalance); true
+  // if it did.
+  bool RebalanceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Builds the next request to `shard`: its items and keep_chunk_keys in
+  // `request`, the chunks to send first in `chunks` (see
+  // EncodeInsertRequest); false if there is nothing ready to send.
+  bool BuildRequestLocked(int shard, InsertStreamRequest* request,
                           std::vector<std::shared_ptr<const ChunkData>>* chunks)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::shared_ptr<const Connection> connection_;
+  // Used by the stream thread only.
+  WriterShard shard_;
   const std::shared_ptr<ChunkerOptions> options_;
 
   mutable Mutex mu_;
@@ -211,6 +228,9 @@ class REVERB_EXPORT TrajectoryWriter {
   int flushing_ ABSL_GUARDED_BY(mu_) = 0;
   // Set by the stream's reader when the stream has ended.
   bool stream_broken_ ABSL_GUARDED_BY(mu_) = false;
+  // Set by EndEpisode over several shards: the stream thread asks
+  // WriterShard::Rebalance before it sends the next items.
+  bool episode_ended_ ABSL_GUARDED_BY(mu_) = false;
   // The stream RunStream() serves, for Close() to cancel.
   InsertStream* stream_ ABSL_GUARDED_BY(mu_) = nullptr;
 

@@ -14,7 +14,7 @@
 #include "cc/client/chunker.h"
 #include "cc/client/connection.h"
 #include "cc/client/legacy_writer.h"
-#include "cc/client/sample_stream.h"
+#include "cc/client/sample_stream_interface.h"
 #include "cc/client/sampler.h"
 #include "cc/client/trajectory_writer.h"
 #include "python/bindings/bind.h"

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "cc/client/sample.h"
-#include "cc/client/sample_stream.h"
+#include "cc/client/sample_stream_interface.h"
 #include "cc/tensor/tensor.h"
 #include "python/bindings/bind.h"
 #include "python/bindings/call.h"
@@ -131,24 +131,25 @@ void BindSampler(py::module_& m) {
           py::arg("fill_timeout_ms") = py::none())
       .def("Close", &Sampler::Close, py::call_guard<py::gil_scoped_release>());
 
-  py::class_<SampleStream>(m, "SampleStream")
+  py::class_<SampleStreamInterface>(m, "SampleStream")
       .def(
           "Request",
-          [](SampleStream& self, int64_t n, std::optional<int64_t> timeout_ms) {
+          [](SampleStreamInterface& self, int64_t n,
+             std::optional<int64_t> timeout_ms) {
             RunWithoutGil(
                 [&] { return self.Request(n, TimeoutFromMs(timeout_ms)); });
           },
           py::arg("num_samples"),
           py::arg("rate_limiter_timeout_ms") = py::none())
       .def("Read",
-           [](SampleStream& self) {
+           [](SampleStreamInterface& self) {
              return SampleToPython(RunWithoutGil([&] { return self.Read(); }));
            })
-      .def_property_readonly("outstanding", &SampleStream::outstanding)
-      .def_property_readonly("ok", &SampleStream::ok)
-      .def("Cancel", &SampleStream::Cancel,
+      .def_property_readonly("outstanding", &SampleStreamInterface::outstanding)
+      .def_property_readonly("ok", &SampleStreamInterface::ok)
+      .def("Cancel", &SampleStreamInterface::Cancel,
            py::call_guard<py::gil_scoped_release>())
-      .def("Close", [](SampleStream& self) {
+      .def("Close", [](SampleStreamInterface& self) {
         RunWithoutGil([&] { return self.Close(); });
       });
 }

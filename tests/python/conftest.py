@@ -2,6 +2,7 @@
 
 import pytest
 
+import reverb
 from reverb.cc import schema_pb2
 from reverb import tf_protos
 
@@ -33,3 +34,12 @@ def without_tensorflow_specs_fixture(monkeypatch):
   from reverb import structured_value  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(structured_value, '_tf_spec_classes', lambda: None)
   monkeypatch.setattr(structured_value, '_load_tensorflow', lambda: None)
+
+
+@pytest.fixture(name='needs_sharded_client')
+def needs_sharded_client_fixture():
+  """Skips the test unless `reverb.Client` takes a list of addresses."""
+  try:
+    reverb.Client(['localhost:1', 'localhost:2'])
+  except TypeError:
+    pytest.skip('needs reverb.Client over a list of addresses')

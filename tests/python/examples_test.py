@@ -52,6 +52,16 @@ def test_tf_learner():
   assert last < first
 
 
+@pytest.mark.skipif(importlib.util.find_spec('ray') is None,
+                    reason='Ray is not installed')
+def test_ray_actor_learner(needs_sharded_client, monkeypatch):
+  del needs_sharded_client
+  monkeypatch.setenv('RAY_USAGE_STATS_ENABLED', '0')
+  output = run('ray_actor_learner.py', '--seconds', '2')
+  assert '3 shards: ' in output
+  assert ' 0 bad samples' in output
+
+
 @pytest.mark.skipif(importlib.util.find_spec('torch') is None,
                     reason='PyTorch is not installed')
 def test_pytorch_learner():

@@ -25,7 +25,19 @@ def test_proto_modules_have_upstream_names():
           'deepmind.reverb.PriorityTableCheckpoint')
 
 
-def test_import_does_not_import_tensorflow():
+def test_import_does_not_import_tensorflow_or_ray():
   code = ('import sys, reverb; '
-          'assert "tensorflow" not in sys.modules, "tensorflow imported"')
+          'assert "tensorflow" not in sys.modules, "tensorflow imported"; '
+          'assert "ray" not in sys.modules, "ray imported"')
   subprocess.run([sys.executable, '-c', code], check=True, timeout=120)
+
+
+def test_reverb_ray_without_ray_says_how_to_install_it():
+  code = ('import sys; sys.modules["ray"] = None\n'  # As if not installed.
+          'try:\n'
+          '  import reverb.ray\n'
+          'except ImportError as e:\n'
+          '  print(e)')
+  result = subprocess.run([sys.executable, '-c', code], check=True,
+                          timeout=120, capture_output=True, text=True)
+  assert 'pip install reverb[ray]' in result.stdout

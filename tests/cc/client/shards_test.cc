@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "cc/support/mutex.h"
 #include "cc/rate_limiters/rate_limiter.h"
 #include "cc/selectors/prioritized.h"
 #include "cc/selectors/uniform.h"
+#include "cc/support/mutex.h"
 #include "gtest/gtest.h"
 #include "tests/cc/server_test_util.h"
 #include "tests/cc/test_util.h"
@@ -142,6 +142,35 @@ TEST_F(ShardsTest, WritersSpreadOverShardsThenByItems) {
   EXPECT_EQ(shards_->AcquireWriterShard(), 1);
   // `avoid` is respected while another shard is up.
   EXPECT_NE(shards_->AcquireWriterShard(/*avoid=*/0), 0);
+}
+
+TEST_F(ShardsTest, RebalanceMovesAWriterOffAShardWithManyMoreItems) {
+  Start([](int) {
+    return *Table::Create("table", std::make_unique<UniformSelector>(),
+                          std::make_unique<FifoSelector>(), 1'000'000, 0,
+                          MinSize(1));
+  });
+  // Shard 0 holds 1.25 times the items of shard 2 plus kRebalanceMinItems;
+  // shard 1 less than that.
+  const int64_t fewest = 4 * Shards::kRebalanceMinItems;
+  const std::vector<int64_t> sizes = {fewest + Shards::kRebalanceMinItems + 1,
+                                      fewest + Shards::kRebalanceMinItems / 2,
+                                      fewest};
+  uint64_t key = 0;
+  for (int s = 0; s < 3; ++s) {
+    for (int64_t i = 0; i < sizes[s]; ++i) {
+      ASSERT_TRUE(tables_[s]->InsertOrAssign(MakeItem(++key)).ok());
+    }
+  }
+  WaitForSizes(sizes);
+  // One writer on each shard.
+  for (int s = 0; s < 3; ++s) shards_->AcquireWriterShard();
+  EXPECT_EQ(shards_->RebalanceWriterShard(1), 1);
+  EXPECT_EQ(shards_->RebalanceWriterShard(2), 2);
+  EXPECT_EQ(shards_->RebalanceWriterShard(0), 2);
+  // The writer is counted on shard 2 now: 0 has none, and the next goes
+  // there.
+  EXPECT_EQ(shards_->AcquireWriterShard(), 0);
 }
 
 TEST_F(ShardsTest, StoppedShardGoesDownWatchersRunAndItRejoins) {

@@ -172,6 +172,25 @@ TEST(TableTest, SampledFrequenciesFollowThePriorities) {
             testing::ChiSquareCritical(4));
 }
 
+TEST(TableTest, InfoReportsPriorityMassAndWhetherItCanSample) {
+  auto table = MakeTable(std::make_unique<PrioritizedSelector>(2.0),
+                         std::make_unique<FifoSelector>(), 100, 0,
+                         MinSizeRateLimiter(2));
+  EXPECT_EQ(table->info().priority_mass(), 0);
+  EXPECT_FALSE(table->info().can_sample());
+  ASSERT_TRUE(table->InsertOrAssign(MakeItem(1, 3.0)).ok());
+  EXPECT_DOUBLE_EQ(table->info().priority_mass(), 9.0);
+  EXPECT_FALSE(table->info().can_sample());
+  ASSERT_TRUE(table->InsertOrAssign(MakeItem(2, 0.5)).ok());
+  EXPECT_DOUBLE_EQ(table->info().priority_mass(), 9.25);
+  EXPECT_TRUE(table->info().can_sample());
+  // Only a Prioritized sampler has a mass.
+  auto uniform = MakeUniformTable();
+  ASSERT_TRUE(uniform->InsertOrAssign(MakeItem(1, 3.0)).ok());
+  EXPECT_EQ(uniform->info().priority_mass(), 0);
+  EXPECT_TRUE(uniform->info().can_sample());
+}
+
 TEST(TableTest, ACancelledSampleRequestTakesNothing) {
   // A queue: an item sampled is gone.
   auto table = MakeTable(std::make_unique<FifoSelector>(),

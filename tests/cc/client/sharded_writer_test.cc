@@ -1,0 +1,427 @@
+// Both writers of a Client over three shards (in-process servers): where
+// they write, failing over when a shard stops (and comes back, or not) and
+// moving off an overloaded shard at an episode end. Every item carries a
+// unique id in its data (its last step), so that the tests count what each
+// table holds.
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cc/client/client.h"
+#include "cc/selectors/uniform.h"
+#include "cc/support/status_macros.h"
+#include "cc/wire/grpc_status.h"
+#include "gtest/gtest.h"
+#include "tests/cc/client/freezable_proxy.h"
+#include "tests/cc/client/writer_test_util.h"
+
+namespace deepmind::reverb {
+namespace {
+
+using ::deepmind::reverb::testing::Address;
+using ::deepmind::reverb::testing::FreezableProxy;
+using ::deepmind::reverb::testing::Int32;
+using ::deepmind::reverb::testing::MakeInt32Item;
+using ::deepmind::reverb::testing::StartLoopbackServer;
+using ::deepmind::reverb::testing::StoredItems;
+using ::deepmind::reverb::testing::WaitFor;
+
+constexpr int kShards = 3;
+constexpr char kTable[] = "table";
+constexpr absl::Duration kTimeout = absl::Seconds(60);
+// Steps per episode of the writers below.
+constexpr int kEpisodeSteps = 10;
+
+std::shared_ptr<Table> MakeTable() {
+  return *Table::Create(kTable, std::make_unique<UniformSelector>(),
+                        std::make_unique<FifoSelector>(), 1'000'000, 0,
+                        *MinSizeRateLimiter(1));
+}
+
+// What a shard restarted from a checkpoint of `table` holds: a new table
+// with its items and chunks (the old one was closed as its server stopped).
+std::shared_ptr<Table> Restored(const Table& table) {
+  Table::CheckpointData data = table.Checkpoint();
+  std::map<uint64_t, std::shared_ptr<Chunk>> chunks;
+  for (auto& chunk : data.chunks) chunks[chunk->key()] = chunk;
+  std::vector<TableItem> items;
+  for (PrioritizedItem& item : data.items) {
+    TableItem restored;
+    for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {
+      restored.chunks.push_back(chunks[key]);
+    }
+    restored.item = std::move(item);
+    items.push_back(std::move(restored));
+  }
+  std::shared_ptr<Table> copy = MakeTable();
+  EXPECT_TRUE(copy->Restore(data.table, std::move(items),
+                            /*use_checkpoint_options=*/false)
+                  .ok());
+  return copy;
+}
+
+// `n` items with ids [first, first + n) through a TrajectoryWriter: item i
+// covers steps i - 1 and i of its episode (so items share chunks), the id
+// being step i's value; episodes of kEpisodeSteps; flushed.
+absl::Status WriteTrajectories(TrajectoryWriter& writer, int32_t first, int n) {
+  std::weak_ptr<CellRef> previous;
+  for (int i = 0; i < n; ++i) {
+    REVERB_ASSIGN_OR_RETURN(
+        auto refs,
+        writer.Append({std::optional<TensorView>(Int32({first + i}, {}))}));
+    std::vector<std::weak_ptr<CellRef>> cells;
+    if (i % kEpisodeSteps > 0) cells.push_back(previous);
+    cells.push_back(*refs[0]);
+    REVERB_RETURN_IF_ERROR(writer.CreateItem(kTable, 1, {{cells}}));
+    previous = *refs[0];
+    if (i % kEpisodeSteps == kEpisodeSteps - 1) {
+      REVERB_RETURN_IF_ERROR(writer.EndEpisode(false, kTimeout));
+    }
+  }
+  return writer.Flush(0, kTimeout);
+}
+
+// The same through a legacy Writer (chunks of one step, items of up to two
+// steps), each episode flushed before the next; closed.
+absl::Status WriteSteps(Writer& writer, int32_t first, int n) {
+  for (int i = 0; i < n; ++i) {
+    REVERB_RETURN_IF_ERROR(writer.Append({Int32({first + i}, {})}));
+    REVERB_RETURN_IF_ERROR(
+        writer.CreateItem(kTable, i % kEpisodeSteps > 0 ? 2 : 1, 1));
+    if (i % kEpisodeSteps == kEpisodeSteps - 1) {
+      REVERB_RETURN_IF_ERROR(writer.Flush(kTimeout));
+      REVERB_RETURN_IF_ERROR(writer.NewEpisode());
+    }
+  }
+  return writer.Close(kTimeout);
+}
+
+WriterOptions LegacyOptions() {
+  WriterOptions options;
+  options.chunk_length = 1;
+  options.max_timesteps = 2;
+  return options;
+}
+
+class ShardedWriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<std::string> addresses;
+    for (int s = 0; s < kShards; ++s) {
+      tables_.push_back(MakeTable());
+      auto server = StartLoopbackServer({tables_.back()});
+      ASSERT_TRUE(server.ok()) << server.status();
+      ports_.push_back((*server)->port());
+      addresses.push_back(Address(ports_.back()));
+      servers_.push_back(*std::move(server));
+    }
+    auto client = Client::Create(addresses);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  void Stop(int shard) {
+    servers_[shard]->Stop();
+    servers_[shard].reset();
+  }
+
+  // On the same port, from a checkpoint of what the shard held.
+  void Restart(int shard) {
+    tables_[shard] = Restored(*tables_[shard]);
+    auto server = StartLoopbackServer({tables_[shard]}, ports_[shard]);
+    ASSERT_TRUE(server.ok()) << server.status();
+    servers_[shard] = *std::move(server);
+  }
+
+  // The ids of the writers' items in the table of `shard`, with repeats.
+  std::multiset<int32_t> Ids(int shard) const {
+    std::multiset<int32_t> ids;
+    for (const auto& stored : StoredItems(*tables_[shard])) {
+      if (!stored.columns.empty() && stored.columns[0].back() >= 0) {
+        ids.insert(stored.columns[0].back());
+      }
+    }
+    return ids;
+  }
+
+  // Of each id in [0, n): how many of the tables of `shards` hold it,
+  // grouped by that count (so {{1, n}} means each exactly once).
+  std::map<int, int> Copies(const std::vector<int>& shards, int n) const {
+    std::vector<int> copies(n);
+    for (int s : shards) {
+      for (int32_t id : Ids(s)) {
+        if (id < n) ++copies[id];
+      }
+    }
+    std::map<int, int> histogram;
+    for (int c : copies) ++histogram[c];
+    return histogram;
+  }
+
+  // Runs `write(w)` for writers w in [0, num_writers) on threads of their
+  // own; the statuses.
+  template <typename Write>
+  static std::vector<absl::Status> RunWriters(int num_writers, Write write) {
+    std::vector<absl::Status> statuses(num_writers);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < num_writers; ++w) {
+      threads.emplace_back([&, w] { statuses[w] = write(w); });
+    }
+    for (auto& thread : threads) thread.join();
+    return statuses;
+  }
+
+  // Items in the tables of every shard but `shard`.
+  int64_t ItemsElsewhere(int shard) const {
+    int64_t items = 0;
+    for (int s = 0; s < kShards; ++s) {
+      if (s != shard) items += tables_[s]->size();
+    }
+    return items;
+  }
+
+  // Fills shard 0 with enough items (id -1) for writers to leave it, and
+  // waits until the client has seen them.
+  void OverloadShard0() {
+    const int64_t overload = Shards::kRebalanceMinItems + 100;
+    for (int64_t i = 0; i < overload; ++i) {
+      ASSERT_TRUE(tables_[0]->InsertOrAssign(MakeInt32Item(i + 1, 1, -1)).ok());
+    }
+    ASSERT_TRUE(
+        WaitFor([&] { return client_->shards()->NumItems(0) == overload; }));
+  }
+
+  // The shard whose table holds the item `id`; -1 if none.
+  int Where(int32_t id) const {
+    for (int s = 0; s < kShards; ++s) {
+      if (Ids(s).count(id) > 0) return s;
+    }
+    return -1;
+  }
+
+  std::vector<std::shared_ptr<Table>> tables_;
+  std::vector<int> ports_;
+  std::vector<std::unique_ptr<Server>> servers_;
+  std::unique_ptr<Client> client_;
+};
+
+std::shared_ptr<ChunkerOptions> ChunksOfTwo() {
+  return std::make_shared<ConstantChunkerOptions>(/*max_chunk_length=*/2,
+                                                  /*num_keep_alive_refs=*/2);
+}
+
+TEST_F(ShardedWriterTest, SixTrajectoryWritersWriteTwoToAShardEachItemOnce) {
+  constexpr int kItems = 100;
+  std::vector<absl::Status> statuses = RunWriters(6, [&](int w) {
+    auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
+    if (!writer.ok()) return writer.status();
+    return WriteTrajectories(**writer, w * kItems, kItems);
+  });
+  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(Copies({0, 1, 2}, 6 * kItems), (std::map<int, int>{{1, 600}}));
+  for (int s = 0; s < kShards; ++s) {
+    std::set<int> writers;
+    for (int32_t id : Ids(s)) writers.insert(id / kItems);
+    EXPECT_EQ(writers.size(), 2) << "shard " << s;
+  }
+}
+
+TEST_F(ShardedWriterTest, TrajectoryWritersFailOverAndTheStoppedShardRejoins) {
+  constexpr int kItems = 600;
+  std::thread chaos([&] {
+    // Mid-run: stop shard 1 once it holds some items, restart it once the
+    // others have taken more.
+    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 100; }));
+    const int64_t before = ItemsElsewhere(1);
+    Stop(1);
+    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 500; }));
+    Restart(1);
+  });
+  std::vector<absl::Status> statuses = RunWriters(6, [&](int w) {
+    auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
+    if (!writer.ok()) return writer.status();
+    return WriteTrajectories(**writer, w * kItems, kItems);
+  });
+  chaos.join();
+  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  // Once the rejoin deletes have run, every id is in exactly one table.
+  const std::map<int, int> once = {{1, 6 * kItems}};
+  EXPECT_TRUE(WaitFor([&] {
+    return Copies({0, 1, 2}, 6 * kItems) == once;
+  })) << "ids by number of copies: "
+      << ::testing::PrintToString(Copies({0, 1, 2}, 6 * kItems));
+}
+
+// Shard 1 is reached through a proxy that freezes: it answers nothing,
+// stores what reached it and confirms none of it. The refresher finds it
+// down, the writers there cancel their streams and send their unconfirmed
+// items elsewhere; once it thaws, what it stored of those is deleted there.
+TEST_F(ShardedWriterTest, TrajectoryWritersLeaveAFrozenShardThatThenDeletes) {
+  constexpr int kItems = 600;
+  FreezableProxy proxy(ports_[1]);
+  client_ = *Client::Create(
+      {Address(ports_[0]), Address(proxy.port()), Address(ports_[2])});
+  std::thread chaos([&] {
+    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 100; }));
+    const int64_t before = ItemsElsewhere(1);
+    proxy.Freeze();
+    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 500; }));
+    proxy.Thaw();
+  });
+  std::vector<absl::Status> statuses = RunWriters(6, [&](int w) {
+    auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
+    if (!writer.ok()) return writer.status();
+    return WriteTrajectories(**writer, w * kItems, kItems);
+  });
+  chaos.join();
+  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  const std::map<int, int> once = {{1, 6 * kItems}};
+  EXPECT_TRUE(WaitFor([&] {
+    return Copies({0, 1, 2}, 6 * kItems) == once;
+  })) << "ids by number of copies: "
+      << ::testing::PrintToString(Copies({0, 1, 2}, 6 * kItems));
+}
+
+TEST_F(ShardedWriterTest, TrajectoryWritersContinueWithoutAShardForGood) {
+  constexpr int kItems = 300;
+  std::thread chaos([&] {
+    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 100; }));
+    Stop(1);
+  });
+  std::vector<absl::Status> statuses = RunWriters(6, [&](int w) {
+    auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
+    if (!writer.ok()) return writer.status();
+    return WriteTrajectories(**writer, w * kItems, kItems);
+  });
+  chaos.join();
+  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  // None lost (those shard 1 had confirmed are only there), none twice on
+  // the shards that are up.
+  EXPECT_EQ(Copies({0, 1, 2}, 6 * kItems).count(0), 0);
+  const std::map<int, int> up = Copies({0, 2}, 6 * kItems);
+  EXPECT_EQ(up.size() - up.count(0) - up.count(1), 0)
+      << "ids by number of copies: " << ::testing::PrintToString(up);
+  EXPECT_GT(up.at(1), 0);
+}
+
+TEST_F(ShardedWriterTest,
+       ATrajectoryWriterFailsOnceNoShardAnswersForItsWindow) {
+  auto writer = *client_->NewTrajectoryWriter(ChunksOfTwo());
+  ASSERT_TRUE(WriteTrajectories(*writer, 0, 1).ok());
+  for (int s = 0; s < kShards; ++s) Stop(s);
+  auto refs = writer->Append({std::optional<TensorView>(Int32({1}, {}))});
+  ASSERT_TRUE(refs.ok()) << refs.status();
+  ASSERT_TRUE(writer->CreateItem(kTable, 1, {{{*(*refs)[0]}}}).ok());
+  // After kConnectTimeout (not the 60 s of the flush).
+  const absl::Status status = writer->Flush(0, kTimeout);
+  EXPECT_TRUE(IsTransientError(status)) << status;
+}
+
+TEST_F(ShardedWriterTest, LegacyWritersFailOverAndTheStoppedShardRejoins) {
+  constexpr int kItems = 300;
+  std::thread chaos([&] {
+    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 50; }));
+    const int64_t before = ItemsElsewhere(1);
+    Stop(1);
+    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 200; }));
+    Restart(1);
+  });
+  std::vector<absl::Status> statuses = RunWriters(3, [&](int w) {
+    auto writer = client_->NewWriter(LegacyOptions());
+    if (!writer.ok()) return writer.status();
+    return WriteSteps(**writer, w * kItems, kItems);
+  });
+  chaos.join();
+  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  const std::map<int, int> once = {{1, 3 * kItems}};
+  EXPECT_TRUE(WaitFor([&] {
+    return Copies({0, 1, 2}, 3 * kItems) == once;
+  })) << "ids by number of copies: "
+      << ::testing::PrintToString(Copies({0, 1, 2}, 3 * kItems));
+}
+
+TEST_F(ShardedWriterTest, LegacyWritersLeaveAFrozenShardThatThenDeletes) {
+  constexpr int kItems = 300;
+  FreezableProxy proxy(ports_[1]);
+  client_ = *Client::Create(
+      {Address(ports_[0]), Address(proxy.port()), Address(ports_[2])});
+  std::thread chaos([&] {
+    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 50; }));
+    const int64_t before = ItemsElsewhere(1);
+    proxy.Freeze();
+    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 200; }));
+    proxy.Thaw();
+  });
+  std::vector<absl::Status> statuses = RunWriters(3, [&](int w) {
+    auto writer = client_->NewWriter(LegacyOptions());
+    if (!writer.ok()) return writer.status();
+    return WriteSteps(**writer, w * kItems, kItems);
+  });
+  chaos.join();
+  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  const std::map<int, int> once = {{1, 3 * kItems}};
+  EXPECT_TRUE(WaitFor([&] {
+    return Copies({0, 1, 2}, 3 * kItems) == once;
+  })) << "ids by number of copies: "
+      << ::testing::PrintToString(Copies({0, 1, 2}, 3 * kItems));
+}
+
+// Shard 0 holds many more items than the others: of three writers (one on
+// each shard), only the one on shard 0 moves at the end of an episode.
+TEST_F(ShardedWriterTest,
+       TrajectoryWritersOfAnOverloadedShardMoveAtAnEpisodeEnd) {
+  OverloadShard0();
+  std::vector<std::unique_ptr<TrajectoryWriter>> writers;
+  std::set<int> first;
+  for (int w = 0; w < 3; ++w) {
+    writers.push_back(*client_->NewTrajectoryWriter(ChunksOfTwo()));
+    ASSERT_TRUE(WriteTrajectories(*writers[w], 10 * w, 1).ok());
+    first.insert(Where(10 * w));
+  }
+  ASSERT_EQ(first, (std::set<int>{0, 1, 2}));
+  for (int w = 0; w < 3; ++w) {
+    const int shard = Where(10 * w);
+    ASSERT_TRUE(writers[w]->EndEpisode(/*clear_buffers=*/false, kTimeout).ok());
+    ASSERT_TRUE(WriteTrajectories(*writers[w], 10 * w + 1, 1).ok());
+    if (shard == 0) {
+      EXPECT_NE(Where(10 * w + 1), 0) << "writer " << w;
+    } else {
+      EXPECT_EQ(Where(10 * w + 1), shard) << "writer " << w;
+    }
+  }
+}
+
+TEST_F(ShardedWriterTest, LegacyWritersOfAnOverloadedShardMoveAtANewEpisode) {
+  OverloadShard0();
+  auto write_one = [](Writer& writer, int32_t id) {
+    REVERB_RETURN_IF_ERROR(writer.Append({Int32({id}, {})}));
+    REVERB_RETURN_IF_ERROR(writer.CreateItem(kTable, 1, 1));
+    return writer.Flush(kTimeout);
+  };
+  std::vector<std::unique_ptr<Writer>> writers;
+  std::set<int> first;
+  for (int w = 0; w < 3; ++w) {
+    writers.push_back(*client_->NewWriter(LegacyOptions()));
+    ASSERT_TRUE(write_one(*writers[w], 10 * w).ok());
+    first.insert(Where(10 * w));
+  }
+  ASSERT_EQ(first, (std::set<int>{0, 1, 2}));
+  for (int w = 0; w < 3; ++w) {
+    const int shard = Where(10 * w);
+    ASSERT_TRUE(writers[w]->NewEpisode().ok());
+    ASSERT_TRUE(write_one(*writers[w], 10 * w + 1).ok());
+    if (shard == 0) {
+      EXPECT_NE(Where(10 * w + 1), 0) << "writer " << w;
+    } else {
+      EXPECT_EQ(Where(10 * w + 1), shard) << "writer " << w;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace deepmind::reverb
