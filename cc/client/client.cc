@@ -2,10 +2,10 @@
 
 #include <utility>
 
+#include "cc/client/ask_server_info.h"
 #include "cc/client/sample_stream.h"
 #include "cc/client/server_info.h"
 #include "cc/client/sharded_sample_stream.h"
-#include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
 
@@ -73,33 +73,10 @@ absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
 
 std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
     absl::Duration timeout) {
-  struct Call {
-    grpc::ClientContext context;
-    ServerInfoResponse response;
-    grpc::Status status;
-    Notification done;
-  };
-  std::vector<Call> calls(shards_->size());
-  for (int s = 0; s < shards_->size(); ++s) {
-    Call& call = calls[s];
-    SetDeadline(&call.context, timeout, /*wait_for_ready=*/true);
-    shards_->connection(s)->stub()->async()->ServerInfo(
-        &call.context, &ServerInfoRequest::default_instance(), &call.response,
-        [&call](grpc::Status status) {
-          call.status = std::move(status);
-          call.done.Notify();
-        });
-  }
-  std::vector<absl::StatusOr<ServerInfoResponse>> infos;
-  for (Call& call : calls) {
-    call.done.WaitForNotification();
-    if (call.status.ok()) {
-      infos.push_back(std::move(call.response));
-    } else {
-      infos.push_back(FromGrpcStatus(call.status));
-    }
-  }
-  return infos;
+  return AskServerInfo(shards_->connections(),
+                       [timeout](int, grpc::ClientContext* context) {
+                         SetDeadline(context, timeout, /*wait_for_ready=*/true);
+                       });
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
@@ -153,12 +130,17 @@ absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
   if (shards_->size() == 1) {
     return Sampler::Create(shards_->connection(0), table, options);
   }
+  // The window is per shard (see sampler.h).
+  SamplerOptions sharded = options;
+  if (sharded.max_in_flight_samples_per_worker > 0) {
+    sharded.max_in_flight_samples_per_worker *= shards_->size();
+  }
   return Sampler::Create(
       [shards = shards_,
        table]() -> absl::StatusOr<std::unique_ptr<SampleStreamInterface>> {
         return std::make_unique<ShardedSampleStream>(shards, table);
       },
-      options);
+      sharded);
 }
 
 absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(

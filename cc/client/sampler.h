@@ -7,7 +7,13 @@
 // for them in the sampler's output queue (so memory stays bounded). It asks
 // for more once half of them have arrived, so that the server has the next
 // request before it has served the last (one request at a time would leave
-// the stream idle for a round trip each time). Samples
+// the stream idle for a round trip each time). Over n shards a Client's
+// sampler (Client::NewSampler) has n times the window, shared by the
+// worker's streams to the shards, so that each shard's requests are as
+// large as one server's: the client's cost per sample follows the messages
+// per sample (docs/benchmarks.md, "Sampling over shards"), and the queue
+// holds up to n times as many samples (as n samplers of one server each
+// would). Samples
 // keep their place in the queue in the order they arrived while a small
 // pool of threads unpacks (decompresses) the larger ones in parallel, so one
 // stream is not limited by one core. Small samples are unpacked by the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -111,37 +112,36 @@ absl::Status ShardedSampleStream::SendRequests() {
   struct Batch {
     int shard;
     absl::Duration timeout;
-    int64_t n;
+    // Its draws (draws_ is not resized while they are in use).
+    std::vector<Draw*> draws;
   };
   while (true) {
     absl::InlinedVector<Batch, 4> batches;
-    for (const Draw& draw : draws_) {
+    for (Draw& draw : draws_) {
       if (draw.shard < 0 || draw.requested) continue;
       auto it = std::find_if(batches.begin(), batches.end(), [&](auto& b) {
         return b.shard == draw.shard && b.timeout == draw.timeout;
       });
       if (it == batches.end()) {
-        batches.push_back({draw.shard, draw.timeout, 1});
-      } else {
-        ++it->n;
+        batches.push_back({draw.shard, draw.timeout, {}});
+        it = batches.end() - 1;
       }
+      it->draws.push_back(&draw);
     }
     bool redrawn = false;
     for (const Batch& batch : batches) {
       absl::StatusOr<SampleStream*> stream = OpenShard(batch.shard);
-      absl::Status status = stream.ok()
-                                ? (*stream)->Request(batch.n, batch.timeout)
-                                : stream.status();
+      absl::Status status =
+          stream.ok()
+              ? (*stream)->Request(static_cast<int64_t>(batch.draws.size()),
+                                   batch.timeout)
+              : stream.status();
       if (!status.ok()) {
         REVERB_RETURN_IF_ERROR(ShardFailed(batch.shard, std::move(status)));
         redrawn = true;
         break;
       }
-      for (Draw& draw : draws_) {
-        if (draw.shard == batch.shard && draw.timeout == batch.timeout) {
-          draw.requested = true;
-        }
-      }
+      for (Draw* draw : batch.draws) draw->requested = true;
     }
     if (!redrawn) return absl::OkStatus();
   }

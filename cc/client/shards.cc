@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/client/ask_server_info.h"
 #include "cc/support/thread_name.h"
 #include "grpcpp/client_context.h"
 
@@ -59,47 +60,33 @@ void Shards::RunRefresher() {
 }
 
 void Shards::RefreshAll() {
-  struct Call {
-    grpc::ClientContext context;
-    ServerInfoResponse response;
-    grpc::Status status;
-    Notification done;
-  };
-  std::vector<Call> calls(size());
-  for (int s = 0; s < size(); ++s) {
-    Call& call = calls[s];
-    if (!IsUp(s)) connections_[s]->ResetConnectBackoff();
-    call.context.set_deadline(
-        absl::ToChronoTime(absl::Now() + kRefreshTimeout));
-    connections_[s]->stub()->async()->ServerInfo(
-        &call.context, &ServerInfoRequest::default_instance(), &call.response,
-        [&call](grpc::Status status) {
-          call.status = std::move(status);
-          call.done.Notify();
-        });
-  }
+  std::vector<absl::StatusOr<ServerInfoResponse>> infos =
+      AskServerInfo(connections_, [this](int s, grpc::ClientContext* context) {
+        if (!IsUp(s)) connections_[s]->ResetConnectBackoff();
+        context->set_deadline(
+            absl::ToChronoTime(absl::Now() + kRefreshTimeout));
+      });
   std::vector<int> down;
   std::vector<
       std::pair<int, absl::flat_hash_map<std::string, std::vector<uint64_t>>>>
       deletes;
   for (int s = 0; s < size(); ++s) {
-    calls[s].done.WaitForNotification();
     MutexLock lock(&mu_);
     ShardState& shard = shards_[s];
-    if (!calls[s].status.ok()) {
+    if (!infos[s].ok()) {
       if (MarkDownLocked(s)) down.push_back(s);
       continue;
     }
     shard.up = true;
     shard.tables.clear();
-    for (const TableInfo& table : calls[s].response.table_info()) {
+    for (const TableInfo& table : infos[s]->table_info()) {
       TableState& state = shard.tables[table.name()];
       state.size = table.current_size();
       state.priority_mass = table.priority_mass();
       state.can_sample = table.can_sample();
       state.selector = table.sampler_options().distribution_case();
     }
-    shard.info = std::move(calls[s].response);
+    shard.info = *std::move(infos[s]);
     if (!shard.deletes.empty()) {
       deletes.emplace_back(s, std::move(shard.deletes));
       shard.deletes.clear();

@@ -64,6 +64,9 @@ class REVERB_EXPORT Shards {
   const std::shared_ptr<const Connection>& connection(int shard) const {
     return connections_[shard];
   }
+  const std::vector<std::shared_ptr<const Connection>>& connections() const {
+    return connections_;
+  }
   const std::string& address(int shard) const {
     return connections_[shard]->server_address();
   }

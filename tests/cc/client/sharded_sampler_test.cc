@@ -264,10 +264,10 @@ TEST_F(ShardedSamplerTest, FifoTakesTheShardsInTurnEachInItsOrder) {
 TEST_F(ShardedSamplerTest, SamplingGoesOnWithoutAStoppedShardUntilItRejoins) {
   Start(UniformTable, {3, 3, 3});
   // One worker: samples are handed out in the order they were requested, at
-  // most `capacity` ahead of the consumer.
+  // most `capacity` ahead of the consumer (the window is per shard).
   SamplerOptions options;
   options.max_in_flight_samples_per_worker = 20;
-  const int64_t capacity = options.max_in_flight_samples_per_worker;
+  const int64_t capacity = options.max_in_flight_samples_per_worker * kShards;
   auto sampler = NewSampler(options);
   ASSERT_NE(sampler, nullptr);
   auto next_shard = [&] {
