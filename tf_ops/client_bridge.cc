@@ -164,7 +164,7 @@ const std::string& SampledStep::string(int column, int64_t index) const {
 }
 
 struct ClientBridge::State {
-  explicit State(const std::string& server_address) : client(server_address) {}
+  explicit State(std::unique_ptr<Client> client) : client(std::move(client)) {}
 
   // One sample of `table`, on an idle stream if there is one.
   absl::StatusOr<reverb::Sample> SampleOne(const std::string& table);
@@ -177,7 +177,7 @@ struct ClientBridge::State {
                           const std::vector<double>& priorities,
                           uint64_t generation);
 
-  Client client;
+  const std::unique_ptr<Client> client;
   std::mutex mu;
   // Idle streams by table, and idle writers: kept for the next call, so
   // that it skips the call setup.
@@ -208,7 +208,7 @@ absl::StatusOr<reverb::Sample> ClientBridge::State::SampleOne(
   while (true) {
     if (stream == nullptr) {
       absl::StatusOr<std::unique_ptr<SampleStreamInterface>> made =
-          client.NewSampleStream(table, kConnectTimeout);
+          client->NewSampleStream(table, kConnectTimeout);
       if (!made.ok()) return made.status();
       stream = *std::move(made);
     }
@@ -243,7 +243,7 @@ ClientBridge::State::Signature(const std::string& table) {
     auto it = signatures.find(table);
     if (it != signatures.end()) return it->second;
   }
-  absl::StatusOr<ServerInfoResponse> info = client.ServerInfo(kConnectTimeout);
+  absl::StatusOr<ServerInfoResponse> info = client->ServerInfo(kConnectTimeout);
   if (!info.ok()) return info.status();
   std::unordered_map<std::string,
                      std::shared_ptr<const std::vector<SignatureSpec>>>
@@ -285,8 +285,18 @@ absl::Status ClientBridge::State::InsertOnce(
   return status;
 }
 
-ClientBridge::ClientBridge(const std::string& server_address)
-    : state_(std::make_unique<State>(server_address)) {}
+ClientStatus ClientBridge::Create(
+    const std::vector<std::string>& server_addresses,
+    std::unique_ptr<ClientBridge>* bridge) {
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Create(server_addresses);
+  if (!client.ok()) return ToClientStatus(client.status());
+  bridge->reset(new ClientBridge(std::make_unique<State>(*std::move(client))));
+  return {};
+}
+
+ClientBridge::ClientBridge(std::unique_ptr<State> state)
+    : state_(std::move(state)) {}
 
 ClientBridge::~ClientBridge() = default;
 
@@ -361,7 +371,7 @@ ClientStatus ClientBridge::Insert(const std::vector<TensorRef>& data,
       WriterOptions options;
       options.max_in_flight_items = 1'000'000;
       absl::StatusOr<std::unique_ptr<Writer>> made =
-          state_->client.NewWriter(options);
+          state_->client->NewWriter(options);
       if (!made.ok()) return ToClientStatus(made.status());
       writer = *std::move(made);
     }
@@ -389,7 +399,7 @@ ClientStatus ClientBridge::UpdatePriorities(
     updates[i].set_priority(priorities[i]);
   }
   return ToClientStatus(
-      state_->client.MutatePriorities(table, updates, {}, kConnectTimeout));
+      state_->client->MutatePriorities(table, updates, {}, kConnectTimeout));
 }
 
 }  // namespace deepmind::reverb::tf_ops

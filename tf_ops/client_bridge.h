@@ -3,7 +3,8 @@
 // library (the kernels see TensorFlow's headers, this module's
 // implementation ours; see sample_source.h for why the two never meet).
 //
-// A ClientBridge talks to one server. It connects lazily and keeps what
+// A ClientBridge talks to one server, or to the shards of one replay buffer
+// (as a Client over their addresses does). It connects lazily and keeps what
 // later calls reuse: idle sample streams per table, idle insert streams,
 // and the tables' signatures. All methods are thread-safe; concurrent calls
 // run on streams of their own.
@@ -74,7 +75,9 @@ class SampledStep {
 
 class ClientBridge {
  public:
-  explicit ClientBridge(const std::string& server_address);
+  // INVALID_ARGUMENT for no address, an empty one or one given twice.
+  static ClientStatus Create(const std::vector<std::string>& server_addresses,
+                             std::unique_ptr<ClientBridge>* bridge);
   ~ClientBridge();
 
   ClientBridge(const ClientBridge&) = delete;
@@ -102,6 +105,8 @@ class ClientBridge {
 
  private:
   struct State;
+  explicit ClientBridge(std::unique_ptr<State> state);
+
   std::unique_ptr<State> state_;
 };
 

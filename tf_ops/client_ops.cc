@@ -6,8 +6,9 @@
 // The ops are named as dm-reverb's and have its attributes and outputs, so
 // that their errors read the same; where dm-reverb takes a client resource,
 // these take `server_address`, a string input (a constant, a placeholder or
-// a function argument, like `table`). Each kernel instance keeps one
-// ClientBridge per server address, made by its first run on that address:
+// a function argument, like `table`): one address, or a vector of the
+// addresses of shards. Each kernel instance keeps one ClientBridge per
+// address (or vector of them), made by its first run on it:
 // kernels live as long as their graph or tf.function, and eager mode
 // caches them, so calls reuse their streams. Kernels run without Python.
 //
@@ -18,10 +19,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "tensorflow/c/kernels.h"
@@ -39,16 +40,18 @@ constexpr char kInsertOp[] = "ReverbClientInsert";
 constexpr char kUpdateOp[] = "ReverbClientUpdatePriorities";
 constexpr int kNumInfoOutputs = 5;
 
-// A kernel's clients, one per server address.
+// A kernel's clients, one per list of server addresses.
 struct Kernel {
   std::mutex mu;
-  std::unordered_map<std::string, std::unique_ptr<ClientBridge>> clients;
+  std::map<std::vector<std::string>, std::unique_ptr<ClientBridge>> clients;
 
-  ClientBridge* Get(const std::string& server_address) {
+  // Null (with `status` set) for addresses no client can be made of.
+  ClientBridge* Get(const std::vector<std::string>& server_addresses,
+                    ClientStatus* status) {
     std::lock_guard<std::mutex> lock(mu);
-    std::unique_ptr<ClientBridge>& client = clients[server_address];
+    std::unique_ptr<ClientBridge>& client = clients[server_addresses];
     if (client == nullptr)
-      client = std::make_unique<ClientBridge>(server_address);
+      *status = ClientBridge::Create(server_addresses, &client);
     return client.get();
   }
 };
@@ -57,16 +60,21 @@ void* CreateKernel(TF_OpKernelConstruction*) { return new Kernel(); }
 
 void DeleteKernel(void* kernel) { delete static_cast<Kernel*>(kernel); }
 
-// The client for input 0 (`server_address`); null (the run failed) if the
-// input is not one string.
+// The client for input 0 (`server_address`, one address or a vector of
+// them); null (the run failed) if the input is neither or holds an empty
+// address or one twice.
 ClientBridge* GetClient(void* kernel, TF_OpKernelContext* ctx) {
   Status status;
-  std::string server_address;
-  if (!GetStringInput(ctx, 0, "server_address", &server_address, status.s)) {
+  std::vector<std::string> server_addresses;
+  if (!GetStringsInput(ctx, 0, "server_address", &server_addresses, status.s)) {
     TF_OpKernelContext_Failure(ctx, status.s);
     return nullptr;
   }
-  return static_cast<Kernel*>(kernel)->Get(server_address);
+  ClientStatus made;
+  ClientBridge* client =
+      static_cast<Kernel*>(kernel)->Get(server_addresses, &made);
+  if (!made.ok()) Fail(ctx, made.code, made.message);
+  return client;
 }
 
 // Inputs `first` and `second` must be vectors of the same length (the

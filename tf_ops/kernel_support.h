@@ -68,6 +68,13 @@ inline std::string ShapeText(const TF_Tensor* tensor) {
   return text + "]";
 }
 
+// Element `i` of a string tensor.
+inline std::string StringAt(const TF_Tensor* tensor, int64_t i) {
+  const auto* value = static_cast<const TF_TString*>(TF_TensorData(tensor)) + i;
+  return std::string(TF_TString_GetDataPointer(value),
+                     TF_TString_GetSize(value));
+}
+
 // The string held by input `index`, a string tensor of one element (a
 // scalar, or a vector of one); false (with `status` set) otherwise.
 inline bool GetStringInput(TF_OpKernelContext* ctx, int index, const char* name,
@@ -82,8 +89,30 @@ inline bool GetStringInput(TF_OpKernelContext* ctx, int index, const char* name,
     TF_SetStatus(status, TF_INVALID_ARGUMENT, message.c_str());
     return false;
   }
-  const auto* value = static_cast<const TF_TString*>(TF_TensorData(input.t));
-  out->assign(TF_TString_GetDataPointer(value), TF_TString_GetSize(value));
+  *out = StringAt(input.t, 0);
+  return true;
+}
+
+// The strings held by input `index`, a string scalar (one string) or a
+// vector of at least one; false (with `status` set) otherwise.
+inline bool GetStringsInput(TF_OpKernelContext* ctx, int index,
+                            const char* name, std::vector<std::string>* out,
+                            TF_Status* status) {
+  Input input;
+  if (!GetInput(ctx, index, &input, status)) return false;
+  if (TF_TensorType(input.t) != TF_STRING || TF_NumDims(input.t) > 1 ||
+      TF_TensorElementCount(input.t) == 0) {
+    const std::string message =
+        std::string("`") + name +
+        "` must be a string or a vector of strings, got a tensor of shape " +
+        ShapeText(input.t) + ".";
+    TF_SetStatus(status, TF_INVALID_ARGUMENT, message.c_str());
+    return false;
+  }
+  out->clear();
+  for (int64_t i = 0; i < TF_TensorElementCount(input.t); ++i) {
+    out->push_back(StringAt(input.t, i));
+  }
   return true;
 }
 

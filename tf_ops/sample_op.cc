@@ -8,8 +8,9 @@
 // standard-types-only SampleSource (see sample_source.h for why).
 //
 // Each kernel instance owns one SampleSource, opened by its first run on
-// the op's inputs (`server_address` and `table`, scalar strings: constants,
-// placeholders or function arguments alike). tf.data instantiates the
+// the op's inputs (`server_address`, a string or a vector of the addresses
+// of shards, and `table`, a string: constants, placeholders or function
+// arguments alike). tf.data instantiates the
 // functions of every iterator afresh, so each iterator of a dataset samples
 // through its own streams, which close when the iterator is destroyed.
 // Outputs: the five SampleInfo fields, then the data columns, each with a
@@ -214,8 +215,8 @@ void Compute(void* kernel_ptr, TF_OpKernelContext* ctx) {
     // The first run opens the source on its inputs; later runs sample from
     // it (an iterator samples one table of one server).
     SourceOptions& options = kernel.options;
-    if (!GetStringInput(ctx, 0, "server_address", &options.server_address,
-                        status.s) ||
+    if (!GetStringsInput(ctx, 0, "server_address", &options.server_addresses,
+                         status.s) ||
         !GetStringInput(ctx, 1, "table", &options.table, status.s)) {
       TF_OpKernelContext_Failure(ctx, status.s);
       return;

@@ -187,9 +187,12 @@ SourceStatus SampleSource::Open(const SourceOptions& options,
         "SampleSource: dtypes and shapes differ in length, or batch_size < "
         "1."));
   }
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Create(options.server_addresses);
+  if (!client.ok()) return ToSourceStatus(client.status());
   auto state = std::make_unique<State>();
   state->options = options;
-  state->client = std::make_unique<Client>(options.server_address);
+  state->client = *std::move(client);
   source->reset(new SampleSource(std::move(state)));
   return {};
 }

@@ -32,7 +32,8 @@
 namespace deepmind::reverb::tf_ops {
 
 struct SourceOptions {
-  std::string server_address;
+  // One server, or the shards of one replay buffer (at least one).
+  std::vector<std::string> server_addresses;
   std::string table;
   int64_t max_in_flight_samples_per_worker = 100;
   int64_t num_workers = 1;
@@ -68,7 +69,8 @@ struct SourceStatus {
 
 class SampleSource {
  public:
-  // Connects lazily: Next() waits for the server.
+  // Connects lazily: Next() waits for the server. INVALID_ARGUMENT for no
+  // address, an empty one or one given twice.
   static SourceStatus Open(const SourceOptions& options,
                            std::unique_ptr<SampleSource>* source);
   ~SampleSource();

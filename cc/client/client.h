@@ -6,6 +6,13 @@
 // (a shard ignores keys it does not hold), ServerInfo merges the shards'
 // tables (ShardInfo keeps them apart), writers write to one shard at a time
 // and samplers draw from all of them (sampler.h, trajectory_writer.h).
+// A shard that is down (shards.h) holds up none of these calls, even
+// without a timeout: one known to be down is not called, and a call to one
+// that goes down meanwhile is cancelled (ServerInfo, ShardInfo: dropped
+// within kServerInfoSlice). ServerInfo leaves it out,
+// ShardInfo reports it UNAVAILABLE, MutatePriorities skips it (the items
+// there cannot change while it is down), Reset and Checkpoint act on the
+// others and return UNAVAILABLE.
 //
 // Unary calls wait for the server to become ready until their timeout (an
 // infinite timeout waits forever, as dm-reverb); Checkpoint fails fast
@@ -38,7 +45,7 @@ namespace deepmind::reverb {
 class REVERB_EXPORT Client {
  public:
   explicit Client(const std::string& server_address);
-  // INVALID_ARGUMENT for no address or an empty one.
+  // INVALID_ARGUMENT for no address, an empty one or one given twice.
   static absl::StatusOr<std::unique_ptr<Client>> Create(
       std::vector<std::string> server_addresses);
 
@@ -55,10 +62,13 @@ class REVERB_EXPORT Client {
 
   // Over several shards: the tables of the shards that answered within
   // `timeout`, merged by name (sizes, counts and priority mass summed, the
-  // settings of the first); the first error if none answered.
+  // settings of the first); the first error if none answered. Shards down
+  // are left out (see above), unless all are known to be down: then all
+  // are asked.
   absl::StatusOr<ServerInfoResponse> ServerInfo(absl::Duration timeout);
 
-  // The ServerInfo of each shard, or its error, asked in parallel.
+  // The ServerInfo of each shard, or its error, asked in parallel (a shard
+  // down: UNAVAILABLE, see above).
   std::vector<absl::StatusOr<ServerInfoResponse>> ShardInfo(
       absl::Duration timeout);
 
@@ -88,10 +98,25 @@ class REVERB_EXPORT Client {
  private:
   explicit Client(std::shared_ptr<Shards> shards);
 
-  // Runs `call` (a status of a stub) on every shard, in turn; the first
-  // error.
+  // How long a ServerInfo call to several shards waits before it looks
+  // again at which are down (a shard found down meanwhile is dropped).
+  static constexpr absl::Duration kServerInfoSlice = Shards::kRefreshTimeout;
+
+  // ShardInfo over several shards, in slices of kServerInfoSlice; with
+  // `skip_down` false, every shard is asked, down or not, for all of
+  // `timeout`.
+  std::vector<absl::StatusOr<ServerInfoResponse>> AskShards(
+      absl::Duration timeout, bool skip_down);
+
+  // UNAVAILABLE: `shard` is down.
+  absl::Status ShardDown(int shard) const;
+
+  // Runs `call` (a status of a stub and a context) on every shard, in turn;
+  // the first error. Over several shards, a shard known to be down is not
+  // called, and a call to one that goes down meanwhile is cancelled: that
+  // shard's status is UNAVAILABLE if `down_is_error`, else OK.
   template <typename Call>
-  absl::Status OnEveryShard(Call call);
+  absl::Status OnEveryShard(Call call, bool down_is_error);
 
   const std::shared_ptr<Shards> shards_;
 };

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "cc/client/ask_server_info.h"
 #include "cc/support/thread_name.h"
@@ -23,9 +24,14 @@ absl::StatusOr<std::shared_ptr<Shards>> Shards::Create(
     return absl::InvalidArgumentError("At least one server address is needed.");
   }
   std::vector<std::shared_ptr<const Connection>> connections;
+  absl::flat_hash_set<std::string> seen;
   for (auto& address : addresses) {
     if (address.empty()) {
       return absl::InvalidArgumentError("Server addresses must not be empty.");
+    }
+    if (!seen.insert(address).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Server address ", address, " is given twice."));
     }
     connections.push_back(std::make_shared<Connection>(std::move(address)));
   }

@@ -54,7 +54,7 @@ class REVERB_EXPORT Shards {
   static constexpr absl::Duration kRefreshInterval = absl::Milliseconds(100);
   static constexpr absl::Duration kRefreshTimeout = absl::Seconds(1);
 
-  // INVALID_ARGUMENT for no address or an empty one.
+  // INVALID_ARGUMENT for no address, an empty one or one given twice.
   static absl::StatusOr<std::shared_ptr<Shards>> Create(
       std::vector<std::string> addresses);
 

@@ -1,30 +1,40 @@
 #include "python/bindings/call.h"
 
-#include <stdexcept>
+#include <string>
 
 namespace py = pybind11;
 
 namespace deepmind::reverb {
 
+namespace {
+
+// The Python exception type of a failed status (see call.h).
+py::object ExceptionType(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+      return py::reinterpret_borrow<py::object>(PyExc_ValueError);
+    case absl::StatusCode::kResourceExhausted:
+      return py::reinterpret_borrow<py::object>(PyExc_IndexError);
+    case absl::StatusCode::kUnimplemented:
+      return py::reinterpret_borrow<py::object>(PyExc_NotImplementedError);
+    case absl::StatusCode::kDeadlineExceeded:
+      return py::module_::import("reverb.errors").attr("DeadlineExceededError");
+    default:
+      return py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
+  }
+}
+
+}  // namespace
+
+py::object ExceptionFromStatus(const absl::Status& status) {
+  // The message alone, as dm-reverb.
+  return ExceptionType(status.code())(std::string(status.message()));
+}
+
 void RaiseFromStatus(const absl::Status& status) {
   const std::string message(status.message());
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      throw py::value_error(message);
-    case absl::StatusCode::kResourceExhausted:
-      throw py::index_error(message);
-    case absl::StatusCode::kUnimplemented:
-      PyErr_SetString(PyExc_NotImplementedError, message.c_str());
-      throw py::error_already_set();
-    case absl::StatusCode::kDeadlineExceeded: {
-      py::object error =
-          py::module_::import("reverb.errors").attr("DeadlineExceededError");
-      PyErr_SetString(error.ptr(), message.c_str());
-      throw py::error_already_set();
-    }
-    default:  // The message alone, as dm-reverb.
-      throw std::runtime_error(message);
-  }
+  PyErr_SetString(ExceptionType(status.code()).ptr(), message.c_str());
+  throw py::error_already_set();
 }
 
 absl::Duration TimeoutFromMs(std::optional<int64_t> timeout_ms) {

@@ -35,6 +35,10 @@ namespace deepmind::reverb {
 // Throws the Python exception of a failed `status`.
 [[noreturn]] void RaiseFromStatus(const absl::Status& status);
 
+// The exception RaiseFromStatus would throw, as an object (for results that
+// carry one error per server).
+pybind11::object ExceptionFromStatus(const absl::Status& status);
+
 inline void MaybeRaise(const absl::Status& status) {
   if (!status.ok()) RaiseFromStatus(status);
 }

@@ -23,10 +23,34 @@
 namespace py = pybind11;
 
 namespace deepmind::reverb {
+namespace {
+
+// (tables_state_id as a 128-bit int, [serialized TableInfo]).
+py::tuple ServerInfoToPython(const ServerInfoResponse& info) {
+  py::list tables;
+  for (const auto& table : info.table_info()) {
+    tables.append(py::bytes(table.SerializeAsString()));
+  }
+  py::int_ high(info.tables_state_id().high());
+  py::int_ low(info.tables_state_id().low());
+  py::object state_id = (high.attr("__lshift__")(64)).attr("__or__")(low);
+  return py::make_tuple(state_id, tables);
+}
+
+}  // namespace
 
 void BindClient(py::module_& m) {
   py::class_<Client>(m, "Client")
-      .def(py::init<std::string>(), py::arg("server_address"))
+      // One address, or several (shards); ValueError for none or an empty
+      // one.
+      .def(py::init([](const std::string& server_address) {
+             return ValueOrRaise(Client::Create({server_address}));
+           }),
+           py::arg("server_address"))
+      .def(py::init([](std::vector<std::string> server_addresses) {
+             return ValueOrRaise(Client::Create(std::move(server_addresses)));
+           }),
+           py::arg("server_addresses"))
       .def(
           "NewWriter",
           [](Client& self, int chunk_length, int max_timesteps,
@@ -100,17 +124,29 @@ void BindClient(py::module_& m) {
       .def(
           "ServerInfo",
           [](Client& self, std::optional<int64_t> timeout_ms) {
-            ServerInfoResponse info = RunWithoutGil(
-                [&] { return self.ServerInfo(TimeoutFromMs(timeout_ms)); });
-            py::list tables;
-            for (const auto& table : info.table_info()) {
-              tables.append(py::bytes(table.SerializeAsString()));
+            return ServerInfoToPython(RunWithoutGil(
+                [&] { return self.ServerInfo(TimeoutFromMs(timeout_ms)); }));
+          },
+          py::arg("timeout_ms") = py::none())
+      // Per shard, in the order of the addresses: ServerInfo's tuple, or
+      // the exception of the shard's error.
+      .def(
+          "ShardInfo",
+          [](Client& self, std::optional<int64_t> timeout_ms) {
+            std::vector<absl::StatusOr<ServerInfoResponse>> infos;
+            {
+              py::gil_scoped_release release;
+              infos = self.ShardInfo(TimeoutFromMs(timeout_ms));
             }
-            py::int_ high(info.tables_state_id().high());
-            py::int_ low(info.tables_state_id().low());
-            py::object state_id =
-                (high.attr("__lshift__")(64)).attr("__or__")(low);
-            return py::make_tuple(state_id, tables);
+            py::list shards;
+            for (const auto& info : infos) {
+              if (info.ok()) {
+                shards.append(ServerInfoToPython(*info));
+              } else {
+                shards.append(ExceptionFromStatus(info.status()));
+              }
+            }
+            return shards;
           },
           py::arg("timeout_ms") = py::none())
       .def(

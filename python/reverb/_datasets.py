@@ -180,7 +180,8 @@ def sample_rows(tf, server_address: Any, table: Any, spec: Any,
   more leading dimension, 1 (0 with zero rows), so that `unbatch` hands
   over whole batches and skips the empty ones. tf_ops/README.md says why.
 
-  `server_address` and `table` are strings or string tensors. Each iterator
+  `server_address` (one address or a sequence of them) and `table` are
+  strings or string tensors. Each iterator
   checks the table signature, then samples through its own streams
   (tf.data instantiates the op's kernel per iterator); the pipeline holds no
   Python function, so it can be saved in a graph.

@@ -3,7 +3,9 @@
 Beyond dm-reverb: `sample`, `mutate_priorities` and `reset` take an optional
 `timeout` (seconds), and inserts, writers and samples raise instead of
 hanging when the server is gone (`server_info`, `mutate_priorities` and
-`reset` wait for it, as dm-reverb's, unless given a timeout).
+`reset` wait for it, as dm-reverb's, unless given a timeout). A client may
+also spread over several servers, shards of one replay buffer
+(docs/sharding.md): `Client([address, ...])`.
 """
 
 import collections
@@ -88,6 +90,16 @@ def _check_item(table: str, signature: structured_value.FlatSignature,
 def _describe_step(step: _StepSpec) -> str:
   return structured_value.describe_specs(
       [('', dtype, shape) for dtype, shape in step])
+
+
+def _decode_tables(
+    serialized: Sequence[bytes]) -> Dict[str, reverb_types.TableInfo]:
+  """TableInfos by table name, from the serialized protos of a server."""
+  infos = {}
+  for proto in serialized:
+    info = reverb_types.TableInfo.from_serialized_proto(proto)
+    infos[info.name] = info
+  return infos
 
 
 class Writer:
@@ -180,9 +192,21 @@ class Writer:
 
 
 class Client:
-  """A connection to a Reverb server at `server_address` ("host:port")."""
+  """A connection to a Reverb server at `server_address` ("host:port"), or
+  to the shards of one replay buffer at a sequence of addresses.
 
-  def __init__(self, server_address: str):
+  Over several shards (docs/sharding.md): writers write each to one shard
+  at a time and move to another if it dies, samples are drawn from all of
+  them with the table's distribution over all their items, `server_info`
+  merges the shards' tables (`shard_info` keeps them apart), and
+  `mutate_priorities`, `reset` and `checkpoint` act on every shard.
+
+  Raises:
+    ValueError: If no address is given, an address is empty, or one is
+      given twice.
+  """
+
+  def __init__(self, server_address: Union[str, Sequence[str]]):
     self._server_address = server_address
     self._client = pybind.Client(server_address)
     self._signature_cache: Dict[str, Any] = {}
@@ -202,7 +226,8 @@ class Client:
     return f'Client, server_address={self._server_address}'
 
   @property
-  def server_address(self) -> str:
+  def server_address(self) -> Union[str, Sequence[str]]:
+    """The address, or the addresses, given to the constructor."""
     return self._server_address
 
   def insert(self, data: Any, priorities: Dict[str, float]):
@@ -467,13 +492,16 @@ class Client:
                         *,
                         timeout: Optional[float] = None):
     """Updates priorities and deletes items (deletes first); unknown keys
-    are ignored."""
+    are ignored (so over several shards, each key changes on the shard that
+    holds it; a shard that is down is skipped)."""
     self._client.MutatePriorities(
         table, list((updates or {}).items()), list(deletes or []),
         _timeout_ms(timeout))
 
   def reset(self, table: str, *, timeout: Optional[float] = None):
-    """Removes every item of `table` and resets its rate limiter."""
+    """Removes every item of `table` and resets its rate limiter (on every
+    shard; RuntimeError for a shard that is down, once the others are
+    reset)."""
     self._client.Reset(table, _timeout_ms(timeout))
 
   def server_info(
@@ -481,6 +509,9 @@ class Client:
   ) -> Dict[str, reverb_types.TableInfo]:
     """Options and state of every table of the server (signatures are
     `tf.TensorSpec`s whenever TensorFlow can be imported, see `TableInfo`).
+
+    Over several shards: each table as the shards that answered report it,
+    with sizes and counts summed (`shard_info` has them one by one).
 
     Args:
       timeout: Seconds to wait for the server; None or <= 0 waits forever.
@@ -494,11 +525,33 @@ class Client:
       raise errors.DeadlineExceededError(
           'ServerInfo call did not complete within provided timeout of '
           f'{timeout}s') from None
-    infos = {}
-    for proto in serialized:
-      info = reverb_types.TableInfo.from_serialized_proto(proto)
-      infos[info.name] = info
-    return infos
+    return _decode_tables(serialized)
+
+  def shard_info(
+      self, timeout: Optional[float] = None
+  ) -> Dict[str, Union[Dict[str, reverb_types.TableInfo], Exception]]:
+    """`server_info` of each shard, asked in parallel, by address (in the
+    order of the addresses; one address gives one entry).
+
+    A shard that fails does not fail the call: its entry is the exception
+    its `server_info` would raise instead (`DeadlineExceededError` if it did
+    not answer within `timeout`). Over several shards, one the client knows
+    to be down (its background refresh could not reach it) gets a
+    `RuntimeError` at once, and so does one that goes down during the call.
+
+    Args:
+      timeout: Seconds to wait for each shard; None or <= 0 waits forever
+        (for a shard that is up).
+    """
+    addresses = self._server_address
+    if isinstance(addresses, str):
+      addresses = [addresses]
+    shards = self._client.ShardInfo(_timeout_ms(timeout))
+    return {
+        address: shard if isinstance(shard, Exception) else
+        _decode_tables(shard[1])
+        for address, shard in zip(addresses, shards)
+    }
 
   def _table_infos(self, timeout: Optional[float]) -> List[bytes]:
     """The server's serialized TableInfos; refills the signature cache when
@@ -519,11 +572,13 @@ class Client:
   def checkpoint(self, *, timeout: Optional[float] = None
                 ) -> Union[str, List[str]]:
     """Asks the server to save its tables; returns the directory written
-    (over several servers, each one's, in the order of their addresses).
+    (a client made from a sequence of addresses gets a list: each shard's
+    directory, in the order of the addresses; the first error if one
+    fails).
 
     Raises:
       DeadlineExceededError: If `timeout` (seconds; None: no limit) passes
         first (the save still completes on the server).
     """
     paths = self._client.Checkpoint(_timeout_ms(timeout))
-    return paths[0] if len(paths) == 1 else paths
+    return paths[0] if isinstance(self._server_address, str) else paths

@@ -1,6 +1,6 @@
 """Type stub of reverb.pybind, the compiled bindings of libreverb."""
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 
@@ -118,7 +118,10 @@ class SampleStream:
   def Close(self) -> None: ...
 
 class Client:
+  @overload
   def __init__(self, server_address: str) -> None: ...
+  @overload
+  def __init__(self, server_addresses: Sequence[str]) -> None: ...
   def NewWriter(self, chunk_length: int, max_timesteps: int,
                 delta_encoded: bool = False,
                 max_in_flight_items: int = 25) -> Writer: ...
@@ -136,7 +139,11 @@ class Client:
   # (tables_state_id as a 128-bit int, [serialized TableInfo]).
   def ServerInfo(self, timeout_ms: Optional[int] = None
                  ) -> Tuple[int, List[bytes]]: ...
-  def Checkpoint(self, timeout_ms: Optional[int] = None) -> str: ...
+  # Per shard: ServerInfo's tuple, or the exception of the shard's error.
+  def ShardInfo(self, timeout_ms: Optional[int] = None
+                ) -> List[Union[Tuple[int, List[bytes]], Exception]]: ...
+  # The directory each shard wrote, in the order of the addresses.
+  def Checkpoint(self, timeout_ms: Optional[int] = None) -> List[str]: ...
 
 class ChunkerOptions:
   @property

@@ -11,7 +11,7 @@ data leaves are arrays with a leading batch dimension.
       learn(batch.data, batch.info.key, batch.info.probability)
 """
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Union
 
 from reverb import _tree
 from reverb import client as client_lib
@@ -24,7 +24,8 @@ class ReplayIterator:
   """Iterates over batches sampled from `table` (see the module docstring).
 
   Args:
-    server_address: "host:port" of the server.
+    server_address: "host:port" of the server, or a sequence of the
+      addresses of shards (docs/sharding.md).
     table: Table to sample from.
     batch_size: Samples per batch; the last batch may be smaller when
       `max_samples` is reached or the rate limiter times out. Samples are
@@ -40,12 +41,12 @@ class ReplayIterator:
       it has one); otherwise data is a flat list of columns.
 
   Raises:
-    ValueError: For out-of-range arguments or an unknown table (when
-      unpacking as the signature).
+    ValueError: For out-of-range arguments, an unknown table (when
+      unpacking as the signature), or addresses no `Client` takes.
   """
 
   def __init__(self,
-               server_address: str,
+               server_address: Union[str, Sequence[str]],
                table: str,
                batch_size: int,
                *,

@@ -3,7 +3,8 @@
 The ops are kernels of the op library (tf_ops/client_ops.cc, on
 TensorFlow's stable C API), named as dm-reverb's: no Python runs inside the
 graphs they build, so a `tf.function` that samples can be saved with
-`tf.saved_model.save` and run in another process. `server_address` and
+`tf.saved_model.save` and run in another process. `server_address` (one
+address, or a sequence of the addresses of shards, docs/sharding.md) and
 `table` may be string tensors (constants, placeholders, function arguments).
 Importing this module imports TensorFlow.
 """
@@ -68,8 +69,9 @@ class TFClient:
     """Creates the client.
 
     Args:
-      server_address: Address of the server ("host:port"), or a string tensor
-        holding it.
+      server_address: Address of the server ("host:port"), a sequence of the
+        addresses of shards (docs/sharding.md), or a string tensor holding
+        either (a scalar or a vector).
       shared_name: Ignored (dm-reverb shares a client resource under this
         name; here every op keeps one client per address).
       name: Prefix of the ops' names.
@@ -89,12 +91,11 @@ class TFClient:
     return self._server_address
 
   def _address(self) -> Any:
-    """The address as an op input: in eager mode a tensor made once. (With
-    a tensor there, as dm-reverb's client handle, an eager op takes
+    """The address(es) as an op input: in eager mode a tensor made once.
+    (With a tensor there, as dm-reverb's client handle, an eager op takes
     TensorFlow's fast path, whose errors end with the op's name as
     dm-reverb's do.)"""
-    if not tf.executing_eagerly() or not isinstance(self._server_address,
-                                                    str):
+    if not tf.executing_eagerly() or tf.is_tensor(self._server_address):
       return self._server_address
     if self._eager_address is None:
       self._eager_address = tf.constant(self._server_address)

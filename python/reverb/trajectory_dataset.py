@@ -8,7 +8,7 @@ the dataset is built (an op on TensorFlow's stable C API, any TensorFlow
 """
 
 import functools
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Union
 
 from reverb import _datasets
 from reverb import _tree
@@ -78,8 +78,9 @@ class TrajectoryDataset(_DeferredDataset):
   `make_initializable_iterator()` on it; in TF2 it is an ordinary dataset.
 
   Args:
-    server_address: "host:port" of the server (a string or a string
-      tensor).
+    server_address: "host:port" of the server, or a sequence of the
+      addresses of shards (docs/sharding.md): strings, or a string tensor
+      (a scalar or a vector).
     table: Table to sample from (a string or a string tensor).
     dtypes: Nest of `tf.DType`s of the item's columns.
     shapes: Nest (as `dtypes`) of the columns' shapes.
@@ -143,7 +144,7 @@ class TrajectoryDataset(_DeferredDataset):
 
   @classmethod
   def from_table_signature(cls,
-                           server_address: str,
+                           server_address: Union[str, Sequence[str]],
                            table: str,
                            max_in_flight_samples_per_worker: int,
                            num_workers_per_iterator: int = -1,
@@ -151,7 +152,8 @@ class TrajectoryDataset(_DeferredDataset):
                            rate_limiter_timeout_ms: int = -1,
                            get_signature_timeout_secs: Optional[int] = None,
                            max_samples: int = -1):
-    """A dataset whose dtypes and shapes are the table's signature.
+    """A dataset whose dtypes and shapes are the table's signature (over
+    several shards, as the shards that answer report it).
 
     Raises:
       ValueError: If the table does not exist or has no signature.

@@ -71,6 +71,15 @@ TEST(ShardsCreateTest, RejectsNoAddressAndEmptyOnes) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ShardsCreateTest, RejectsAnAddressGivenTwice) {
+  // Shards are told apart by address (Client::ShardInfo, Python's
+  // shard_info), and one server twice would get every writer's share twice.
+  EXPECT_EQ(Shards::Create({"localhost:1", "localhost:2", "localhost:1"})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ShardsCreateTest, OneShardWeighsOneWithoutCalls) {
   // No server at all: one shard never asks for its info.
   auto shards = *Shards::Create({"localhost:1"});
