@@ -4,18 +4,18 @@
       [--only ours] [--scripts NAME ...] [--same-process]
 
 Runs client_bench, writer_bench, dataset_bench, tf_client_bench,
-checkpoint_bench, prioritized_bench, ratelimit_bench and import_bench (each a
-script of its own: see their docstrings) with our package (this interpreter) and, when
+checkpoint_bench, prioritized_bench, ratelimit_bench, shard_bench and
+import_bench (each a script of its own: see their docstrings) with our package (this interpreter) and, when
 `.venv-dmreverb` exists (`.ci/dmreverb_venv`), with dm-reverb, alternating
 the two (A B A B ...) `--runs` times. Every run validates what it received
 and fails rather than score wrong data. The JSON reports go to `--out`,
 `summary.md` there holds one table per benchmark: median (min-max) items/s
-(and latencies) of the runs and the ratio of the medians; and
+(and latencies, CPU per item, distances) of the runs and the ratio of the medians; and
 `throughput.png` the items/s medians as a bar chart (skipped with a note
 when matplotlib is missing). --same-process is passed on to the scripts:
 those that start a server then run it in the benchmark process instead of a
-child (checkpoint_bench, which restarts its server, and import_bench, which
-has none, ignore it).
+child (checkpoint_bench, which restarts its server, shard_bench, which
+measures its servers' CPU, and import_bench, which has none, ignore it).
 """
 
 import argparse
@@ -29,7 +29,7 @@ from bench import compare
 BENCH = pathlib.Path(__file__).resolve().parent
 SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'tf_client_bench',
            'checkpoint_bench', 'prioritized_bench', 'ratelimit_bench',
-           'import_bench']
+           'shard_bench', 'import_bench']
 DMREVERB_PYTHON = BENCH.parent / '.venv-dmreverb' / 'bin' / 'python'
 
 

@@ -7,21 +7,31 @@ benchmarks), as Markdown for docs/benchmarks.md:
 Rows are matched by (payload, workload); each cell is the median items/s of
 the runs with the range in brackets, and the ratio is ours / theirs of the
 medians. A row only one side ran shows a dash on the other. A report row with
-`latency_ms` ({'p50': ms, 'p99': ms}, say) adds a row per figure, in
-milliseconds, whose ratio is theirs / ours (lower is better there): above 1
-means ours is faster, as in the items/s rows. `write_plot` draws the items/s
-medians as a bar chart (`python -m bench` writes it). Needs no reverb.
+the figures of a group of FIGURES (`latency_ms`: {'p50': ms, 'p99': ms},
+say) adds a row per figure, whose ratio is theirs / ours (lower is better
+there): above 1 means ours is better, as in the items/s rows. `write_plot`
+draws the items/s medians as a bar chart (`python -m bench` writes it).
+Needs no reverb.
 """
 
 import argparse
 import json
 import statistics
 
+# Groups of figures a report row may carry besides items/s, all of them
+# lower-is-better: {row key: label of a figure, from its name}.
+FIGURES = {
+    'latency_ms': '{} ms',
+    'cpu_us_per_item': '{} CPU us/item',
+    'tv_distance': 'TV distance, {}',
+}
+
 
 def _load(paths):
   """{(payload, workload, figure): [value, ...]} in first-seen order, and
-  the load averages (1 min) the reports saw. `figure` is 'items/s' or a
-  latency's name ('p50', ...); a row of latencies only has no 'items/s'."""
+  the load averages (1 min) the reports saw. `figure` is 'items/s' or the
+  label of a figure of FIGURES ('p50 ms', ...); a row of such figures only
+  has no 'items/s'."""
   values = {}
   loads = []
   for path in paths:
@@ -29,8 +39,9 @@ def _load(paths):
       report = json.load(f)
     loads.extend(report['loadavg_1min'])
     for row in report['results']:
-      figures = [('items/s', row['items_per_s'])] + list(
-          row.get('latency_ms', {}).items())
+      figures = [('items/s', row['items_per_s'])] + [
+          (label.format(name), value) for group, label in FIGURES.items()
+          for name, value in row.get(group, {}).items()]
       for figure, value in figures:
         if value is not None:
           values.setdefault((row['payload'], row['workload'], figure),
@@ -52,7 +63,7 @@ def _cell(values, figure):
 
 
 def _label(workload, figure):
-  return workload if figure == 'items/s' else f'{workload}: {figure} ms'
+  return workload if figure == 'items/s' else f'{workload}: {figure}'
 
 
 def medians(paths):
@@ -71,7 +82,7 @@ def markdown_table(ours_paths, theirs_paths, theirs_name='dm-reverb 0.14'):
   lines = [f'load average (1 min) {min(loads):.2f}-{max(loads):.2f}', '',
            f'| payload | workload | ours | {theirs_name} | ratio |',
            '|---|---|---:|---:|---:|']
-  latencies = False
+  lower_is_better = False
   for key in list(ours) + [key for key in theirs if key not in ours]:
     payload, workload, figure = key
     a, b = ours.get(key, []), theirs.get(key, [])
@@ -79,15 +90,15 @@ def markdown_table(ours_paths, theirs_paths, theirs_name='dm-reverb 0.14'):
     if a and b:
       a_median, b_median = statistics.median(a), statistics.median(b)
       if figure != 'items/s':  # Lower is better: theirs / ours.
-        latencies = True
+        lower_is_better = True
         a_median, b_median = b_median, a_median
       ratio = f'{a_median / b_median:.1f}x' if b_median else '-'
     lines.append(f'| {payload} | {_label(workload, figure)} | '
                  f'{_cell(a, figure)} | {_cell(b, figure)} | {ratio} |')
-  if latencies:
-    lines += ['', 'Rows in ms are latencies (lower is better); their ratio '
-              'is theirs / ours, so above 1 means ours is faster, as in the '
-              'items/s rows.']
+  if lower_is_better:
+    lines += ['', 'Rows of latencies (ms), CPU per item and distances are '
+              'lower-is-better; their ratio is theirs / ours, so above 1 '
+              'means ours is better, as in the items/s rows.']
   return lines
 
 

@@ -11,7 +11,8 @@ processes. `main` gives every script the same command line:
   --same-process
                 run the server in the benchmark process (`server` below)
                 instead of a child; scripts that start no server
-                (import_bench) or one per phase (checkpoint_bench) ignore it
+                (import_bench), one per phase (checkpoint_bench) or several
+                (shard_bench) ignore it
   --serve       (internal) be the server: print `PORT n`, serve until stdin
                 closes
   --worker N    (internal, with `worker`) be client process N
@@ -44,6 +45,10 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 import reverb  # pylint: disable=g-import-not-at-top,wrong-import-position
 
+# compare sits next to this module (the scripts put its directory on the
+# path); its FIGURES are the figures a row may carry besides items/s.
+import compare  # pylint: disable=g-import-not-at-top,wrong-import-position
+
 _START_TIMEOUT = 120  # Seconds for a child to import reverb and start.
 
 
@@ -72,6 +77,10 @@ class ChildProcess:
         [sys.executable] + flags + [os.path.abspath(sys.argv[0])] + args,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
         text=True)
+
+  @property
+  def pid(self):
+    return self._proc.pid
 
   def send(self, line):
     self._proc.stdin.write(line + '\n')
@@ -231,7 +240,7 @@ def reverb_description():
 def _row(payload, workload, items, elapsed, item_bytes, extra=None):
   row = {'payload': payload, 'workload': workload, 'items': items,
          'seconds': round(elapsed, 4) if elapsed is not None else None}
-  if items is None:  # A row of latencies only (`extra['latency_ms']`).
+  if items is None:  # A row of other figures only (compare.FIGURES).
     row.update(items_per_s=None, mb_per_s=None)
   else:
     row.update(items_per_s=round(items / elapsed, 1),
@@ -246,10 +255,10 @@ def report(args, results, load_start, load_end):
   Args:
     args: The parsed command line.
     results: (payload, workload, items, seconds, bytes per item[, extra])
-      tuples. `extra`, a dict, is merged into the row: `latency_ms`
-      ({'p50': ms, 'p99': ms}, say; see `latency_ms`) is shown here and by
-      compare.py. A row whose items are None has latencies only (no
-      items/s).
+      tuples. `extra`, a dict, is merged into the row: its groups of
+      compare.FIGURES (`latency_ms`: {'p50': ms, 'p99': ms}, say; see
+      `latency_ms`) are shown here and by compare.py. A row whose items are
+      None has such figures only (no items/s).
     load_start: os.getloadavg() before the workloads.
     load_end: os.getloadavg() after them.
   """
@@ -269,7 +278,7 @@ def report(args, results, load_start, load_end):
         + (', server in this process' if report_['same_process'] else ''))
   width = max([22] + [len(row['workload']) for row in rows])
   header = (f'{"payload":<8} {"workload":<{width}} {"items":>8} '
-            f'{"seconds":>8} {"items/s":>10} {"MB/s":>8}  latency (ms)')
+            f'{"seconds":>8} {"items/s":>10} {"MB/s":>8}  other figures')
   print(header)
   print('-' * len(header))
   for row in rows:
@@ -278,10 +287,12 @@ def report(args, results, load_start, load_end):
     else:
       numbers = (f'{row["items"]:>8} {row["seconds"]:>8.3f} '
                  f'{row["items_per_s"]:>10,.0f} {row["mb_per_s"]:>8.2f}')
-    latency = '  '.join(f'{name} {value:.3f}' for name, value in
-                        row.get('latency_ms', {}).items())
+    figures = '  '.join(
+        f'{label.format(name)} {value:.3f}'
+        for group, label in compare.FIGURES.items()
+        for name, value in row.get(group, {}).items())
     print(f'{row["payload"]:<8} {row["workload"]:<{width}} {numbers}  '
-          f'{latency}'.rstrip())
+          f'{figures}'.rstrip())
   if args.json:
     with open(args.json, 'w') as f:
       json.dump(report_, f, indent=2)
