@@ -6,8 +6,8 @@
 // max_times_sampled) are kept; max_size, current_size, num_episodes,
 // num_deleted_episodes, num_unique_samples, priority_mass, the rate
 // limiter's insert and sample counts and the worker times are summed;
-// samples_blocked holds if it holds on every shard. tables_state_id combines the
-// shards' ids, so it changes whenever one of them does.
+// samples_blocked holds if it holds on every shard. tables_state_id combines
+// the shards' ids, so it changes whenever one of them does.
 #ifndef REVERB_CC_CLIENT_SERVER_INFO_H_
 #define REVERB_CC_CLIENT_SERVER_INFO_H_
 

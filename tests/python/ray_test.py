@@ -91,14 +91,16 @@ def values(client: reverb.Client, num_samples: int):
 
 
 def values_until(iterator: reverb.ReplayIterator, wanted,
-                 max_samples: int = 5000):
+                 patience_seconds: float = 60):
   """The values of one-step int items that `iterator` (of batches of 1)
-  yields, until every value of `wanted` is among them."""
+  yields, until every value of `wanted` is among them or `patience_seconds`
+  pass (a restarted shard rejoins once the client's refresher reaches it,
+  within about a refresh interval: thousands of samples of the others may
+  come first)."""
   seen = set()
-  for _ in range(max_samples):
+  deadline = time.monotonic() + patience_seconds
+  while not set(wanted) <= seen and time.monotonic() < deadline:
     seen.add(next(iterator).data[0].item())
-    if set(wanted) <= seen:
-      break
   return seen
 
 
