@@ -27,7 +27,8 @@ from reverb.cc import schema_pb2
 # How long writers wait for the server's table signatures.
 _SIGNATURE_TIMEOUT_SECONDS = 60
 
-# Client.sample asks for at most this many samples ahead of its consumer.
+# Client.sample asks for at most this many samples ahead of its consumer, per
+# shard (so that each shard's requests are as large as one server's).
 _MAX_SAMPLES_IN_FLIGHT = 64
 
 
@@ -209,6 +210,8 @@ class Client:
   def __init__(self, server_address: Union[str, Sequence[str]]):
     self._server_address = server_address
     self._client = pybind.Client(server_address)
+    self._max_samples_in_flight = _MAX_SAMPLES_IN_FLIGHT * (
+        1 if isinstance(server_address, str) else len(server_address))
     self._signature_cache: Dict[str, Any] = {}
     self._flat_signatures: Dict[str, structured_value.FlatSignature] = {}
     self._tables_state_id = None
@@ -406,8 +409,9 @@ class Client:
       while yielded < num_samples:
         if stream.outstanding == 0:
           try:
-            stream.Request(min(num_samples - yielded, _MAX_SAMPLES_IN_FLIGHT),
-                           timeout_ms)
+            stream.Request(
+                min(num_samples - yielded, self._max_samples_in_flight),
+                timeout_ms)
             sample = stream.Read()
           except RuntimeError:
             if not reused or yielded:
