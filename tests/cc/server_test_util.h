@@ -40,6 +40,22 @@ inline std::string Address(int port) {
   return "localhost:" + std::to_string(port);
 }
 
+// Shards: a server on loopback over each of `tables`, appended to
+// `servers`; their addresses in order (fewer after a failure, reported).
+inline std::vector<std::string> StartLoopbackShards(
+    const std::vector<std::shared_ptr<Table>>& tables,
+    std::vector<std::unique_ptr<Server>>* servers) {
+  std::vector<std::string> addresses;
+  for (const auto& table : tables) {
+    auto server = StartLoopbackServer({table});
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (!server.ok()) break;
+    addresses.push_back(Address((*server)->port()));
+    servers->push_back(*std::move(server));
+  }
+  return addresses;
+}
+
 // Starts a server on loopback over the tables of each test.
 class ServerTest : public ::testing::Test {
  protected:

@@ -12,28 +12,25 @@
 namespace deepmind::reverb {
 namespace {
 
-using ::deepmind::reverb::testing::Address;
 using ::deepmind::reverb::testing::FifoTable;
 using ::deepmind::reverb::testing::MakeItem;
-using ::deepmind::reverb::testing::StartLoopbackServer;
+using ::deepmind::reverb::testing::StartLoopbackShards;
 
 // Three servers over one table each, holding 1, 2 and 3 items, and a Client
 // over them.
 class ShardedClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::vector<std::string> addresses;
     for (int s = 0; s < 3; ++s) {
       tables_.push_back(
           FifoTable("table", *RateLimiter::Create(1, 1, -1e9, 1e9)));
       for (int i = 0; i <= s; ++i) {
         ASSERT_TRUE(tables_[s]->InsertOrAssign(MakeItem(100 * s + i)).ok());
       }
-      auto server = StartLoopbackServer({tables_.back()});
-      ASSERT_TRUE(server.ok()) << server.status();
-      addresses.push_back(Address((*server)->port()));
-      servers_.push_back(*std::move(server));
     }
+    const std::vector<std::string> addresses =
+        StartLoopbackShards(tables_, &servers_);
+    ASSERT_EQ(addresses.size(), 3);
     auto client = Client::Create(addresses);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);

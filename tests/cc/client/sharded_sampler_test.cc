@@ -26,11 +26,11 @@
 namespace deepmind::reverb {
 namespace {
 
-using testing::Address;
 using testing::ChiSquare;
 using testing::ChiSquareCritical;
 using testing::MakeInt32Item;
 using testing::StartLoopbackServer;
+using testing::StartLoopbackShards;
 using testing::Values;
 using testing::WaitFor;
 
@@ -83,16 +83,14 @@ class ShardedSamplerTest : public ::testing::Test {
   // it sees them all.
   template <typename MakeTable>
   void Start(MakeTable make_table, std::vector<int> sizes) {
-    std::vector<std::string> addresses;
     for (int s = 0; s < kShards; ++s) {
       tables_.push_back(make_table());
       Fill(*tables_.back(), s, sizes[s]);
       for (int i = 0; i < sizes[s]; ++i) keys_.push_back(Key(s, i));
-      auto server = StartLoopbackServer({tables_.back()});
-      ASSERT_TRUE(server.ok()) << server.status();
-      addresses.push_back(Address((*server)->port()));
-      servers_.push_back(*std::move(server));
     }
+    const std::vector<std::string> addresses =
+        StartLoopbackShards(tables_, &servers_);
+    ASSERT_EQ(addresses.size(), kShards);
     auto client = Client::Create(addresses);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);

@@ -28,6 +28,7 @@ using ::deepmind::reverb::testing::FreezableProxy;
 using ::deepmind::reverb::testing::Int32;
 using ::deepmind::reverb::testing::MakeInt32Item;
 using ::deepmind::reverb::testing::StartLoopbackServer;
+using ::deepmind::reverb::testing::StartLoopbackShards;
 using ::deepmind::reverb::testing::StoredItems;
 using ::deepmind::reverb::testing::WaitFor;
 
@@ -111,15 +112,11 @@ WriterOptions LegacyOptions() {
 class ShardedWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::vector<std::string> addresses;
-    for (int s = 0; s < kShards; ++s) {
-      tables_.push_back(MakeTable());
-      auto server = StartLoopbackServer({tables_.back()});
-      ASSERT_TRUE(server.ok()) << server.status();
-      ports_.push_back((*server)->port());
-      addresses.push_back(Address(ports_.back()));
-      servers_.push_back(*std::move(server));
-    }
+    for (int s = 0; s < kShards; ++s) tables_.push_back(MakeTable());
+    const std::vector<std::string> addresses =
+        StartLoopbackShards(tables_, &servers_);
+    ASSERT_EQ(addresses.size(), kShards);
+    for (const auto& server : servers_) ports_.push_back(server->port());
     auto client = Client::Create(addresses);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);

@@ -15,9 +15,9 @@
 namespace deepmind::reverb {
 namespace {
 
-using ::deepmind::reverb::testing::Address;
 using ::deepmind::reverb::testing::MakeItem;
 using ::deepmind::reverb::testing::StartLoopbackServer;
+using ::deepmind::reverb::testing::StartLoopbackShards;
 using ::deepmind::reverb::testing::WaitFor;
 
 RateLimiter MinSize(int64_t min_size) {
@@ -36,14 +36,10 @@ class ShardsTest : public ::testing::Test {
  protected:
   template <typename MakeTableFn>
   void Start(MakeTableFn make_table) {
-    std::vector<std::string> addresses;
-    for (int s = 0; s < 3; ++s) {
-      tables_.push_back(make_table(s));
-      auto server = StartLoopbackServer({tables_.back()});
-      ASSERT_TRUE(server.ok()) << server.status();
-      addresses.push_back(Address((*server)->port()));
-      servers_.push_back(*std::move(server));
-    }
+    for (int s = 0; s < 3; ++s) tables_.push_back(make_table(s));
+    const std::vector<std::string> addresses =
+        StartLoopbackShards(tables_, &servers_);
+    ASSERT_EQ(addresses.size(), 3);
     auto shards = Shards::Create(addresses);
     ASSERT_TRUE(shards.ok()) << shards.status();
     shards_ = *std::move(shards);
