@@ -92,7 +92,6 @@ void Shards::RefreshAll() {
       state.can_sample = !table.samples_blocked();
       state.selector = table.sampler_options().distribution_case();
     }
-    shard.info = *std::move(infos[s]);
     if (!shard.deletes.empty()) {
       deletes.emplace_back(s, std::move(shard.deletes));
       shard.deletes.clear();
@@ -188,13 +187,6 @@ Shards::Weights Shards::GetWeights(const std::string& table) {
     weights.total += weights.weight[s];
   }
   return weights;
-}
-
-std::vector<std::optional<ServerInfoResponse>> Shards::LatestInfo() const {
-  MutexLock lock(&mu_);
-  std::vector<std::optional<ServerInfoResponse>> info;
-  for (const ShardState& shard : shards_) info.push_back(shard.info);
-  return info;
 }
 
 int64_t Shards::Watch(int shard, std::function<void()> on_down) {

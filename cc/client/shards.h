@@ -34,7 +34,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,10 +87,6 @@ class REVERB_EXPORT Shards {
   // (at most kRefreshTimeout).
   Weights GetWeights(const std::string& table) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The latest ServerInfo of each shard (none for a shard never reached).
-  std::vector<std::optional<ServerInfoResponse>> LatestInfo() const
-      ABSL_LOCKS_EXCLUDED(mu_);
-
   bool IsUp(int shard) const ABSL_LOCKS_EXCLUDED(mu_);
   // A call to `shard` failed with UNAVAILABLE (or timed out): it is down
   // until a refresh reaches it.
@@ -137,8 +132,6 @@ class REVERB_EXPORT Shards {
   };
   struct ShardState {
     bool up = true;
-    // Set by the first refresh that reached it.
-    std::optional<ServerInfoResponse> info;
     absl::flat_hash_map<std::string, TableState> tables;
     int writers = 0;
     // Table -> keys to delete there once the shard answers.
