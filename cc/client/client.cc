@@ -163,15 +163,7 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
-  if (shards_->size() == 1) {
-    grpc::ClientContext context;
-    SetDeadline(&context, timeout, /*wait_for_ready=*/true);
-    ServerInfoResponse response;
-    grpc::Status status = shards_->connection(0)->stub()->ServerInfo(
-        &context, ServerInfoRequest(), &response);
-    if (!status.ok()) return FromGrpcStatus(status);
-    return response;
-  }
+  if (shards_->size() == 1) return std::move(ShardInfo(timeout).front());
   bool any_up = false;
   for (int s = 0; s < shards_->size(); ++s) any_up = any_up || shards_->IsUp(s);
   std::vector<absl::StatusOr<ServerInfoResponse>> infos =
