@@ -165,6 +165,17 @@ def server(args, make_tables):
   return ServerProcess()
 
 
+def children_cpu(children):
+  """The CPU seconds that the processes of `children` (ChildProcess) have
+  used (utime + stime)."""
+  total = 0
+  for child in children:
+    with open(f'/proc/{child.pid}/stat') as f:
+      fields = f.read().rsplit(')', 1)[1].split()
+    total += int(fields[11]) + int(fields[12])  # Fields 14 and 15 of stat.
+  return total / os.sysconf('SC_CLK_TCK')
+
+
 def latency_ms(seconds):
   """{'p50': ..., 'p99': ...} in milliseconds of a list of durations in
   seconds (nearest rank), for a row's `latency_ms`."""

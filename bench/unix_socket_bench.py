@@ -8,7 +8,10 @@ this process runs, over each of the two in turn,
   insert        `client.insert(item, {table: 1.0})` of a 1 MiB int32 array;
   sample bulk   one `client.sample(table, num_samples=N)` generator, consumed.
 Every sampled item is checked afterwards (shape, dtype, contents, which
-encode the insert's sequence number). With dm-reverb, which has no unix
+encode the insert's sequence number). These rows also carry the CPU each
+item cost during the timed window: `client`, this process
+(time.process_time, all threads), and `server`, the server's process
+(/proc/PID/stat), in microseconds per item. With dm-reverb, which has no unix
 sockets, only the TCP rows are measured. Two rows bound what gRPC can reach
 on this machine: `raw stream` is 1 MiB blocks sent from a child process
 over a bare socket of each kind and received into one buffer (no gRPC, no
@@ -64,6 +67,22 @@ def bench_insert(client, first_seq, seconds, max_items):
     if time.perf_counter() >= deadline:
       break
   return count, time.perf_counter() - start
+
+
+class Cpu:
+  """The CPU used by this process and by `server` since construction."""
+
+  def __init__(self, server):
+    self._server = server
+    self._client = time.process_time()
+    self._server_start = harness.children_cpu([server])
+
+  def per_item(self, items):
+    """The figures of a row: microseconds of CPU per item on each side."""
+    client = time.process_time() - self._client
+    served = harness.children_cpu([self._server]) - self._server_start
+    return {'cpu_us_per_item': {'client': round(client / items * 1e6, 1),
+                                'server': round(served / items * 1e6, 1)}}
 
 
 def raw_stream(family, blocks):
@@ -129,14 +148,16 @@ def run(args):
         count, _ = bench_insert(client, inserted, 60.0, 20)
         inserted += count
         list(client.sample('t', num_samples=10, emit_timesteps=False))
+        cpu = Cpu(server)
         count, elapsed = bench_insert(client, inserted, seconds, 100_000)
         inserted += count
         results.append(('1MB', f'insert, {name}', count, elapsed,
-                        _ITEM_BYTES))
+                        _ITEM_BYTES, cpu.per_item(count)))
+        cpu = Cpu(server)
         count, elapsed, _ = harness.sample_bulk(client, 't', bulk_n, seconds,
                                                 check_item)
         results.append(('1MB', f'sample bulk (N={bulk_n}), {name}', count,
-                        elapsed, _ITEM_BYTES))
+                        elapsed, _ITEM_BYTES, cpu.per_item(count)))
   for name, family in (('tcp', socket.AF_INET), ('unix', socket.AF_UNIX)):
     results.append(('1MB', f'raw stream, {name}', blocks,
                     raw_stream(family, blocks), _ITEM_BYTES))
