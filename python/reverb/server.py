@@ -236,7 +236,8 @@ class Server:
         checkpoint_every_seconds, os.fspath(unix_socket_path or ''))
     self._port = None if port is None else self._server.port
     self._bind_address = bind_address
-    self._unix_socket_path = unix_socket_path and os.fspath(unix_socket_path)
+    self._unix_socket_path = (os.fspath(unix_socket_path)
+                              if unix_socket_path else None)
     # Stops the server at the interpreter's exit as well, so that its unix
     # socket file goes.
     self._stop_at_exit = weakref.finalize(self, self._server.Stop)
