@@ -32,6 +32,15 @@ absl::StatusOr<bool> Listening(const std::string& path) {
                              absl::StrCat("Could not connect to ", path));
 }
 
+// Whether the directory that `path` would be made in exists.
+bool DirectoryExists(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string directory =
+      slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  struct stat file;
+  return stat(directory.c_str(), &file) == 0 && S_ISDIR(file.st_mode);
+}
+
 }  // namespace
 
 absl::Status ClaimUnixSocketPath(const std::string& path) {
@@ -46,8 +55,16 @@ absl::Status ClaimUnixSocketPath(const std::string& path) {
   }
   struct stat file;
   if (lstat(path.c_str(), &file) != 0) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return absl::ErrnoToStatus(errno, absl::StrCat("Could not inspect ", path));
+    if (errno != ENOENT) {
+      return absl::ErrnoToStatus(errno,
+                                 absl::StrCat("Could not inspect ", path));
+    }
+    if (!DirectoryExists(path)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Cannot listen on the unix socket ", path,
+                       ": its directory does not exist."));
+    }
+    return absl::OkStatus();
   }
   if (!S_ISSOCK(file.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -19,7 +19,8 @@ namespace deepmind::reverb {
 // Makes `path` free for a listener: OK if nothing is there, or if a socket
 // file nobody accepts connections on is there (it is removed).
 // INVALID_ARGUMENT for an empty path, one longer than a socket address
-// holds, or a path where something other than a socket is;
+// holds, one whose directory does not exist, or a path where something
+// other than a socket is;
 // FAILED_PRECONDITION if a server listens there; other failures as their
 // errno (absl::ErrnoToStatus: e.g. PERMISSION_DENIED).
 absl::Status ClaimUnixSocketPath(const std::string& path);

@@ -199,6 +199,14 @@ TEST_F(UnixSocketTest, BadPathsAndNoListenerAreInvalidArguments) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+  ServerOptions no_directory;
+  no_directory.unix_socket_path = directory_ + "/missing/server.sock";
+  auto missing =
+      Server::Start({FifoTable("t", *MinSizeRateLimiter(1))}, no_directory);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("directory does not exist"),
+            std::string::npos)
+      << missing.status();
   ServerOptions long_path;
   long_path.unix_socket_path = directory_ + "/" + std::string(200, 'x');
   EXPECT_EQ(Server::Start({FifoTable("t", *MinSizeRateLimiter(1))}, long_path)
