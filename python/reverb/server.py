@@ -202,7 +202,8 @@ class Server:
 
   Raises:
     ValueError: If there are no tables or two share a name, or the unix
-      socket path is too long or holds a file that is not a socket.
+      socket path is too long, its directory does not exist, or a file that
+      is not a socket is there.
     RuntimeError: If a server already listens on the unix socket path.
   """
 

@@ -162,10 +162,13 @@ def test_a_live_servers_socket_is_not_taken(path):
     write(server.localhost_client(), [1])  # The first one still serves.
 
 
-def test_too_long_a_path_is_an_error(tmp_path):
+def test_too_long_a_path_or_a_missing_directory_is_an_error(tmp_path):
   with pytest.raises(ValueError, match='at most'):
     reverb.Server([table()], port=None,
                   unix_socket_path=str(tmp_path / ('x' * 120)))
+  with pytest.raises(ValueError, match='directory does not exist'):
+    reverb.Server([table()], port=None,
+                  unix_socket_path=str(tmp_path / 'missing' / 'reverb.sock'))
 
 
 CONFIG = """
