@@ -193,8 +193,9 @@ class Writer:
 
 
 class Client:
-  """A connection to a Reverb server at `server_address` ("host:port"), or
-  to the shards of one replay buffer at a sequence of addresses.
+  """A connection to a Reverb server at `server_address` ("host:port", or
+  "unix:PATH" for its unix domain socket), or to the shards of one replay
+  buffer at a sequence of addresses.
 
   Over several shards (docs/sharding.md): writers write each to one shard
   at a time and move to another if it dies, samples are drawn from all of

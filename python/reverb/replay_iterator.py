@@ -24,8 +24,8 @@ class ReplayIterator:
   """Iterates over batches sampled from `table` (see the module docstring).
 
   Args:
-    server_address: "host:port" of the server, or a sequence of the
-      addresses of shards (docs/sharding.md).
+    server_address: "host:port" (or "unix:PATH") of the server, or a
+      sequence of the addresses of shards (docs/sharding.md).
     table: Table to sample from.
     batch_size: Samples per batch; the last batch may be smaller when
       `max_samples` is reached or the rate limiter times out. Samples are
