@@ -239,8 +239,9 @@ class Server:
     self._bind_address = bind_address
     self._unix_socket_path = (os.fspath(unix_socket_path)
                               if unix_socket_path else None)
-    # Stops the server at the interpreter's exit as well, so that its unix
-    # socket file goes.
+    # Stops the server at the interpreter's exit too, even if something
+    # still holds it then (a daemon thread, say), so that its unix socket
+    # file goes.
     self._stop_at_exit = weakref.finalize(self, self._server.Stop)
 
   def __enter__(self) -> 'Server':

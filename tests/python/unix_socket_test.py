@@ -117,9 +117,12 @@ def run_python(code, *args, **kwargs):
 
 
 SERVER = """
-  import sys, reverb
+  import sys, threading, time, reverb
   server = reverb.Server([reverb.Table.queue('q', 10)], port=None,
                          unix_socket_path=sys.argv[1])
+  # A daemon thread holds the server at exit, so it is never collected.
+  threading.Thread(target=lambda s=server: time.sleep(3600),
+                   daemon=True).start()
   print('up', flush=True)
   if sys.argv[2] == 'wait':
     sys.stdin.read()
