@@ -25,9 +25,9 @@
 // (SentTo); once a shard confirms it, Confirmed() hands its key to
 // Shards::DeleteOnRejoin for the other ones, so that a shard that stored
 // the item without confirming it deletes it when it answers again: no item
-// is stored twice. (Not so for an item such a shard still holds queued when
-// the delete comes, its rate limiter holding it back: the server keeps the
-// queued inserts of a cancelled stream, and inserts it afterwards.)
+// is stored twice. (An item such a shard still holds queued behind its rate
+// limiter is not stored there at all: the server withdraws the queued
+// inserts of a stream that is cancelled, insert_reactor.h.)
 //
 // Not thread-safe: the thread of the writer that streams uses it; but
 // sharded() and Confirmed() may be called from any thread, and Watch's

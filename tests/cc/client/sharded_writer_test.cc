@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/client/client.h"
+#include "cc/rate_limiters/presets.h"
 #include "cc/selectors/uniform.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
@@ -282,6 +283,52 @@ TEST_F(ShardedWriterTest, TrajectoryWritersLeaveAFrozenShardThatThenDeletes) {
     return Copies({0, 1, 2}, 6 * kItems) == once;
   })) << "ids by number of copies: "
       << ::testing::PrintToString(Copies({0, 1, 2}, 6 * kItems));
+}
+
+// As above, but the writer on shard 1 has items queued there behind its
+// rate limiter when the shard freezes: they are sent again elsewhere, and
+// shard 1 must not insert them once its rate limiter lets it.
+TEST_F(ShardedWriterTest, AFrozenShardDoesNotStoreLaterWhatItHeldQueued) {
+  constexpr int kItems = 100;
+  constexpr int kAllowed = 50;  // Inserts shard 1 takes before a sample.
+  Stop(1);
+  tables_[1] = *Table::Create(kTable, std::make_unique<UniformSelector>(),
+                              std::make_unique<FifoSelector>(), 1000, 0,
+                              *QueueRateLimiter(kAllowed));
+  auto server = StartLoopbackServer({tables_[1]}, ports_[1]);
+  ASSERT_TRUE(server.ok()) << server.status();
+  servers_[1] = *std::move(server);
+  // The test's and the server's; an insert stream holds one more.
+  const long unused = tables_[1].use_count();
+  FreezableProxy proxy(ports_[1]);
+  client_ = *Client::Create(
+      {Address(ports_[0]), Address(proxy.port()), Address(ports_[2])});
+  std::thread chaos([&] {
+    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= kAllowed; }));
+    proxy.Freeze();
+  });
+  // One writer on each shard.
+  std::vector<absl::Status> statuses = RunWriters(3, [&](int w) {
+    auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
+    if (!writer.ok()) return writer.status();
+    return WriteTrajectories(**writer, w * kItems, kItems);
+  });
+  chaos.join();
+  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  proxy.Thaw();
+  // The cancel of the stream that left shard 1 reaches its server, which
+  // lets the stream go.
+  ASSERT_TRUE(WaitFor([&] { return tables_[1].use_count() == unused; }));
+  ASSERT_TRUE(WaitFor([&] { return client_->shards()->IsUp(1); }));
+
+  // Room for kAllowed more: taken by this insert, after any left queued.
+  for (int i = 0; i < kAllowed; ++i) {
+    ASSERT_TRUE(tables_[1]->Sample(kTimeout).ok());
+  }
+  ASSERT_TRUE(
+      tables_[1]->InsertOrAssign(MakeInt32Item(1 << 30, 1, -1), kTimeout).ok());
+  const std::map<int, int> once = {{1, 3 * kItems}};
+  EXPECT_EQ(Copies({0, 1, 2}, 3 * kItems), once);
 }
 
 TEST_F(ShardedWriterTest, TrajectoryWritersContinueWithoutAShardForGood) {
