@@ -217,16 +217,19 @@ absl::StatusOr<PackedSample> ShardedSampleStream::ReadPacked() {
       REVERB_RETURN_IF_ERROR(DrawWhenServable());
       continue;
     }
+    uint64_t key = 0;
     absl::StatusOr<PackedSample> packed =
-        streams_[draw.shard]->ReadPacked([&draw](SampleInfo* info) {
+        streams_[draw.shard]->ReadPacked([&draw, &key](SampleInfo* info) {
           info->set_probability(draw.share * info->probability());
           info->set_table_size(draw.table_size);
+          key = info->item().key();
         });
     if (!packed.ok()) {
       REVERB_RETURN_IF_ERROR(ShardFailed(draw.shard, packed.status()));
       REVERB_RETURN_IF_ERROR(SendRequests());
       continue;
     }
+    shards_->sampled_keys().Record(key, draw.shard);
     draws_.pop_front();
     return packed;
   }

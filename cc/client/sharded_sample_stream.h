@@ -11,7 +11,8 @@
 // server's. Each sample's SampleInfo is rewritten (in place) so that
 //   probability = weight[shard] / total * the shard's probability
 //                 (round-robin tables: the shard's),
-//   table_size  = the table's size summed over the shards that are up.
+//   table_size  = the table's size summed over the shards that are up;
+// and its key is recorded with its shard (Shards::sampled_keys()).
 //
 // Shards that go away. A shard whose stream ends with UNAVAILABLE or
 // CANCELLED, or that Shards finds down (its watcher cancels the stream), is

@@ -22,6 +22,8 @@
 //   fewest writers, then the fewest items; at an episode boundary
 //   RebalanceWriterShard() moves a writer off a shard that holds many more
 //   items than the least loaded one.
+// - Where sampled keys came from (sampled_keys(), recorded by the
+//   samplers), for the Client to route priority updates and deletes.
 // - Keys to delete on rejoin: a writer that sent items again elsewhere
 //   after its shard went down hands their keys to DeleteOnRejoin(); once
 //   that shard answers again they are deleted there, so that an item the
@@ -42,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cc/client/connection.h"
+#include "cc/client/sampled_keys.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
 #include "reverb/cc/schema.pb.h"
@@ -116,6 +119,8 @@ class REVERB_EXPORT Shards {
   // Items in all tables of `shard` at the latest refresh.
   int64_t NumItems(int shard) const ABSL_LOCKS_EXCLUDED(mu_);
 
+  SampledKeys& sampled_keys() { return sampled_keys_; }
+
   // Deletes `keys` from `table` on `shard` once it answers a refresh.
   void DeleteOnRejoin(int shard, const std::string& table,
                       std::vector<uint64_t> keys) ABSL_LOCKS_EXCLUDED(mu_);
@@ -150,6 +155,7 @@ class REVERB_EXPORT Shards {
   void NotifyDown(int shard) ABSL_LOCKS_EXCLUDED(mu_, watch_mu_);
 
   const std::vector<std::shared_ptr<const Connection>> connections_;
+  SampledKeys sampled_keys_;
 
   mutable Mutex mu_;
   std::vector<ShardState> shards_ ABSL_GUARDED_BY(mu_);

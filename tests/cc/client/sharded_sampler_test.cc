@@ -437,6 +437,49 @@ TEST_F(ShardedSamplerTest, UnknownTableIsNotFound) {
   EXPECT_EQ(stream->Read().status().code(), absl::StatusCode::kNotFound);
 }
 
+// Key 1 on every shard, its data the shard's index (keys are unique across
+// shards in use; here a shard that gets a key's update shows it), and a
+// stream draws it from one: its update and delete go to that shard only.
+// Key 2, never sampled, is updated and deleted on every shard.
+TEST_F(ShardedSamplerTest, MutatePrioritiesGoesToTheShardAKeyWasSampledFrom) {
+  Start(UniformTable, {0, 0, 0});
+  for (int s = 0; s < kShards; ++s) {
+    ASSERT_TRUE(tables_[s]->InsertOrAssign(MakeInt32Item(1, 1, s)).ok());
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    return client_->shards()->GetWeights("table").total_size == kShards;
+  }));
+  // One draw (a Sampler's workers may draw ahead).
+  auto stream = *client_->NewSampleStream("table", kPatience);
+  ASSERT_TRUE(stream->Request(1, absl::InfiniteDuration()).ok());
+  auto sample = stream->Read();
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  const int sampled = Describe(*sample).value;
+  ASSERT_GE(sampled, 0);
+  ASSERT_LT(sampled, kShards);
+  for (int s = 0; s < kShards; ++s) {
+    ASSERT_TRUE(tables_[s]->InsertOrAssign(MakeInt32Item(2, 1, s)).ok());
+  }
+
+  KeyWithPriority one, two;
+  one.set_key(1);
+  one.set_priority(5);
+  two.set_key(2);
+  two.set_priority(7);
+  ASSERT_TRUE(
+      client_->MutatePriorities("table", {one, two}, {}, kPatience).ok());
+  for (int s = 0; s < kShards; ++s) {
+    EXPECT_EQ(tables_[s]->Get(1)->priority(), s == sampled ? 5 : 1)
+        << "shard " << s;
+    EXPECT_EQ(tables_[s]->Get(2)->priority(), 7) << "shard " << s;
+  }
+  ASSERT_TRUE(client_->MutatePriorities("table", {}, {1, 2}, kPatience).ok());
+  for (int s = 0; s < kShards; ++s) {
+    EXPECT_EQ(tables_[s]->Get(1).ok(), s != sampled) << "shard " << s;
+    EXPECT_FALSE(tables_[s]->Get(2).ok()) << "shard " << s;
+  }
+}
+
 TEST(ShardedSamplerNoServerTest, NoShardReachableIsUnavailable) {
   auto client = *Client::Create({"localhost:1", "localhost:2"});
   auto stream = *client->NewSampleStream("table", kPatience);
