@@ -53,7 +53,7 @@ absl::StatusOr<SampleStream*> ShardedSampleStream::OpenShard(int shard) {
   if (streams_[shard] != nullptr) return streams_[shard].get();
   const std::shared_ptr<const Connection>& connection =
       shards_->connection(shard);
-  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kConnectTimeout));
+  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kShardConnectTimeout));
   auto stream = std::make_unique<SampleStream>(connection, table_);
   {
     MutexLock lock(&mu_);

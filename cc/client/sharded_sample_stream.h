@@ -63,8 +63,11 @@ class REVERB_EXPORT ShardedSampleStream final : public SampleStreamInterface {
   // How often a draw that no shard can serve re-reads the weights.
   static constexpr absl::Duration kWeightPoll = absl::Milliseconds(15);
   // How long opening a shard's stream waits for its channel (the shard was
-  // up at the last refresh, so it is normally connected already).
-  static constexpr absl::Duration kConnectTimeout = absl::Milliseconds(250);
+  // up at the last refresh, so it is normally connected already). A shard
+  // not connected by then is marked down (Shards::MarkDown) and its draws
+  // go to the others, without waiting for the refresher to find it down.
+  static constexpr absl::Duration kShardConnectTimeout =
+      absl::Milliseconds(250);
 
   ShardedSampleStream(std::shared_ptr<Shards> shards, std::string table);
   // Cancels the shards' streams unless Close() has ended them.

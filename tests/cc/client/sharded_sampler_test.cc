@@ -354,6 +354,26 @@ TEST_F(ShardedSamplerTest, AStreamGoesOnWithoutAStoppedShardUntilItRejoins) {
   EXPECT_TRUE(rejoined);
 }
 
+// A stream opened after shard 1 stopped, before the refresher has found it
+// down (its calls wait up to kRefreshTimeout): the draws of shard 1 wait
+// kShardConnectTimeout for its channel, then go to the others. The bound
+// (half of a writer's kConnectTimeout, connection.h) only tells that wait
+// apart from one as long as a writer's.
+TEST_F(ShardedSamplerTest, AStreamDoesNotWaitLongForAShardThatIsGone) {
+  Start(UniformTable, {3, 3, 3});
+  servers_[1]->Stop();
+  const absl::Time start = absl::Now();
+  auto stream = *client_->NewSampleStream("table", kPatience);
+  ASSERT_TRUE(stream->Request(30, absl::InfiniteDuration()).ok());
+  for (int i = 0; i < 30; ++i) {
+    auto sample = stream->Read();
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    EXPECT_NE(ShardOf(sample->info->item().key()), 1);
+  }
+  EXPECT_LT(absl::Now() - start, kConnectTimeout / 2);
+  EXPECT_FALSE(client_->shards()->IsUp(1));
+}
+
 TEST_F(ShardedSamplerTest, AShardFoundDownHasItsWaitingDrawsDrawnAgain) {
   // Queues taken in turn: the second draw of shard 1 waits in its table,
   // which has nothing left.
