@@ -137,6 +137,49 @@ class ShardedSamplerTest : public ::testing::Test {
     return sampler.ok() ? *std::move(sampler) : nullptr;
   }
 
+  // Over tables of {3, 3, 3} items: `next_shard()` reads the next sample and
+  // returns its shard (-1 on error). Once every shard has served one, shard 1
+  // stops; `drain()` reads what may still come from it, then 300 samples come
+  // from the others only, and once a new server over its items is on its
+  // port, from it again.
+  template <typename NextShard, typename Drain>
+  void ExpectToGoOnWithoutAStoppedShardUntilItRejoins(NextShard next_shard,
+                                                      Drain drain) {
+    std::vector<int> seen(kShards);
+    while (seen[0] == 0 || seen[1] == 0 || seen[2] == 0) {
+      const int shard = next_shard();
+      ASSERT_GE(shard, 0);
+      ++seen[shard];
+    }
+
+    const int port = servers_[1]->port();
+    servers_[1]->Stop();
+    drain();
+    std::vector<int> after(kShards);
+    for (int i = 0; i < 300; ++i) {
+      const int shard = next_shard();
+      ASSERT_GE(shard, 0);
+      ++after[shard];
+    }
+    EXPECT_EQ(after[1], 0);
+    EXPECT_GT(after[0], 0);
+    EXPECT_GT(after[2], 0);
+    EXPECT_TRUE(WaitFor([&] { return !client_->shards()->IsUp(1); }));
+
+    tables_[1] = UniformTable();
+    Fill(*tables_[1], 1, 3);
+    auto restarted = StartLoopbackServer({tables_[1]}, port);
+    ASSERT_TRUE(restarted.ok()) << restarted.status();
+    servers_[1] = *std::move(restarted);
+    bool rejoined = false;
+    for (int i = 0; i < 1'000'000 && !rejoined; ++i) {
+      const int shard = next_shard();
+      ASSERT_GE(shard, 0);
+      rejoined = shard == 1;
+    }
+    EXPECT_TRUE(rejoined);
+  }
+
   std::vector<std::shared_ptr<Table>> tables_;
   std::vector<uint64_t> keys_;
   std::vector<std::unique_ptr<Server>> servers_;
@@ -273,41 +316,11 @@ TEST_F(ShardedSamplerTest, SamplingGoesOnWithoutAStoppedShardUntilItRejoins) {
     EXPECT_TRUE(sample.ok()) << sample.status();
     return sample.ok() ? ShardOf(sample->info->item().key()) : -1;
   };
-  std::vector<int> seen(kShards);
-  while (seen[0] == 0 || seen[1] == 0 || seen[2] == 0) {
-    const int shard = next_shard();
-    ASSERT_GE(shard, 0);
-    ++seen[shard];
-  }
-
-  const int port = servers_[1]->port();
-  servers_[1]->Stop();
-  // What was asked of it before it stopped may still come.
-  for (int i = 0; i < capacity; ++i) ASSERT_GE(next_shard(), 0);
-  std::vector<int> after(kShards);
-  for (int i = 0; i < 300; ++i) {
-    const int shard = next_shard();
-    ASSERT_GE(shard, 0);
-    ++after[shard];
-  }
-  EXPECT_EQ(after[1], 0);
-  EXPECT_GT(after[0], 0);
-  EXPECT_GT(after[2], 0);
-  EXPECT_TRUE(WaitFor([&] { return !client_->shards()->IsUp(1); }));
-
-  // A new server on its port, over the same items: it is drawn from again.
-  tables_[1] = UniformTable();
-  Fill(*tables_[1], 1, 3);
-  auto restarted = StartLoopbackServer({tables_[1]}, port);
-  ASSERT_TRUE(restarted.ok()) << restarted.status();
-  servers_[1] = *std::move(restarted);
-  bool rejoined = false;
-  for (int i = 0; i < 1'000'000 && !rejoined; ++i) {
-    const int shard = next_shard();
-    ASSERT_GE(shard, 0);
-    rejoined = shard == 1;
-  }
-  EXPECT_TRUE(rejoined);
+  // What was asked of shard 1 before it stopped may still come.
+  auto drain = [&] {
+    for (int i = 0; i < capacity; ++i) ASSERT_GE(next_shard(), 0);
+  };
+  ExpectToGoOnWithoutAStoppedShardUntilItRejoins(next_shard, drain);
   EXPECT_TRUE(sampler->error().ok()) << sampler->error();
 }
 
@@ -324,34 +337,12 @@ TEST_F(ShardedSamplerTest, AStreamGoesOnWithoutAStoppedShardUntilItRejoins) {
     EXPECT_TRUE(sample.ok()) << sample.status();
     return sample.ok() ? ShardOf(sample->info->item().key()) : -1;
   };
-  for (int i = 0; i < 30; ++i) ASSERT_GE(next_shard(), 0);
-
-  const int port = servers_[1]->port();
-  servers_[1]->Stop();
-  // Samples requested before it stopped may still come from it.
-  while (stream->outstanding() > 0) ASSERT_GE(next_shard(), 0);
-  std::vector<int> after(kShards);
-  for (int i = 0; i < 300; ++i) {
-    const int shard = next_shard();
-    ASSERT_GE(shard, 0);
-    ++after[shard];
-  }
-  EXPECT_EQ(after[1], 0);
-  EXPECT_GT(after[0], 0);
-  EXPECT_GT(after[2], 0);
-
-  tables_[1] = UniformTable();
-  Fill(*tables_[1], 1, 3);
-  auto restarted = StartLoopbackServer({tables_[1]}, port);
-  ASSERT_TRUE(restarted.ok()) << restarted.status();
-  servers_[1] = *std::move(restarted);
-  bool rejoined = false;
-  for (int i = 0; i < 1'000'000 && !rejoined; ++i) {
-    const int shard = next_shard();
-    ASSERT_GE(shard, 0);
-    rejoined = shard == 1;
-  }
-  EXPECT_TRUE(rejoined);
+  // Samples requested before shard 1 stopped may still come from it.
+  auto drain = [&] {
+    while (stream->outstanding() > 0) ASSERT_GE(next_shard(), 0);
+  };
+  ExpectToGoOnWithoutAStoppedShardUntilItRejoins(next_shard, drain);
+  EXPECT_TRUE(stream->ok());
 }
 
 // A stream opened after shard 1 stopped, before the refresher has found it
