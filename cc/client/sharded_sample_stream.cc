@@ -30,6 +30,7 @@ ShardedSampleStream::ShardedSampleStream(std::shared_ptr<Shards> shards,
       table_(std::move(table)),
       streams_(shards_->size()),
       watches_(shards_->size(), -1),
+      epochs_(shards_->size(), 0),
       live_(shards_->size(), nullptr) {}
 
 ShardedSampleStream::~ShardedSampleStream() {
@@ -51,6 +52,7 @@ void ShardedSampleStream::Cancel() {
 
 absl::StatusOr<SampleStream*> ShardedSampleStream::OpenShard(int shard) {
   if (streams_[shard] != nullptr) return streams_[shard].get();
+  epochs_[shard] = shards_->Epoch(shard);
   const std::shared_ptr<const Connection>& connection =
       shards_->connection(shard);
   REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kShardConnectTimeout));
@@ -100,7 +102,7 @@ void ShardedSampleStream::Redraw(const Shards::Weights& weights, Draw* draw) {
 absl::Status ShardedSampleStream::ShardFailed(int shard, absl::Status status) {
   if (!IsShardGone(status) || cancelled()) return Fail(std::move(status));
   CloseShard(shard);
-  shards_->MarkDown(shard);
+  shards_->MarkDown(shard, epochs_[shard]);
   const Shards::Weights weights = shards_->GetWeights(table_);
   for (Draw& draw : draws_) {
     if (draw.shard == shard) Redraw(weights, &draw);

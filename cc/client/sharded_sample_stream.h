@@ -16,10 +16,11 @@
 //
 // Shards that go away. A shard whose stream ends with UNAVAILABLE or
 // CANCELLED, or that Shards finds down (its watcher cancels the stream), is
-// marked down; the draws that were its and are not read yet are drawn again
-// among the others. Once it is up again and can serve, draws reach it again.
-// When no shard is up, reads fail with UNAVAILABLE (a Sampler then
-// reconnects, within its reconnect_window).
+// marked down (unless it has come back since the stream was opened: the
+// failure is then of the server before); the draws that were its and are not
+// read yet are drawn again among the others. Once it is up again and can serve,
+// draws reach it again. When no shard is up, reads fail with UNAVAILABLE (a
+// Sampler then reconnects, within its reconnect_window).
 //
 // No shard can serve (all weights 0: no shard has min_size_to_sample items,
 // or every rate limiter blocks): the draw waits, re-reading the weights each
@@ -132,6 +133,9 @@ class REVERB_EXPORT ShardedSampleStream final : public SampleStreamInterface {
   // its Shards::Watch.
   std::vector<std::unique_ptr<SampleStream>> streams_;
   std::vector<int64_t> watches_;
+  // The shard's Shards::Epoch when its stream was opened: its failure
+  // reports the shard down only if the shard has not come back since.
+  std::vector<int64_t> epochs_;
   absl::Status status_;
 
   // Never held while calling Shards: its watchers take it.

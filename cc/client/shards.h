@@ -10,7 +10,10 @@
 // - Reachability. A shard that fails a refresh, or that a writer or
 //   sampler reports with MarkDown(), is down: writers and samplers skip it
 //   and the streams watching it (Watch) are cancelled. The refresher keeps
-//   trying it and it is up again once it answers.
+//   trying it and it is up again once it answers. Each return starts a new
+//   epoch of the shard: a failure that a writer or sampler reports of a
+//   stream begun in an earlier epoch is of the server that was there then,
+//   and leaves the one now answering up.
 // - Table state per shard: size, priority mass and whether its rate limiter
 //   lets a sample through (TableInfo's extension fields; a dm-reverb server
 //   reports no mass, so a Prioritized table on it weighs by its size).
@@ -36,6 +39,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,9 +95,15 @@ class REVERB_EXPORT Shards {
   Weights GetWeights(const std::string& table) ABSL_LOCKS_EXCLUDED(mu_);
 
   bool IsUp(int shard) const ABSL_LOCKS_EXCLUDED(mu_);
+  // How many times `shard` has come up again after being down: what a
+  // writer or sampler notes as it begins a stream there, for MarkDown.
+  int64_t Epoch(int shard) const ABSL_LOCKS_EXCLUDED(mu_);
   // A call to `shard` failed with UNAVAILABLE (or timed out): it is down
-  // until a refresh reaches it.
-  void MarkDown(int shard) ABSL_LOCKS_EXCLUDED(mu_);
+  // until a refresh reaches it. With `epoch` (the Epoch() at which the
+  // failed call or stream began), nothing happens if the shard has come up
+  // again since.
+  void MarkDown(int shard, std::optional<int64_t> epoch = std::nullopt)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Calls `on_down` each time `shard` goes down, from the thread that finds
   // it down, until the returned id is passed to Unwatch(), which waits for
@@ -137,6 +147,8 @@ class REVERB_EXPORT Shards {
   };
   struct ShardState {
     bool up = true;
+    // See Epoch().
+    int64_t epoch = 0;
     absl::flat_hash_map<std::string, TableState> tables;
     int writers = 0;
     // Table -> keys to delete there once the shard answers.

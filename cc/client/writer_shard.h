@@ -13,7 +13,8 @@
 // first asks for connection(), and streams there until
 // - that shard fails a stream with a transient error, or the refresher
 //   finds it down (Watch cancels the stream then, since a frozen or cut-off
-//   shard answers nothing): FailOver() marks it down and moves the writer
+//   shard answers nothing): FailOver() marks it down (unless it has come
+//   back since the stream began, Shards::Epoch) and moves the writer
 //   to another shard at once while one is up, with the backoff above only
 //   while none is; the error becomes permanent only after kConnectTimeout
 //   of reaching no shard;
@@ -101,6 +102,9 @@ class WriterShard {
   const std::shared_ptr<Shards> shards_;                // Null over one server.
   const std::shared_ptr<const Connection> connection_;  // Over one server.
   int shard_ = -1;  // Joined shard, -1 if none.
+  // Shards::Epoch of shard_ when connection() was last asked for: a stream
+  // that fails reports the shard down only if it has not come back since.
+  int64_t epoch_ = 0;
   absl::Duration backoff_;
   absl::Time failing_since_ = absl::InfiniteFuture();
 };

@@ -345,6 +345,35 @@ TEST_F(ShardedSamplerTest, AStreamGoesOnWithoutAStoppedShardUntilItRejoins) {
   EXPECT_TRUE(stream->ok());
 }
 
+// A stream's draws of shard 1 wait unread on its stream to the server that
+// stops there; a new server on its port is found up before they are read.
+// Their failure is the old server's: it must not report the new one down
+// (which would cancel every stream to it until the next refresh).
+TEST_F(ShardedSamplerTest, AStaleStreamDoesNotReportARestartedShardDown) {
+  Start(UniformTable, {3, 3, 3});
+  auto stream = *client_->NewSampleStream("table", kPatience);
+  // Draws of every shard (all but surely), their requests sent.
+  ASSERT_TRUE(stream->Request(60, absl::InfiniteDuration()).ok());
+  const int port = servers_[1]->port();
+  servers_[1]->Stop();
+  ASSERT_TRUE(WaitFor([&] { return !client_->shards()->IsUp(1); }));
+  tables_[1] = UniformTable();
+  Fill(*tables_[1], 1, 3);
+  auto restarted = StartLoopbackServer({tables_[1]}, port);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  servers_[1] = *std::move(restarted);
+  ASSERT_TRUE(WaitFor([&] { return client_->shards()->IsUp(1); }));
+
+  std::atomic<int> reported_down = 0;
+  const int64_t watch = client_->shards()->Watch(1, [&] { ++reported_down; });
+  while (stream->outstanding() > 0) {
+    auto sample = stream->Read();
+    ASSERT_TRUE(sample.ok()) << sample.status();
+  }
+  client_->shards()->Unwatch(watch);
+  EXPECT_EQ(reported_down, 0);
+}
+
 // A stream opened after shard 1 stopped, before the refresher has found it
 // down (its calls wait up to kRefreshTimeout): the draws of shard 1 wait
 // kShardConnectTimeout for its channel, then go to the others. The bound
