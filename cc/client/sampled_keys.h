@@ -5,7 +5,10 @@
 // Samplers of the client record each sample's key with the shard that
 // served it (ShardedSampleStream). Keys are unique across shards and an
 // item stays on the shard that stored it, so where a key was sampled is
-// where it is. The last `capacity` keys recorded are remembered (a key
+// where it is. (Except an item a cut-off shard stored without confirming
+// it, sampled there: it is deleted there once the shard answers again, and
+// an update routed there is lost; the copy its writer sent elsewhere keeps
+// its priority.) The last `capacity` keys recorded are remembered (a key
 // recorded again counts from then): a learner updates the priorities of
 // what it sampled soon after, long before 2^18 more samples. A key not
 // remembered (never sampled by this client, or forgotten) is unknown:

@@ -13,9 +13,9 @@
 // flight: at once, or from the OnWriteDone of the write in flight. A write
 // that fails ends the call with CANCELLED "Could not write to the stream.",
 // OnCancel (the client has gone, or the server stops) with CANCELLED. A
-// first status other than OK first calls the derived reactor's
-// `void OnFailingLocked()` (with the mutex held; none by default): the
-// stream's requests still queued at tables are to be withdrawn then.
+// first status other than OK first calls `void OnFailingLocked()` of the
+// derived reactor (with the mutex held), which withdraws the stream's
+// requests still queued at tables (Table::Cancel).
 //
 // Threading: the gRPC reactions run on gRPC's threads, table callbacks on
 // the calling thread or the table's worker. Everything a derived reactor
@@ -101,9 +101,6 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
     return true;
   }
   bool write_in_flight() const { return write_in_flight_; }
-
-  // What a derived reactor without table requests to withdraw inherits.
-  void OnFailingLocked() {}
 
  private:
   bool write_in_flight_ = false;
