@@ -49,7 +49,7 @@ template <typename Call>
 absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
   if (shards_->size() == 1) {
     grpc::ClientContext context;
-    return call(*shards_->connection(0)->stub(), &context);
+    return call(0, *shards_->connection(0)->stub(), &context);
   }
   absl::Status first_error;
   for (int s = 0; s < shards_->size(); ++s) {
@@ -62,7 +62,7 @@ absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
     });
     absl::Status status = ShardDown(s);
     if (shards_->IsUp(s)) {
-      status = call(*shards_->connection(s)->stub(), &context);
+      status = call(s, *shards_->connection(s)->stub(), &context);
     } else {
       down = true;
     }
@@ -80,12 +80,39 @@ absl::Status Client::MutatePriorities(const std::string& table,
                                       absl::Span<const KeyWithPriority> updates,
                                       absl::Span<const uint64_t> deletes,
                                       absl::Duration timeout) {
-  MutatePrioritiesRequest request;
-  request.set_table(table);
-  for (const auto& update : updates) *request.add_updates() = update;
-  request.mutable_delete_keys()->Add(deletes.begin(), deletes.end());
+  std::vector<MutatePrioritiesRequest> requests(shards_->size());
+  for (auto& request : requests) request.set_table(table);
+  // Each key to the shard it was sampled from, if known; else to all.
+  auto route = [&](uint64_t key, auto add) {
+    const int shard =
+        shards_->size() > 1 ? shards_->sampled_keys().ShardOf(key) : -1;
+    if (shard >= 0) {
+      add(requests[shard]);
+    } else {
+      for (auto& request : requests) add(request);
+    }
+  };
+  for (const auto& update : updates) {
+    route(update.key(), [&](MutatePrioritiesRequest& request) {
+      *request.add_updates() = update;
+    });
+  }
+  for (uint64_t key : deletes) {
+    route(key, [key](MutatePrioritiesRequest& request) {
+      request.add_delete_keys(key);
+    });
+  }
+  const bool nothing = updates.empty() && deletes.empty();
   return OnEveryShard(
-      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
+      [&](int shard, ReverbService::StubInterface& stub,
+          grpc::ClientContext* context) {
+        const MutatePrioritiesRequest& request = requests[shard];
+        // A shard with nothing to change is not called, unless none has
+        // (each then checks that it has the table).
+        if (!nothing && request.updates().empty() &&
+            request.delete_keys().empty()) {
+          return absl::OkStatus();
+        }
         SetDeadline(context, timeout, /*wait_for_ready=*/true);
         MutatePrioritiesResponse response;
         return FromGrpcStatus(
@@ -98,7 +125,8 @@ absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   ResetRequest request;
   request.set_table(table);
   return OnEveryShard(
-      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
+      [&](int, ReverbService::StubInterface& stub,
+          grpc::ClientContext* context) {
         SetDeadline(context, timeout, /*wait_for_ready=*/true);
         ResetResponse response;
         return FromGrpcStatus(stub.Reset(context, request, &response));
@@ -180,7 +208,7 @@ absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
     absl::Duration timeout) {
   std::vector<std::string> paths;
   REVERB_RETURN_IF_ERROR(OnEveryShard(
-      [&](ReverbService::StubInterface& stub,
+      [&](int, ReverbService::StubInterface& stub,
           grpc::ClientContext* context) -> absl::Status {
         SetDeadline(context, timeout, /*wait_for_ready=*/false);
         CheckpointResponse response;

@@ -2,8 +2,12 @@
 // shards.h and docs/sharding.md), and the calls they serve.
 //
 // Over one address everything goes to that server, as dm-reverb's client.
-// Over several: MutatePriorities, Reset and Checkpoint go to every shard
-// (a shard ignores keys it does not hold), ServerInfo merges the shards'
+// Over several: MutatePriorities sends the update or delete of a key that a
+// sampler of this client drew recently to the shard it came from
+// (sampled_keys.h), and of any other key to every shard (a shard ignores
+// keys it does not hold); a shard with no key to change is not called,
+// unless no shard has (then every shard is, and answers for the table).
+// Reset and Checkpoint go to every shard, ServerInfo merges the shards'
 // tables (ShardInfo keeps them apart), writers write to one shard at a time
 // and samplers draw from all of them (sampler.h, trajectory_writer.h).
 // A shard that is down (shards.h) holds up none of these calls, even
@@ -111,10 +115,11 @@ class REVERB_EXPORT Client {
   // UNAVAILABLE: `shard` is down.
   absl::Status ShardDown(int shard) const;
 
-  // Runs `call` (a status of a stub and a context) on every shard, in turn;
-  // the first error. Over several shards, a shard known to be down is not
-  // called, and a call to one that goes down meanwhile is cancelled: that
-  // shard's status is UNAVAILABLE if `down_is_error`, else OK.
+  // Runs `call` (a status of the shard's index, its stub and a context) on
+  // every shard, in turn; the first error. Over several shards, a shard
+  // known to be down is not called, and a call to one that goes down
+  // meanwhile is cancelled: that shard's status is UNAVAILABLE if
+  // `down_is_error`, else OK.
   template <typename Call>
   absl::Status OnEveryShard(Call call, bool down_is_error);
 

@@ -83,6 +83,7 @@ void Shards::RefreshAll() {
       if (MarkDownLocked(s)) down.push_back(s);
       continue;
     }
+    if (!shard.up) ++shard.epoch;
     shard.up = true;
     shard.tables.clear();
     for (const TableInfo& table : infos[s]->table_info()) {
@@ -130,10 +131,11 @@ void Shards::NotifyDown(int shard) {
   }
 }
 
-void Shards::MarkDown(int shard) {
+void Shards::MarkDown(int shard, std::optional<int64_t> epoch) {
   bool went_down;
   {
     MutexLock lock(&mu_);
+    if (epoch.has_value() && *epoch != shards_[shard].epoch) return;
     went_down = MarkDownLocked(shard);
   }
   if (went_down) NotifyDown(shard);
@@ -142,6 +144,11 @@ void Shards::MarkDown(int shard) {
 bool Shards::IsUp(int shard) const {
   MutexLock lock(&mu_);
   return shards_[shard].up;
+}
+
+int64_t Shards::Epoch(int shard) const {
+  MutexLock lock(&mu_);
+  return shards_[shard].epoch;
 }
 
 Shards::Weights Shards::GetWeights(const std::string& table) {

@@ -90,17 +90,23 @@ absl::Status InsertReactor::InsertItems() {
     table_item.item = std::move(item);
     {
       MutexLock lock(&guard_->mu);
+      // Failing: the items queued are being withdrawn, so are these.
+      if (finishing()) return absl::CancelledError("The stream has ended.");
+      if (std::find(tables_.begin(), tables_.end(), *table) == tables_.end()) {
+        tables_.push_back(*table);
+      }
       ++pending_inserts_;
       // As dm-reverb: pause reading at 10% of the table (1..1000 items).
       max_pending_inserts_ = std::max<int64_t>(
           1, std::min<int64_t>((*table)->max_size() / 10, 1000));
     }
-    (*table)->InsertOrAssignAsync(std::move(table_item),
-                                  [guard = guard_, key](const absl::Status& s) {
-                                    MutexLock lock(&guard->mu);
-                                    if (guard->reactor != nullptr)
-                                      guard->reactor->OnInserted(key, s);
-                                  });
+    (*table)->InsertOrAssignAsync(
+        std::move(table_item),
+        [guard = guard_, key](const absl::Status& s) {
+          MutexLock lock(&guard->mu);
+          if (guard->reactor != nullptr) guard->reactor->OnInserted(key, s);
+        },
+        cancellation_);
   }
 
   absl::flat_hash_set<uint64_t> keep(request_.keep_chunk_keys.begin(),
@@ -145,6 +151,10 @@ void InsertReactor::MaybeWriteLocked() {
   grpc::SerializationTraits<InsertStreamResponse>::Serialize(
       response, &response_, &own_buffer);
   StartWriteOf(&response_);
+}
+
+void InsertReactor::OnFailingLocked() {
+  for (const auto& table : tables_) table->Cancel(cancellation_);
 }
 
 void InsertReactor::MaybeFinishLocked() {

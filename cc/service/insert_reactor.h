@@ -17,7 +17,11 @@
 //    chunks nor items or that does not parse (INVALID_ARGUMENT), an unknown
 //    table (NOT_FOUND), a chunk missing from the map (INTERNAL), a
 //    `keep_chunk_keys` naming a chunk the map lacks (FAILED_PRECONDITION),
-//    or an insert its table fails. Items queued before stay queued.
+//    or an insert its table fails.
+//  - A call that ends otherwise than OK (those errors, the client cancels or
+//    goes, a write fails) withdraws its items still queued (Table::Cancel):
+//    what the stream has not confirmed, its tables do not store later, so a
+//    writer may send it again elsewhere.
 //  - When the client half-closes, the call ends with OK once every item
 //    read has been inserted and confirmed.
 //
@@ -31,6 +35,7 @@
 #ifndef REVERB_CC_SERVICE_INSERT_REACTOR_H_
 #define REVERB_CC_SERVICE_INSERT_REACTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -38,6 +43,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "cc/core/chunk.h"
+#include "cc/core/table.h"
 #include "cc/service/stream_reactor.h"
 #include "cc/wire/insert_request.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -68,6 +74,9 @@ class InsertReactor
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Finishes with OK once the client is done and everything is confirmed.
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  // Withdraws the inserts still queued (see stream_reactor.h).
+  void OnFailingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  friend StreamReactor;
 
   const ReverbServiceImpl* const service_;
   grpc::ByteBuffer request_bytes_;
@@ -75,6 +84,10 @@ class InsertReactor
   // Chunks this stream sent and still keeps. Used by OnReadDone only.
   absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks_;
 
+  // The stream's inserts, and the tables it has queued them into.
+  const Table::Cancellation cancellation_ =
+      std::make_shared<std::atomic<bool>>(false);
+  std::vector<std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(guard_->mu);
   grpc::ByteBuffer response_ ABSL_GUARDED_BY(guard_->mu);
   std::vector<uint64_t> confirmed_keys_ ABSL_GUARDED_BY(guard_->mu);
   int64_t pending_inserts_ ABSL_GUARDED_BY(guard_->mu) = 0;

@@ -34,12 +34,10 @@ SampleReactor::SampleReactor(ReverbServiceImpl* service)
   Start(&request_bytes_);
 }
 
-// The client has gone: its request queued at the table must not take items
-// (a queue would lose them).
-void SampleReactor::OnCancel() {
-  StreamReactor::OnCancel();
-  MutexLock lock(&guard_->mu);
-  if (table_ != nullptr) table_->CancelSample(cancellation_);
+// The stream's request queued at the table must not take items (a queue
+// would lose them).
+void SampleReactor::OnFailingLocked() {
+  if (table_ != nullptr) table_->Cancel(cancellation_);
 }
 
 void SampleReactor::OnReadDone(bool ok) {

@@ -12,7 +12,10 @@
 // and ignores later ones. Finish itself is called once no write is in
 // flight: at once, or from the OnWriteDone of the write in flight. A write
 // that fails ends the call with CANCELLED "Could not write to the stream.",
-// OnCancel (the client has gone, or the server stops) with CANCELLED.
+// OnCancel (the client has gone, or the server stops) with CANCELLED. A
+// first status other than OK first calls `void OnFailingLocked()` of the
+// derived reactor (with the mutex held), which withdraws the stream's
+// requests still queued at tables (Table::Cancel).
 //
 // Threading: the gRPC reactions run on gRPC's threads, table callbacks on
 // the calling thread or the table's worker. Everything a derived reactor
@@ -71,6 +74,7 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
   void FinishOnce(const grpc::Status& status) {
     if (finish_status_.has_value()) return;
     finish_status_ = status;
+    if (!status.ok()) static_cast<Derived*>(this)->OnFailingLocked();
     if (!write_in_flight_) this->Finish(status);
   }
   bool finishing() const { return finish_status_.has_value(); }

@@ -200,8 +200,10 @@ class Client:
   Over several shards (docs/sharding.md): writers write each to one shard
   at a time and move to another if it dies, samples are drawn from all of
   them with the table's distribution over all their items, `server_info`
-  merges the shards' tables (`shard_info` keeps them apart), and
-  `mutate_priorities`, `reset` and `checkpoint` act on every shard.
+  merges the shards' tables (`shard_info` keeps them apart),
+  `mutate_priorities` sends the keys this client sampled recently to their
+  shards and the others to every shard, and `reset` and `checkpoint` act
+  on every shard.
 
   Raises:
     ValueError: If no address is given, an address is empty, or one is
