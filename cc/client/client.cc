@@ -16,12 +16,21 @@
 namespace deepmind::reverb {
 namespace {
 
-void SetDeadline(grpc::ClientContext* context, absl::Duration timeout,
-                 bool wait_for_ready) {
-  context->set_wait_for_ready(wait_for_ready);
-  if (timeout != absl::InfiniteDuration()) {
-    context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+// Readies `context` for a unary call to `connection`. With a timeout the
+// call waits (if `wait_for_ready`) for the server until then. Without one,
+// it first waits up to kConnectTimeout for a connection (UNAVAILABLE if
+// none), then goes out without wait-for-ready and without a deadline: a
+// server that stops answering is found by the channel's keepalive.
+absl::Status PrepareCall(const Connection& connection,
+                         grpc::ClientContext* context, absl::Duration timeout,
+                         bool wait_for_ready) {
+  if (timeout == absl::InfiniteDuration()) {
+    context->set_wait_for_ready(false);
+    return connection.WaitForConnection(kConnectTimeout);
   }
+  context->set_wait_for_ready(wait_for_ready);
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -32,9 +41,10 @@ Client::Client(const std::string& server_address)
 Client::Client(std::shared_ptr<Shards> shards) : shards_(std::move(shards)) {}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(
-    std::vector<std::string> server_addresses) {
-  REVERB_ASSIGN_OR_RETURN(std::shared_ptr<Shards> shards,
-                          Shards::Create(std::move(server_addresses)));
+    std::vector<std::string> server_addresses, absl::Duration keepalive) {
+  REVERB_ASSIGN_OR_RETURN(
+      std::shared_ptr<Shards> shards,
+      Shards::Create(std::move(server_addresses), keepalive));
   return std::unique_ptr<Client>(new Client(std::move(shards)));
 }
 
@@ -49,7 +59,7 @@ template <typename Call>
 absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
   if (shards_->size() == 1) {
     grpc::ClientContext context;
-    return call(*shards_->connection(0)->stub(), &context);
+    return call(*shards_->connection(0), &context);
   }
   absl::Status first_error;
   for (int s = 0; s < shards_->size(); ++s) {
@@ -62,7 +72,7 @@ absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
     });
     absl::Status status = ShardDown(s);
     if (shards_->IsUp(s)) {
-      status = call(*shards_->connection(s)->stub(), &context);
+      status = call(*shards_->connection(s), &context);
     } else {
       down = true;
     }
@@ -85,11 +95,13 @@ absl::Status Client::MutatePriorities(const std::string& table,
   for (const auto& update : updates) *request.add_updates() = update;
   request.mutable_delete_keys()->Add(deletes.begin(), deletes.end());
   return OnEveryShard(
-      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
-        SetDeadline(context, timeout, /*wait_for_ready=*/true);
+      [&](const Connection& connection,
+          grpc::ClientContext* context) -> absl::Status {
+        REVERB_RETURN_IF_ERROR(PrepareCall(connection, context, timeout,
+                                           /*wait_for_ready=*/true));
         MutatePrioritiesResponse response;
         return FromGrpcStatus(
-            stub.MutatePriorities(context, request, &response));
+            connection.stub()->MutatePriorities(context, request, &response));
       },
       /*down_is_error=*/false);
 }
@@ -98,10 +110,13 @@ absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   ResetRequest request;
   request.set_table(table);
   return OnEveryShard(
-      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
-        SetDeadline(context, timeout, /*wait_for_ready=*/true);
+      [&](const Connection& connection,
+          grpc::ClientContext* context) -> absl::Status {
+        REVERB_RETURN_IF_ERROR(PrepareCall(connection, context, timeout,
+                                           /*wait_for_ready=*/true));
         ResetResponse response;
-        return FromGrpcStatus(stub.Reset(context, request, &response));
+        return FromGrpcStatus(
+            connection.stub()->Reset(context, request, &response));
       },
       /*down_is_error=*/true);
 }
@@ -150,16 +165,37 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskShards(
   return infos;
 }
 
+std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskInfo(
+    absl::Duration timeout, bool skip_down) {
+  const bool bounded = timeout == absl::InfiniteDuration();
+  if (bounded) timeout = kConnectTimeout;
+  std::vector<absl::StatusOr<ServerInfoResponse>> infos;
+  if (shards_->size() == 1) {
+    const absl::Time deadline = absl::Now() + timeout;
+    infos = AskServerInfo(shards_->connections(),
+                          [deadline](int, grpc::ClientContext* context) {
+                            context->set_wait_for_ready(true);
+                            context->set_deadline(absl::ToChronoTime(deadline));
+                          });
+  } else {
+    infos = AskShards(timeout, skip_down);
+  }
+  if (bounded) {
+    for (int s = 0; s < shards_->size(); ++s) {
+      if (absl::IsDeadlineExceeded(infos[s].status())) {
+        infos[s] = absl::UnavailableError(absl::StrCat(
+            "The Reverb server at ", shards_->address(s),
+            " did not answer within ", absl::FormatDuration(kConnectTimeout),
+            "."));
+      }
+    }
+  }
+  return infos;
+}
+
 std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
     absl::Duration timeout) {
-  if (shards_->size() == 1) {
-    return AskServerInfo(shards_->connections(),
-                         [timeout](int, grpc::ClientContext* context) {
-                           SetDeadline(context, timeout,
-                                       /*wait_for_ready=*/true);
-                         });
-  }
-  return AskShards(timeout, /*skip_down=*/true);
+  return AskInfo(timeout, /*skip_down=*/true);
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
@@ -167,7 +203,7 @@ absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
   bool any_up = false;
   for (int s = 0; s < shards_->size(); ++s) any_up = any_up || shards_->IsUp(s);
   std::vector<absl::StatusOr<ServerInfoResponse>> infos =
-      AskShards(timeout, /*skip_down=*/any_up);
+      AskInfo(timeout, /*skip_down=*/any_up);
   std::vector<ServerInfoResponse> answered;
   for (auto& info : infos) {
     if (info.ok()) answered.push_back(*std::move(info));
@@ -180,12 +216,13 @@ absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
     absl::Duration timeout) {
   std::vector<std::string> paths;
   REVERB_RETURN_IF_ERROR(OnEveryShard(
-      [&](ReverbService::StubInterface& stub,
+      [&](const Connection& connection,
           grpc::ClientContext* context) -> absl::Status {
-        SetDeadline(context, timeout, /*wait_for_ready=*/false);
+        REVERB_RETURN_IF_ERROR(PrepareCall(connection, context, timeout,
+                                           /*wait_for_ready=*/false));
         CheckpointResponse response;
-        grpc::Status status =
-            stub.Checkpoint(context, CheckpointRequest(), &response);
+        grpc::Status status = connection.stub()->Checkpoint(
+            context, CheckpointRequest(), &response);
         if (!status.ok()) return FromGrpcStatus(status);
         paths.push_back(response.checkpoint_path());
         return absl::OkStatus();
@@ -223,12 +260,21 @@ absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
 }
 
 absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
-    const std::string& table, absl::Duration connect_timeout) {
+    const std::string& table, absl::Duration timeout) {
   if (shards_->size() > 1) {
     return std::make_unique<ShardedSampleStream>(shards_, table);
   }
   const auto& connection = shards_->connection(0);
-  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
+  if (timeout < kConnectTimeout) {
+    if (!connection->WaitForConnection(timeout).ok()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "Could not connect to the Reverb server at ",
+          connection->server_address(), " within the timeout of ",
+          absl::FormatDuration(timeout), "."));
+    }
+  } else {
+    REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kConnectTimeout));
+  }
   return std::make_unique<SampleStream>(connection, table);
 }
 

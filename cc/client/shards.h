@@ -43,6 +43,7 @@
 #include "absl/time/time.h"
 #include "cc/client/connection.h"
 #include "cc/support/export.h"
+#include "cc/support/keepalive.h"
 #include "cc/support/mutex.h"
 #include "reverb/cc/schema.pb.h"
 
@@ -54,8 +55,10 @@ class REVERB_EXPORT Shards {
   static constexpr absl::Duration kRefreshTimeout = absl::Seconds(1);
 
   // INVALID_ARGUMENT for no address, an empty one or one given twice.
+  // `keepalive`: each Connection's (connection.h).
   static absl::StatusOr<std::shared_ptr<Shards>> Create(
-      std::vector<std::string> addresses);
+      std::vector<std::string> addresses,
+      absl::Duration keepalive = KeepaliveFromEnvironment());
 
   ~Shards();
 
