@@ -335,3 +335,82 @@ def test_call_ends_within_its_bound(matrix, cell, scenario):
   assert isinstance(outcome.error, kind), (
       f'ended with {outcome.error!r} after {outcome.seconds:.1f} s, '
       f'expected {kind.__name__}')
+
+
+def test_a_call_waiting_on_a_live_rate_limiter_outlasts_the_keepalive():
+  """Keepalive drops only servers that do not answer: a sample that waits
+  for an item, on a live server, waits past many keepalive intervals (and
+  pings every 300 ms are no "too many pings" for the server)."""
+  server = reverb.Server([reverb.Table(
+      'empty', reverb.selectors.Uniform(), reverb.selectors.Fifo(), 10,
+      reverb.rate_limiters.MinSize(1))])
+  client = reverb.Client(f'localhost:{server.port}', keepalive_ms=300)
+  result = {}
+
+  def sample():
+    try:
+      result['sample'] = list(client.sample('empty', 1))
+    except BaseException as e:  # pylint: disable=broad-except
+      result['error'] = e
+
+  thread = threading.Thread(target=sample, daemon=True)
+  thread.start()
+  thread.join(10 * 2 * 0.3)  # Ten times the keepalive bound.
+  assert thread.is_alive(), f'the sample ended early: {result}'
+  client.insert(step(), {'empty': 1.0})
+  thread.join(60)
+  assert 'error' not in result, result
+  assert len(result['sample']) == 1
+  server.stop()
+
+
+CLIENT = """
+import sys
+import numpy as np
+import reverb
+client = reverb.Client(sys.argv[1])
+writer = client.trajectory_writer(1)
+writer.append({'x': np.zeros([3], np.float32)})
+writer.create_item('table', 1.0, {'x': writer.history['x'][-1]})
+writer.flush()
+samples = client.sample('empty', 1)
+print('ready', flush=True)
+next(samples)
+"""
+
+
+def test_the_server_drops_the_streams_of_a_frozen_client(monkeypatch):
+  """A client process with an open insert stream and a sample stream
+  waiting on the rate limiter is frozen: the server's keepalive cancels
+  both within its bound, and their reactors finish."""
+  monkeypatch.setenv('REVERB_KEEPALIVE_MS', str(KEEPALIVE_MS))
+  server = reverb.Server([reverb.Table(
+      name, reverb.selectors.Uniform(), reverb.selectors.Fifo(), 10,
+      reverb.rate_limiters.MinSize(1)) for name in ('table', 'empty')])
+  monkeypatch.delenv('REVERB_KEEPALIVE_MS')
+  streams = lambda: server._server.num_open_streams  # pylint: disable=protected-access
+  env = dict(os.environ, REVERB_KEEPALIVE_MS='0')  # The client never pings.
+  client = subprocess.Popen(
+      [sys.executable, '-c', CLIENT, f'localhost:{server.port}'],
+      stdout=subprocess.PIPE, text=True, env=env)
+  try:
+    assert client.stdout.readline() == 'ready\n'
+    deadline = time.monotonic() + 30
+    while streams() < 2:
+      assert time.monotonic() < deadline, f'{streams()} streams open'
+      time.sleep(0.01)
+    os.kill(client.pid, signal.SIGSTOP)
+    start = time.monotonic()
+    limit = start + SLACK * 2 * KEEPALIVE_MS / 1000
+    while streams() > 0 and time.monotonic() < limit:
+      time.sleep(0.01)
+    assert streams() == 0, (
+        f'{streams()} streams still open {time.monotonic() - start:.1f} s '
+        'after the client froze')
+    # The table is unharmed: the item is there, and it serves again.
+    assert server.localhost_client().server_info()['table'].current_size == 1
+  finally:
+    os.kill(client.pid, signal.SIGCONT)
+    client.kill()
+    client.wait(timeout=30)
+    server.stop()
