@@ -183,10 +183,10 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskInfo(
   if (bounded) {
     for (int s = 0; s < shards_->size(); ++s) {
       if (absl::IsDeadlineExceeded(infos[s].status())) {
-        infos[s] = absl::UnavailableError(absl::StrCat(
-            "The Reverb server at ", shards_->address(s),
-            " did not answer within ", absl::FormatDuration(kConnectTimeout),
-            "."));
+        infos[s] = absl::UnavailableError(
+            absl::StrCat("The Reverb server at ", shards_->address(s),
+                         " did not answer within ",
+                         absl::FormatDuration(kConnectTimeout), "."));
       }
     }
   }
@@ -267,10 +267,10 @@ absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
   const auto& connection = shards_->connection(0);
   if (timeout < kConnectTimeout) {
     if (!connection->WaitForConnection(timeout).ok()) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "Could not connect to the Reverb server at ",
-          connection->server_address(), " within the timeout of ",
-          absl::FormatDuration(timeout), "."));
+      return absl::DeadlineExceededError(
+          absl::StrCat("Could not connect to the Reverb server at ",
+                       connection->server_address(), " within the timeout of ",
+                       absl::FormatDuration(timeout), "."));
     }
   } else {
     REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kConnectTimeout));

@@ -22,8 +22,8 @@
 // answered by then), and otherwise wait for the answer, however long it
 // takes a live server; one that stops answering is found by the channel's
 // keepalive (connection.h). They return the server's status
-// (docs/wire-protocol.md, "Status codes"). Writers and samplers made here share the channel and
-// may outlive the Client.
+// (docs/wire-protocol.md, "Status codes"). Writers and samplers made here share
+// the channel and may outlive the Client.
 //
 // Thread-safe: the calls keep no state besides the shared channel.
 #ifndef REVERB_CC_CLIENT_CLIENT_H_

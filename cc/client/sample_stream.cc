@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/client/deadline_watchdog.h"
-
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
 #include "google/protobuf/arena.h"
@@ -73,8 +72,7 @@ absl::Status SampleStream::Request(int64_t n, absl::Duration timeout) {
           ? -1
           : std::max<int64_t>(bounded ? 1 : 0,
                               absl::ToInt64Milliseconds(timeout)));
-  read_timeout_ =
-      bounded ? timeout + kServerGrace : absl::InfiniteDuration();
+  read_timeout_ = bounded ? timeout + kServerGrace : absl::InfiniteDuration();
   if (!stream_->Write(request)) return Fail(absl::OkStatus());
   outstanding_ += n;
   return absl::OkStatus();
@@ -102,14 +100,13 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
       response_ = holder->response;
       next_entry_ = 0;
       if (!ReadResponse()) {
-        return Fail(read_timed_out_
-                        ? absl::DeadlineExceededError(absl::StrCat(
-                              "No sample arrived within ",
-                              absl::FormatDuration(read_timeout_),
-                              " (the request's timeout and ",
-                              absl::FormatDuration(kServerGrace),
-                              " for the server to answer it)."))
-                        : absl::OkStatus());
+        return Fail(read_timed_out_ ? absl::DeadlineExceededError(absl::StrCat(
+                                          "No sample arrived within ",
+                                          absl::FormatDuration(read_timeout_),
+                                          " (the request's timeout and ",
+                                          absl::FormatDuration(kServerGrace),
+                                          " for the server to answer it)."))
+                                    : absl::OkStatus());
       }
       continue;
     }

@@ -41,10 +41,9 @@ void BindServer(py::module_& m) {
            py::arg("checkpoint_every_seconds") = py::none())
       .def_property_readonly("port", &Server::port)
       // ReverbServiceImpl::num_open_streams.
-      .def_property_readonly("num_open_streams",
-                             [](const Server& self) {
-                               return self.service().num_open_streams();
-                             })
+      .def_property_readonly(
+          "num_open_streams",
+          [](const Server& self) { return self.service().num_open_streams(); })
       .def("Stop", &Server::Stop, py::call_guard<py::gil_scoped_release>())
       // True once stopped; false if `timeout_ms` (None: forever) passed.
       .def(
