@@ -114,8 +114,9 @@ class Cell:
   name: str
   prepare: Callable[[reverb.Client, bool], Callable[[], Any]]
   timeout: bool = False  # The call is given TIMEOUT_S.
-  # Per scenario, where the exception differs from the rule above.
-  expected: Dict[str, type] = dataclasses.field(default_factory=dict)
+  # Per scenario, where the exception (a type or a tuple of them) differs
+  # from the rule above.
+  expected: Dict[str, Any] = dataclasses.field(default_factory=dict)
   # Per scenario, where the bound differs from the rule above.
   bound: Dict[str, float] = dataclasses.field(default_factory=dict)
 
@@ -216,6 +217,7 @@ def check(outcome: Outcome, cell: Cell, scenario: str):
       f'still running after {SLACK * bound:.0f} s (bound {bound:.0f} s)')
   assert outcome.seconds <= SLACK * bound, (
       f'took {outcome.seconds:.1f} s (bound {bound:.0f} s)')
-  assert isinstance(outcome.error, kind), (
+  kinds = kind if isinstance(kind, tuple) else (kind,)
+  assert isinstance(outcome.error, kinds), (
       f'ended with {outcome.error!r} after {outcome.seconds:.1f} s, '
-      f'expected {kind.__name__}')
+      f'expected {" or ".join(k.__name__ for k in kinds)}')
