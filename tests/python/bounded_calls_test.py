@@ -2,10 +2,13 @@
 against no server, a server frozen after the client connected and one
 frozen before (the matrix and its bounds: bounded_matrix.py). The datasets'
 cells are in tf/bounded_datasets_test.py. Then: a call waiting on a live
-server's rate limiter is not cut by the keepalive, and the server drops the
-streams of a frozen client.
+server's rate limiter is not cut by the keepalive, the server drops the
+streams of a frozen client, and calls end when the network to the server
+is cut (network namespaces; skipped with the reason where they cannot be
+made).
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -17,7 +20,8 @@ import pytest
 
 import reverb
 from bounded_matrix import Cell, KEEPALIVE_MS, SCENARIOS, SLACK, TIMEOUT_S
-from bounded_matrix import CONNECT_S, check, run_matrix, step
+from bounded_matrix import CONNECT_S, FROZEN_S, GRACE_S, ServerProcess
+from bounded_matrix import check, run_matrix, step
 
 def _sample(timeout=None, table='table'):
   def prepare(client, connected):
@@ -223,3 +227,110 @@ def test_the_server_drops_the_streams_of_a_frozen_client(monkeypatch):
     client.kill()
     client.wait(timeout=30)
     server.stop()
+
+
+CUT_CLIENT = """
+import json, sys, threading, time
+import numpy as np
+import reverb
+address, keepalive_ms = sys.argv[1], int(sys.argv[2])
+client = reverb.Client(address, keepalive_ms=keepalive_ms)
+timeout_client = reverb.Client(address, keepalive_ms=0)
+list(client.sample('table', 1))
+list(timeout_client.sample('table', 1, timeout=1))
+writer = client.trajectory_writer(1)
+def write():
+  writer.append({'x': np.zeros([3], np.float32)})
+  writer.create_item('table', 1.0, {'x': writer.history['x'][-1]})
+  writer.flush()
+write()
+iterator = reverb.ReplayIterator(address, 'table', 1, keepalive_ms=keepalive_ms,
+                                 max_in_flight_samples_per_worker=1)
+next(iterator)
+calls = {
+    'sample': lambda: list(client.sample('table', 1)),
+    'sample(timeout)': lambda: list(timeout_client.sample(
+        'table', 1, timeout=float(sys.argv[3]))),
+    'TrajectoryWriter.flush': write,
+    'ReplayIterator next': lambda: [next(iterator) for _ in range(3)],
+}
+print('ready', flush=True)
+sys.stdin.readline()
+results = {}
+def run(name):
+  start = time.monotonic()
+  try:
+    calls[name]()
+    error = None
+  except BaseException as e:
+    error = type(e).__name__
+  results[name] = [time.monotonic() - start, error]
+threads = [threading.Thread(target=run, args=(n,), daemon=True) for n in calls]
+for t in threads:
+  t.start()
+for t in threads:
+  t.join(float(sys.argv[4]))
+print(json.dumps(results), flush=True)
+"""
+
+
+def test_calls_end_when_the_network_to_the_server_is_cut():
+  """Server and client on two hosts (network namespaces joined by a veth
+  pair); the link goes down under open streams and calls, and no packet
+  (not even a reset) arrives: every call ends within its bound, as with a
+  frozen server."""
+  import multihost_test  # pylint: disable=g-import-not-at-top
+  reason = multihost_test._namespaces_unavailable()  # pylint: disable=protected-access
+  if reason:
+    pytest.skip(f'network cuts need network namespaces: {reason}')
+  prefix = f'rvbcut{os.getpid() % 10000}'
+  client_ns, server_ns = f'{prefix}c', f'{prefix}s'
+  ip = lambda *args: subprocess.run(['ip', *args], check=True,
+                                    capture_output=True, timeout=30)
+  made, server, client = [], None, None
+  try:
+    for ns in (client_ns, server_ns):
+      ip('netns', 'add', ns)
+      made.append(ns)
+      ip('-n', ns, 'link', 'set', 'lo', 'up')
+    ip('-n', client_ns, 'link', 'add', 'h0', 'type', 'veth', 'peer', 'name',
+       'eth0', 'netns', server_ns)
+    ip('-n', client_ns, 'addr', 'add', '10.79.0.1/24', 'dev', 'h0')
+    ip('-n', server_ns, 'addr', 'add', '10.79.0.2/24', 'dev', 'eth0')
+    ip('-n', client_ns, 'link', 'set', 'h0', 'up')
+    ip('-n', server_ns, 'link', 'set', 'eth0', 'up')
+    server = ServerProcess(
+        env=dict(os.environ, REVERB_BIND_ADDRESS='0.0.0.0'),
+        prefix=['ip', 'netns', 'exec', server_ns])
+    limit = SLACK * FROZEN_S
+    client = subprocess.Popen(
+        ['ip', 'netns', 'exec', client_ns, sys.executable, '-c', CUT_CLIENT,
+         f'10.79.0.2:{server.port}', str(KEEPALIVE_MS), str(TIMEOUT_S),
+         str(limit)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert client.stdout.readline() == 'ready\n'
+    ip('-n', server_ns, 'link', 'set', 'eth0', 'down')
+    client.stdin.write('go\n')
+    client.stdin.flush()
+    results = json.loads(client.stdout.readline())
+    expected = {
+        'sample': ('RuntimeError', FROZEN_S),
+        'sample(timeout)': ('DeadlineExceededError', TIMEOUT_S + GRACE_S),
+        'TrajectoryWriter.flush': ('RuntimeError', FROZEN_S),
+        'ReplayIterator next': ('RuntimeError', FROZEN_S),
+    }
+    for name, (kind, bound) in expected.items():
+      assert name in results, f'{name}: still running after {limit:.0f} s'
+      seconds, error = results[name]
+      assert seconds <= SLACK * bound and error == kind, (
+          f'{name}: {error} after {seconds:.1f} s, expected {kind} within '
+          f'{SLACK * bound:.0f} s')
+  finally:
+    if client is not None:
+      client.kill()
+      client.wait(timeout=30)
+    if server is not None:
+      server.close()
+    for ns in reversed(made):
+      subprocess.run(['ip', 'netns', 'del', ns], capture_output=True,
+                     timeout=30)
