@@ -16,21 +16,12 @@
 namespace deepmind::reverb {
 namespace {
 
-// Readies `context` for a unary call to `connection`. With a timeout the
-// call waits (if `wait_for_ready`) for the server until then. Without one,
-// it first waits up to kConnectTimeout for a connection (UNAVAILABLE if
-// none), then goes out without wait-for-ready and without a deadline: a
-// server that stops answering is found by the channel's keepalive.
-absl::Status PrepareCall(const Connection& connection,
-                         grpc::ClientContext* context, absl::Duration timeout,
-                         bool wait_for_ready) {
-  if (timeout == absl::InfiniteDuration()) {
-    context->set_wait_for_ready(false);
-    return connection.WaitForConnection(kConnectTimeout);
-  }
+void SetDeadline(grpc::ClientContext* context, absl::Duration timeout,
+                 bool wait_for_ready) {
   context->set_wait_for_ready(wait_for_ready);
-  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  return absl::OkStatus();
+  if (timeout != absl::InfiniteDuration()) {
+    context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  }
 }
 
 }  // namespace
@@ -56,10 +47,17 @@ absl::Status Client::ShardDown(int shard) const {
 }
 
 template <typename Call>
-absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
+absl::Status Client::OnEveryShard(Call call, absl::Duration timeout,
+                                  bool wait_for_ready, bool down_is_error) {
   if (shards_->size() == 1) {
+    const Connection& connection = *shards_->connection(0);
     grpc::ClientContext context;
-    return call(*shards_->connection(0), &context);
+    if (timeout == absl::InfiniteDuration()) {
+      REVERB_RETURN_IF_ERROR(connection.WaitForConnection(kConnectTimeout));
+      wait_for_ready = false;
+    }
+    SetDeadline(&context, timeout, wait_for_ready);
+    return call(*connection.stub(), &context);
   }
   absl::Status first_error;
   for (int s = 0; s < shards_->size(); ++s) {
@@ -72,7 +70,8 @@ absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
     });
     absl::Status status = ShardDown(s);
     if (shards_->IsUp(s)) {
-      status = call(*shards_->connection(s), &context);
+      SetDeadline(&context, timeout, wait_for_ready);
+      status = call(*shards_->connection(s)->stub(), &context);
     } else {
       down = true;
     }
@@ -95,30 +94,23 @@ absl::Status Client::MutatePriorities(const std::string& table,
   for (const auto& update : updates) *request.add_updates() = update;
   request.mutable_delete_keys()->Add(deletes.begin(), deletes.end());
   return OnEveryShard(
-      [&](const Connection& connection,
-          grpc::ClientContext* context) -> absl::Status {
-        REVERB_RETURN_IF_ERROR(PrepareCall(connection, context, timeout,
-                                           /*wait_for_ready=*/true));
+      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
         MutatePrioritiesResponse response;
         return FromGrpcStatus(
-            connection.stub()->MutatePriorities(context, request, &response));
+            stub.MutatePriorities(context, request, &response));
       },
-      /*down_is_error=*/false);
+      timeout, /*wait_for_ready=*/true, /*down_is_error=*/false);
 }
 
 absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   ResetRequest request;
   request.set_table(table);
   return OnEveryShard(
-      [&](const Connection& connection,
-          grpc::ClientContext* context) -> absl::Status {
-        REVERB_RETURN_IF_ERROR(PrepareCall(connection, context, timeout,
-                                           /*wait_for_ready=*/true));
+      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
         ResetResponse response;
-        return FromGrpcStatus(
-            connection.stub()->Reset(context, request, &response));
+        return FromGrpcStatus(stub.Reset(context, request, &response));
       },
-      /*down_is_error=*/true);
+      timeout, /*wait_for_ready=*/true, /*down_is_error=*/true);
 }
 
 std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskShards(
@@ -216,18 +208,16 @@ absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
     absl::Duration timeout) {
   std::vector<std::string> paths;
   REVERB_RETURN_IF_ERROR(OnEveryShard(
-      [&](const Connection& connection,
+      [&](ReverbService::StubInterface& stub,
           grpc::ClientContext* context) -> absl::Status {
-        REVERB_RETURN_IF_ERROR(PrepareCall(connection, context, timeout,
-                                           /*wait_for_ready=*/false));
         CheckpointResponse response;
-        grpc::Status status = connection.stub()->Checkpoint(
-            context, CheckpointRequest(), &response);
+        grpc::Status status =
+            stub.Checkpoint(context, CheckpointRequest(), &response);
         if (!status.ok()) return FromGrpcStatus(status);
         paths.push_back(response.checkpoint_path());
         return absl::OkStatus();
       },
-      /*down_is_error=*/true));
+      timeout, /*wait_for_ready=*/false, /*down_is_error=*/true));
   return paths;
 }
 

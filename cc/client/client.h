@@ -17,13 +17,15 @@
 // Unary calls with a timeout wait for the server to become ready until then
 // (Checkpoint fails fast instead: UNAVAILABLE if the server cannot be
 // reached) and return DEADLINE_EXCEEDED once it has passed. Without one (an
-// infinite timeout) they fail with UNAVAILABLE if no connection is made
-// within kConnectTimeout (ServerInfo and ShardInfo: if the server has not
-// answered by then), and otherwise wait for the answer, however long it
-// takes a live server; one that stops answering is found by the channel's
-// keepalive (connection.h). They return the server's status
-// (docs/wire-protocol.md, "Status codes"). Writers and samplers made here share
-// the channel and may outlive the Client.
+// infinite timeout), over one server, they fail with UNAVAILABLE if no
+// connection is made within kConnectTimeout, and otherwise wait for the
+// answer, however long it takes a live server; one that stops answering is
+// found by the channel's keepalive (connection.h). Over several, a shard
+// that cannot be reached is found down by the refresher (see above).
+// ServerInfo and ShardInfo without a timeout give every server
+// kConnectTimeout to answer (UNAVAILABLE if it has not). They return the
+// server's status (docs/wire-protocol.md, "Status codes"). Writers and samplers
+// made here share the channel and may outlive the Client.
 //
 // Thread-safe: the calls keep no state besides the shared channel.
 #ifndef REVERB_CC_CLIENT_CLIENT_H_
@@ -125,13 +127,15 @@ class REVERB_EXPORT Client {
   // UNAVAILABLE: `shard` is down.
   absl::Status ShardDown(int shard) const;
 
-  // Runs `call` (a status of a shard's Connection and a context) on every
-  // shard, in turn;
+  // Runs `call` (a status of a stub and a context) on every shard, in turn,
+  // the context set up for `timeout` and `wait_for_ready` (over one server,
+  // without a timeout: see above);
   // the first error. Over several shards, a shard known to be down is not
   // called, and a call to one that goes down meanwhile is cancelled: that
   // shard's status is UNAVAILABLE if `down_is_error`, else OK.
   template <typename Call>
-  absl::Status OnEveryShard(Call call, bool down_is_error);
+  absl::Status OnEveryShard(Call call, absl::Duration timeout,
+                            bool wait_for_ready, bool down_is_error);
 
   const std::shared_ptr<Shards> shards_;
 };
