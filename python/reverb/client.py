@@ -165,6 +165,8 @@ class Writer:
     Raises:
       ValueError: If the table does not exist, the data does not match its
         signature, or the arguments are out of range.
+      RuntimeError: If the table's signature is not known yet and the server
+        does not answer within 10 s.
     """
     if num_timesteps < 1:
       raise ValueError(
