@@ -25,10 +25,8 @@ tf = pytest.importorskip('tensorflow')
 
 os.environ['REVERB_KEEPALIVE_MS'] = str(bounded_matrix.KEEPALIVE_MS)
 _TIMEOUT_MS = int(bounded_matrix.TIMEOUT_S * 1000)
-# The op library reports UNAVAILABLE as tf.errors.UnavailableError; its
-# TFClient ops bound the call to the server with kConnectTimeout, which
-# ends as DEADLINE_EXCEEDED.
-_TF_FAILED = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError)
+# The op library reports UNAVAILABLE as tf.errors.UnavailableError.
+_TF_FAILED = tf.errors.UnavailableError
 
 
 def _dataset(dataset_class, shape):
