@@ -334,3 +334,13 @@ def test_calls_end_when_the_network_to_the_server_is_cut():
     for ns in reversed(made):
       subprocess.run(['ip', 'netns', 'del', ns], capture_output=True,
                      timeout=30)
+
+
+def test_keepalive_ms_is_checked_and_survives_pickling():
+  import pickle  # pylint: disable=g-import-not-at-top
+  with pytest.raises(ValueError, match='keepalive_ms'):
+    reverb.Client('localhost:1', keepalive_ms=-1)
+  client = pickle.loads(pickle.dumps(
+      reverb.Client('localhost:1', keepalive_ms=1234)))
+  assert client._keepalive_ms == 1234  # pylint: disable=protected-access
+  assert client.server_address == 'localhost:1'
