@@ -100,13 +100,7 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
       response_ = holder->response;
       next_entry_ = 0;
       if (!ReadResponse()) {
-        return Fail(read_timed_out_ ? absl::DeadlineExceededError(absl::StrCat(
-                                          "No sample arrived within ",
-                                          absl::FormatDuration(read_timeout_),
-                                          " (the request's timeout and ",
-                                          absl::FormatDuration(kServerGrace),
-                                          " for the server to answer it)."))
-                                    : absl::OkStatus());
+        return Fail(read_timed_out_ ? ReadTimedOut() : absl::OkStatus());
       }
       continue;
     }
@@ -124,6 +118,13 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
     --outstanding_;
     return packed;
   }
+}
+
+absl::Status SampleStream::ReadTimedOut() const {
+  return absl::DeadlineExceededError(absl::StrCat(
+      "No sample arrived within ", absl::FormatDuration(read_timeout_),
+      " (the request's timeout and ", absl::FormatDuration(kServerGrace),
+      " for the server to answer it)."));
 }
 
 bool SampleStream::ReadResponse() {

@@ -73,6 +73,8 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
   // Reads the next response into *response_, within read_timeout_; false
   // once the call has ended (read_timed_out_ if it timed out).
   bool ReadResponse();
+  // The status of a read that timed out.
+  absl::Status ReadTimedOut() const;
 
   const std::shared_ptr<const Connection> connection_;
   const std::string table_;
