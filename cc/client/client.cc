@@ -32,9 +32,10 @@ Client::Client(const std::string& server_address)
 Client::Client(std::shared_ptr<Shards> shards) : shards_(std::move(shards)) {}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(
-    std::vector<std::string> server_addresses) {
-  REVERB_ASSIGN_OR_RETURN(std::shared_ptr<Shards> shards,
-                          Shards::Create(std::move(server_addresses)));
+    std::vector<std::string> server_addresses, absl::Duration keepalive) {
+  REVERB_ASSIGN_OR_RETURN(
+      std::shared_ptr<Shards> shards,
+      Shards::Create(std::move(server_addresses), keepalive));
   return std::unique_ptr<Client>(new Client(std::move(shards)));
 }
 
@@ -46,10 +47,17 @@ absl::Status Client::ShardDown(int shard) const {
 }
 
 template <typename Call>
-absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
+absl::Status Client::OnEveryShard(Call call, absl::Duration timeout,
+                                  bool wait_for_ready, bool down_is_error) {
   if (shards_->size() == 1) {
+    const Connection& connection = *shards_->connection(0);
     grpc::ClientContext context;
-    return call(0, *shards_->connection(0)->stub(), &context);
+    if (timeout == absl::InfiniteDuration()) {
+      REVERB_RETURN_IF_ERROR(connection.WaitForConnection(kConnectTimeout));
+      wait_for_ready = false;
+    }
+    SetDeadline(&context, timeout, wait_for_ready);
+    return call(0, *connection.stub(), &context);
   }
   absl::Status first_error;
   for (int s = 0; s < shards_->size(); ++s) {
@@ -62,6 +70,7 @@ absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
     });
     absl::Status status = ShardDown(s);
     if (shards_->IsUp(s)) {
+      SetDeadline(&context, timeout, wait_for_ready);
       status = call(s, *shards_->connection(s)->stub(), &context);
     } else {
       down = true;
@@ -113,12 +122,11 @@ absl::Status Client::MutatePriorities(const std::string& table,
             request.delete_keys().empty()) {
           return absl::OkStatus();
         }
-        SetDeadline(context, timeout, /*wait_for_ready=*/true);
         MutatePrioritiesResponse response;
         return FromGrpcStatus(
             stub.MutatePriorities(context, request, &response));
       },
-      /*down_is_error=*/false);
+      timeout, /*wait_for_ready=*/true, /*down_is_error=*/false);
 }
 
 absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
@@ -127,11 +135,10 @@ absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   return OnEveryShard(
       [&](int, ReverbService::StubInterface& stub,
           grpc::ClientContext* context) {
-        SetDeadline(context, timeout, /*wait_for_ready=*/true);
         ResetResponse response;
         return FromGrpcStatus(stub.Reset(context, request, &response));
       },
-      /*down_is_error=*/true);
+      timeout, /*wait_for_ready=*/true, /*down_is_error=*/true);
 }
 
 std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskShards(
@@ -178,16 +185,37 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskShards(
   return infos;
 }
 
+std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskInfo(
+    absl::Duration timeout, bool skip_down) {
+  const bool bounded = timeout == absl::InfiniteDuration();
+  if (bounded) timeout = kConnectTimeout;
+  std::vector<absl::StatusOr<ServerInfoResponse>> infos;
+  if (shards_->size() == 1) {
+    const absl::Time deadline = absl::Now() + timeout;
+    infos = AskServerInfo(shards_->connections(),
+                          [deadline](int, grpc::ClientContext* context) {
+                            context->set_wait_for_ready(true);
+                            context->set_deadline(absl::ToChronoTime(deadline));
+                          });
+  } else {
+    infos = AskShards(timeout, skip_down);
+  }
+  if (bounded) {
+    for (int s = 0; s < shards_->size(); ++s) {
+      if (absl::IsDeadlineExceeded(infos[s].status())) {
+        infos[s] = absl::UnavailableError(
+            absl::StrCat("The Reverb server at ", shards_->address(s),
+                         " did not answer within ",
+                         absl::FormatDuration(kConnectTimeout), "."));
+      }
+    }
+  }
+  return infos;
+}
+
 std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
     absl::Duration timeout) {
-  if (shards_->size() == 1) {
-    return AskServerInfo(shards_->connections(),
-                         [timeout](int, grpc::ClientContext* context) {
-                           SetDeadline(context, timeout,
-                                       /*wait_for_ready=*/true);
-                         });
-  }
-  return AskShards(timeout, /*skip_down=*/true);
+  return AskInfo(timeout, /*skip_down=*/true);
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
@@ -195,7 +223,7 @@ absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
   bool any_up = false;
   for (int s = 0; s < shards_->size(); ++s) any_up = any_up || shards_->IsUp(s);
   std::vector<absl::StatusOr<ServerInfoResponse>> infos =
-      AskShards(timeout, /*skip_down=*/any_up);
+      AskInfo(timeout, /*skip_down=*/any_up);
   std::vector<ServerInfoResponse> answered;
   for (auto& info : infos) {
     if (info.ok()) answered.push_back(*std::move(info));
@@ -210,7 +238,6 @@ absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
   REVERB_RETURN_IF_ERROR(OnEveryShard(
       [&](int, ReverbService::StubInterface& stub,
           grpc::ClientContext* context) -> absl::Status {
-        SetDeadline(context, timeout, /*wait_for_ready=*/false);
         CheckpointResponse response;
         grpc::Status status =
             stub.Checkpoint(context, CheckpointRequest(), &response);
@@ -218,7 +245,7 @@ absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
         paths.push_back(response.checkpoint_path());
         return absl::OkStatus();
       },
-      /*down_is_error=*/true));
+      timeout, /*wait_for_ready=*/false, /*down_is_error=*/true));
   return paths;
 }
 
@@ -251,12 +278,21 @@ absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
 }
 
 absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
-    const std::string& table, absl::Duration connect_timeout) {
+    const std::string& table, absl::Duration timeout) {
   if (shards_->size() > 1) {
     return std::make_unique<ShardedSampleStream>(shards_, table);
   }
   const auto& connection = shards_->connection(0);
-  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
+  if (timeout < kConnectTimeout) {
+    if (!connection->WaitForConnection(timeout).ok()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("Could not connect to the Reverb server at ",
+                       connection->server_address(), " within the timeout of ",
+                       absl::FormatDuration(timeout), "."));
+    }
+  } else {
+    REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kConnectTimeout));
+  }
   return std::make_unique<SampleStream>(connection, table);
 }
 

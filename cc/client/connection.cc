@@ -1,5 +1,8 @@
 #include "cc/client/connection.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -10,11 +13,23 @@ namespace {
 
 constexpr int kMaxReconnectBackoffMs = 30 * 1000;
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           absl::Duration keepalive) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  if (keepalive != absl::InfiniteDuration()) {
+    const int ms = static_cast<int>(
+        std::max<int64_t>(1, absl::ToInt64Milliseconds(keepalive)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    // Pings go on however long no data is sent (a stream waiting on a rate
+    // limiter sends none), so that a server that freezes later is found.
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    args.SetInt(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, ms);
+  }
   args.SetLoadBalancingPolicyName("round_robin");
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
                                    args);
@@ -22,9 +37,10 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
 
 }  // namespace
 
-Connection::Connection(const std::string& server_address)
+Connection::Connection(const std::string& server_address,
+                       absl::Duration keepalive)
     : server_address_(server_address),
-      channel_(MakeChannel(server_address)),
+      channel_(MakeChannel(server_address, keepalive)),
       stub_(ReverbService::NewStub(channel_)),
       insert_stream_("/deepmind.reverb.ReverbService/InsertStream",
                      grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}

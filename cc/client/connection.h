@@ -4,6 +4,11 @@
 // The channel is insecure, has unlimited message sizes, a 30 s reconnect
 // backoff cap and the round_robin load-balancing policy (as dm-reverb), so
 // an address that resolves to several servers spreads streams over them.
+// It sends keepalive pings (cc/support/keepalive.h): once a server stops
+// answering (a frozen process, a cut network), the calls and streams on the
+// channel fail with UNAVAILABLE within about twice the keepalive interval,
+// including calls that wait without a deadline. A call that waits on a live
+// server's rate limiter goes on waiting (the server answers the pings).
 #ifndef REVERB_CC_CLIENT_CONNECTION_H_
 #define REVERB_CC_CLIENT_CONNECTION_H_
 
@@ -13,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "cc/support/export.h"
+#include "cc/support/keepalive.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -21,12 +27,15 @@
 
 namespace deepmind::reverb {
 
-// How long writers and Client.sample wait for a connection.
+// How long a call without a timeout (and the writers, and Client.sample)
+// waits for a connection before it fails with UNAVAILABLE.
 inline constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
 
 class REVERB_EXPORT Connection {
  public:
-  explicit Connection(const std::string& server_address);
+  // `keepalive`: the interval of the keepalive pings (infinite: none).
+  explicit Connection(const std::string& server_address,
+                      absl::Duration keepalive = KeepaliveFromEnvironment());
 
   const std::string& server_address() const { return server_address_; }
   ReverbService::StubInterface* stub() const { return stub_.get(); }

@@ -19,7 +19,7 @@ bool HasGlobalMeaning(int selector) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Shards>> Shards::Create(
-    std::vector<std::string> addresses) {
+    std::vector<std::string> addresses, absl::Duration keepalive) {
   if (addresses.empty()) {
     return absl::InvalidArgumentError("At least one server address is needed.");
   }
@@ -33,7 +33,8 @@ absl::StatusOr<std::shared_ptr<Shards>> Shards::Create(
       return absl::InvalidArgumentError(
           absl::StrCat("Server address ", address, " is given twice."));
     }
-    connections.push_back(std::make_shared<Connection>(std::move(address)));
+    connections.push_back(
+        std::make_shared<Connection>(std::move(address), keepalive));
   }
   std::shared_ptr<Shards> shards(new Shards(std::move(connections)));
   if (shards->size() > 1) {

@@ -50,6 +50,7 @@
 #include "cc/client/connection.h"
 #include "cc/client/sampled_keys.h"
 #include "cc/support/export.h"
+#include "cc/support/keepalive.h"
 #include "cc/support/mutex.h"
 #include "reverb/cc/schema.pb.h"
 
@@ -61,8 +62,10 @@ class REVERB_EXPORT Shards {
   static constexpr absl::Duration kRefreshTimeout = absl::Seconds(1);
 
   // INVALID_ARGUMENT for no address, an empty one or one given twice.
+  // `keepalive`: each Connection's (connection.h).
   static absl::StatusOr<std::shared_ptr<Shards>> Create(
-      std::vector<std::string> addresses);
+      std::vector<std::string> addresses,
+      absl::Duration keepalive = KeepaliveFromEnvironment());
 
   ~Shards();
 

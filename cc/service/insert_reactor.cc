@@ -15,7 +15,7 @@
 namespace deepmind::reverb {
 
 InsertReactor::InsertReactor(const ReverbServiceImpl* service)
-    : service_(service) {
+    : StreamReactor(service->open_streams()), service_(service) {
   Start(&request_bytes_);
 }
 

@@ -29,7 +29,8 @@ int64_t SampledBytes(const std::vector<SampledItem>& samples) {
 }  // namespace
 
 SampleReactor::SampleReactor(ReverbServiceImpl* service)
-    : service_(service),
+    : StreamReactor(service->open_streams()),
+      service_(service),
       next_batch_size_(ReverbServiceImpl::kInitialSampleBatchSize) {
   Start(&request_bytes_);
 }

@@ -1,5 +1,7 @@
 #include "cc/service/server.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <utility>
 
@@ -55,6 +57,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   builder.RegisterService(service.get());
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(kMinPingInterval)));
+  const absl::Duration keepalive = options.keepalive;
+  if (keepalive != absl::InfiniteDuration()) {
+    const int ms = static_cast<int>(
+        std::max<int64_t>(1, absl::ToInt64Milliseconds(keepalive)));
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
+    // Pings go on while the server sends nothing (a sample stream waiting on
+    // its rate limiter), so that a client that freezes later is found.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || (options.port.has_value() && selected_port == 0)) {
     // dm-reverb's code and text (gRPC has logged why, e.g. the port is in
@@ -74,12 +90,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     std::vector<std::shared_ptr<Table>> tables, int port,
     const std::string& bind_address, std::shared_ptr<Checkpointer> checkpointer,
-    absl::Duration checkpoint_interval) {
+    absl::Duration checkpoint_interval, absl::Duration keepalive) {
   ServerOptions options;
   options.port = port;
   options.bind_address = bind_address;
   options.checkpointer = std::move(checkpointer);
   options.checkpoint_interval = checkpoint_interval;
+  options.keepalive = keepalive;
   return Start(std::move(tables), std::move(options));
 }
 

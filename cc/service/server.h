@@ -6,6 +6,15 @@
 // callers choose here (the Python layer defaults to loopback). Clients reach
 // the unix socket at `unix:PATH`. Its file is removed at Stop(); a stale one
 // at the same path (left by a killed server) is replaced at start.
+//
+// Keepalive (cc/support/keepalive.h): the server pings its clients once a
+// connection has been quiet for `keepalive` and drops a connection whose
+// ping goes unanswered for as long, so that the streams of a client that
+// froze, or that a cut network hides, are cancelled within about
+// 2 * `keepalive` and their reactors free what they hold (chunks of an
+// insert stream, a sample stream's requests queued at a table); see
+// ReverbServiceImpl::num_open_streams. Clients may ping it as often as
+// every kMinPingInterval, calls or no calls.
 #ifndef REVERB_CC_SERVICE_SERVER_H_
 #define REVERB_CC_SERVICE_SERVER_H_
 
@@ -20,6 +29,7 @@
 #include "cc/core/table.h"
 #include "cc/service/service.h"
 #include "cc/support/export.h"
+#include "cc/support/keepalive.h"
 #include "cc/support/mutex.h"
 #include "grpcpp/server.h"
 
@@ -40,6 +50,8 @@ struct ServerOptions {
   // Finite: save a checkpoint this often, on a thread of its own (a failed
   // save is printed to stderr).
   absl::Duration checkpoint_interval = absl::InfiniteDuration();
+  // The server's keepalive (see above); infinite: it sends no pings.
+  absl::Duration keepalive = KeepaliveFromEnvironment();
 };
 
 class REVERB_EXPORT Server {
@@ -57,7 +69,8 @@ class REVERB_EXPORT Server {
       std::vector<std::shared_ptr<Table>> tables, int port,
       const std::string& bind_address,
       std::shared_ptr<Checkpointer> checkpointer = nullptr,
-      absl::Duration checkpoint_interval = absl::InfiniteDuration());
+      absl::Duration checkpoint_interval = absl::InfiniteDuration(),
+      absl::Duration keepalive = KeepaliveFromEnvironment());
 
   // Stops (see Stop()).
   ~Server();

@@ -1,7 +1,9 @@
 // StreamReactor: the base of the service's two bidirectional stream reactors
 // (insert_reactor.h, sample_reactor.h), which read and write raw bytes.
 //
-// Lifetime: a reactor deletes itself in OnDone, gRPC's last reaction, but
+// Lifetime: a reactor counts itself in `*open_streams` (the service's count,
+// ReverbServiceImpl::num_open_streams) from its construction until it
+// deletes itself in OnDone, gRPC's last reaction, but
 // table callbacks it asked for may arrive later. Such callbacks hold the
 // reactor's Guard (a shared_ptr, not the reactor) and reach the reactor only
 // while `Guard::reactor` is set, under `Guard::mu`; Start sets it, OnDone
@@ -24,6 +26,8 @@
 #ifndef REVERB_CC_SERVICE_STREAM_REACTOR_H_
 #define REVERB_CC_SERVICE_STREAM_REACTOR_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -43,7 +47,10 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
     Derived* reactor ABSL_GUARDED_BY(mu) = nullptr;
   };
 
-  StreamReactor() : guard_(std::make_shared<Guard>()) {}
+  explicit StreamReactor(std::atomic<int64_t>* open_streams)
+      : guard_(std::make_shared<Guard>()), open_streams_(open_streams) {
+    open_streams_->fetch_add(1, std::memory_order_relaxed);
+  }
 
   void OnCancel() override {
     MutexLock lock(&guard_->mu);
@@ -55,7 +62,9 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
       MutexLock lock(&guard_->mu);
       guard_->reactor = nullptr;
     }
+    std::atomic<int64_t>* const open_streams = open_streams_;
     delete static_cast<Derived*>(this);
+    open_streams->fetch_sub(1, std::memory_order_relaxed);
   }
 
  protected:
@@ -103,6 +112,7 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
   bool write_in_flight() const { return write_in_flight_; }
 
  private:
+  std::atomic<int64_t>* const open_streams_;
   bool write_in_flight_ = false;
   std::optional<grpc::Status> finish_status_;
 };

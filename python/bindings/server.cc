@@ -49,6 +49,10 @@ void BindServer(py::module_& m) {
            py::arg("unix_socket_path") = "")
       .def_property_readonly("port", &Server::port)
       .def_property_readonly("unix_socket_path", &Server::unix_socket_path)
+      // ReverbServiceImpl::num_open_streams.
+      .def_property_readonly(
+          "num_open_streams",
+          [](const Server& self) { return self.service().num_open_streams(); })
       .def("Stop", &Server::Stop, py::call_guard<py::gil_scoped_release>())
       // True once stopped; false if `timeout_ms` (None: forever) passed.
       .def(

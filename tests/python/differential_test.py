@@ -47,8 +47,10 @@ DELIBERATE = {
     'client.insert_with_negative_priority_into_prioritized':
         "kills the table's worker",
     'client.insert_without_columns': 'An item with no columns',
-    'client.insert_after_the_server_stopped': 'samplers retry for 10 s',
-    'client.sample_after_the_server_stopped': 'samplers retry for 10 s',
+    'client.insert_after_the_server_stopped':
+        'samplers and writers reconnect for 10 s',
+    'client.sample_after_the_server_stopped':
+        'samplers and writers reconnect for 10 s',
     'client.server_info_with_a_float_timeout':
         'takes fractions of a second too',
     'client.writer_create_item_of_negative_steps': 'shows `%d` unfilled',
