@@ -7,7 +7,6 @@
 #include "cc/core/chunk.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_input.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "reverb/cc/schema.pb.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -20,7 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK((*chunk)->episode_id() == proto.sequence_range().episode_id());
   FUZZ_CHECK((*chunk)->DataByteSizeLong() == size);
   FUZZ_CHECK((*chunk)->num_rows() >= 0 && (*chunk)->num_columns() >= 0);
-  FUZZ_CHECK(google::protobuf::util::MessageDifferencer::Equals(
-      (*chunk)->ToProto(), proto));
+  FUZZ_CHECK(deepmind::reverb::fuzzing::Same((*chunk)->ToProto(), proto));
   return 0;
 }

@@ -10,13 +10,11 @@
 #include "cc/core/chunk.h"
 #include "cc/wire/insert_request.h"
 #include "fuzz/fuzz_check.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 #include "reverb/cc/reverb_service.pb.h"
 
 using deepmind::reverb::DecodedInsertRequest;
-using google::protobuf::util::MessageDifferencer;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr size_t kSlice = 700;
@@ -36,11 +34,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(chunk.key() == request.chunks(i).chunk_key());
     FUZZ_CHECK(chunk.num_rows() >= 0 && chunk.num_columns() >= 0);
     FUZZ_CHECK(chunk.uncompressed_data_size() >= 1);
-    FUZZ_CHECK(MessageDifferencer::Equals(chunk.ToProto(), request.chunks(i)));
+    FUZZ_CHECK(
+        deepmind::reverb::fuzzing::Same(chunk.ToProto(), request.chunks(i)));
   }
   FUZZ_CHECK(static_cast<int>(decoded.items.size()) == request.items_size());
   for (int i = 0; i < request.items_size(); ++i) {
-    FUZZ_CHECK(MessageDifferencer::Equals(decoded.items[i], request.items(i)));
+    FUZZ_CHECK(
+        deepmind::reverb::fuzzing::Same(decoded.items[i], request.items(i)));
   }
   FUZZ_CHECK(std::vector<uint64_t>(request.keep_chunk_keys().begin(),
                                    request.keep_chunk_keys().end()) ==
