@@ -125,7 +125,8 @@ bool SnappyUncompress(absl::string_view compressed, char* out, size_t length) {
     if (room >= size + kSlop) {
       CopyMatchFast(op, offset, size);
     } else {
-      for (size_t i = 0; i < size; ++i) op[i] = op[i - offset];
+      const char* const from = op - offset;
+      for (size_t i = 0; i < size; ++i) op[i] = from[i];
     }
     op += size;
   }
