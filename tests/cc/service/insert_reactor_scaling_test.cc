@@ -5,6 +5,7 @@
 // the requests must cost about 8 times as many, where work that grew with
 // the stream (copies of what it holds, rescans) would cost 64 times.
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -18,20 +19,72 @@ namespace {
 
 std::atomic<int64_t> allocations{0};
 
-void* Allocate(std::size_t size) {
+void* Allocate(std::size_t size, std::size_t alignment) {
   allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  if (size == 0) size = 1;
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  void* p = alignment <= alignof(std::max_align_t)
+                ? std::malloc(size)
+                : std::aligned_alloc(alignment, (size + alignment - 1) /
+                                                    alignment * alignment);
+  return p;
+}
+
+void* AllocateOrThrow(std::size_t size, std::size_t alignment) {
+  if (void* p = Allocate(size, alignment)) return p;
   throw std::bad_alloc();
 }
 
 }  // namespace
 
-void* operator new(std::size_t size) { return Allocate(size); }
-void* operator new[](std::size_t size) { return Allocate(size); }
+// Every form, so that each allocation is counted and each block is freed by
+// the free() matching its malloc() (a sanitizer checks the pairs).
+void* operator new(std::size_t size) { return AllocateOrThrow(size, 0); }
+void* operator new[](std::size_t size) { return AllocateOrThrow(size, 0); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return Allocate(size, 0);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return Allocate(size, 0);
+}
+void* operator new(std::size_t size, std::align_val_t alignment) {
+  return AllocateOrThrow(size, static_cast<std::size_t>(alignment));
+}
+void* operator new[](std::size_t size, std::align_val_t alignment) {
+  return AllocateOrThrow(size, static_cast<std::size_t>(alignment));
+}
+void* operator new(std::size_t size, std::align_val_t alignment,
+                   const std::nothrow_t&) noexcept {
+  return Allocate(size, static_cast<std::size_t>(alignment));
+}
+void* operator new[](std::size_t size, std::align_val_t alignment,
+                     const std::nothrow_t&) noexcept {
+  return Allocate(size, static_cast<std::size_t>(alignment));
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t,
+                     const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t,
+                       const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 
 namespace deepmind::reverb::testing {
 namespace {
