@@ -39,7 +39,8 @@ class REVERB_EXPORT WireReader {
   bool Skip(WireType type);
 
   // Appends field `field` (tag and value) of wire type `type`, whose tag was
-  // just read, to `out`, as it is on the wire.
+  // just read, to `out`: as it is on the wire, but for the tag and a varint
+  // value, written in their shortest form (which parsers read the same).
   bool CopyField(int field, WireType type, std::string* out);
 
  private:
