@@ -26,7 +26,8 @@ class REVERB_EXPORT WireReader {
   // Every Read* returns false, leaving the reader in an unspecified state,
   // if the input is malformed or ends early.
 
-  // The next field's number and wire type.
+  // The next field's number and wire type; false (as protobuf) for a tag
+  // over 32 bits or longer than 5 bytes, field 0, or groups.
   bool ReadTag(int* field, WireType* type);
 
   bool ReadVarint(uint64_t* value);
