@@ -63,8 +63,6 @@ DELIBERATE = {
     'server.server_with_port_above_65535': 'outside [0, 65535]',
     'server.server_with_port_zero': '`Server(port=0)`',
     'server.table_queue_of_negative_size': 'whose min_diff > max_diff',
-    'tf_client.insert_into_plain_and_mismatched_table':
-        'checks every table first, and inserts nothing',
     'tf_client.sample_info_shapes_in_graph':
         'the info fields are scalars',
     'tf_client.update_priorities_lengths_differ_in_graph':
