@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <utility>
 
@@ -19,7 +21,9 @@
 #include "absl/time/time.h"
 #include "cc/checkpointing/record_io.h"
 #include "cc/core/table_item.h"
+#include "cc/support/log.h"
 #include "cc/support/mutex.h"
+#include "cc/support/progress_log.h"
 #include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
@@ -48,9 +52,11 @@ absl::Status NotARecordOf(const fs::path& path, absl::string_view message) {
                                           message, "."));
 }
 
-// Hands every record of `path` to `take`, in order, up to its first error.
+// Hands every record of `path` to `take`, in order, up to its first error;
+// with `progress_what`, logs the progress through the file (progress_log.h).
 absl::Status ReadRecords(const fs::path& path,
-                         absl::FunctionRef<absl::Status(std::string)> take) {
+                         absl::FunctionRef<absl::Status(std::string)> take,
+                         absl::string_view progress_what = "") {
   // Checkpoint files are zlib streams, never empty (even with no records).
   std::error_code error;
   if (fs::exists(path, error) && fs::file_size(path, error) == 0) {
@@ -58,11 +64,19 @@ absl::Status ReadRecords(const fs::path& path,
         absl::StrCat("Checkpoint file ", path.string(), " is empty."));
   }
   REVERB_ASSIGN_OR_RETURN(auto reader, RecordReader::Open(path.string()));
+  std::optional<ProgressLog> progress;
+  if (!progress_what.empty()) {
+    progress.emplace(std::string(progress_what), fs::file_size(path, error));
+  }
   while (true) {
     auto record = reader->Read();
-    if (absl::IsOutOfRange(record.status())) return absl::OkStatus();
+    if (absl::IsOutOfRange(record.status())) {
+      if (progress) progress->Done();
+      return absl::OkStatus();
+    }
     if (!record.ok()) return record.status();
     REVERB_RETURN_IF_ERROR(take(*std::move(record)));
+    if (progress) progress->Update(reader->file_offset());
   }
 }
 
@@ -80,17 +94,20 @@ absl::StatusOr<std::vector<Message>> ReadMessages(const fs::path& path) {
 
 // The chunks of `path`, by key, kept as their records' bytes.
 absl::StatusOr<absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>>>
-ReadChunks(const fs::path& path) {
+ReadChunks(const fs::path& path, absl::string_view progress_what) {
   absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks;
-  REVERB_RETURN_IF_ERROR(ReadRecords(path, [&](std::string record) {
-    auto chunk = Chunk::Parse(absl::Cord(std::move(record)));
-    if (!chunk.ok()) {
-      return NotARecordOf(path, ChunkData::descriptor()->full_name());
-    }
-    const uint64_t key = (*chunk)->key();
-    chunks[key] = *std::move(chunk);
-    return absl::OkStatus();
-  }));
+  REVERB_RETURN_IF_ERROR(ReadRecords(
+      path,
+      [&](std::string record) {
+        auto chunk = Chunk::Parse(absl::Cord(std::move(record)));
+        if (!chunk.ok()) {
+          return NotARecordOf(path, ChunkData::descriptor()->full_name());
+        }
+        const uint64_t key = (*chunk)->key();
+        chunks[key] = *std::move(chunk);
+        return absl::OkStatus();
+      },
+      progress_what));
   return chunks;
 }
 
@@ -174,15 +191,25 @@ absl::StatusOr<std::string> Checkpointer::Save(
     REVERB_ASSIGN_OR_RETURN(
         auto chunks, RecordWriter::Create((tmp_dir / kChunksFile).string(),
                                           options_.zlib_level));
-    absl::flat_hash_set<uint64_t> written;
+    absl::flat_hash_set<uint64_t> seen;
+    std::vector<const Chunk*> unique;
+    uint64_t total = 0;
     for (const auto& snapshot : snapshots) {
       for (const auto& chunk : snapshot.chunks) {
-        if (written.insert(chunk->key()).second) {
-          REVERB_RETURN_IF_ERROR(chunks->Write(std::string(chunk->wire())));
+        if (seen.insert(chunk->key()).second) {
+          unique.push_back(chunk.get());
+          total += chunk->wire().size();
         }
       }
     }
+    ProgressLog progress(absl::StrCat("Saving checkpoint ", final_dir.string()),
+                         total);
+    for (const Chunk* chunk : unique) {
+      REVERB_RETURN_IF_ERROR(chunks->Write(std::string(chunk->wire())));
+      progress.Add(chunk->wire().size());
+    }
     REVERB_RETURN_IF_ERROR(chunks->Close());
+    progress.Done();
     std::FILE* done = std::fopen((tmp_dir / kDoneFile).c_str(), "wb");
     if (done == nullptr || std::fclose(done) != 0) {
       return absl::InternalError(
@@ -269,7 +296,9 @@ absl::Status Checkpointer::Load(
   }
   REVERB_ASSIGN_OR_RETURN(auto items,
                           ReadMessages<PrioritizedItem>(dir / kItemsFile));
-  REVERB_ASSIGN_OR_RETURN(auto chunks, ReadChunks(dir / kChunksFile));
+  REVERB_ASSIGN_OR_RETURN(
+      auto chunks,
+      ReadChunks(dir / kChunksFile, absl::StrCat("Loading checkpoint ", path)));
 
   // Every item, checked before any table changes.
   absl::flat_hash_map<std::string, std::vector<TableItem>> table_items;
@@ -330,8 +359,8 @@ absl::Status Checkpointer::LoadLatest(
         !absl::IsNotFound(status)) {
       return status;
     }
-    std::fprintf(stderr, "[reverb] Skipping checkpoint %s: %s\n", path.c_str(),
-                 status.ToString().c_str());
+    Log(LogSeverity::kWarning,
+        absl::StrCat("Skipping checkpoint ", path, ": ", status.ToString()));
     if (first_error.ok()) first_error = status;
   }
   return first_error;

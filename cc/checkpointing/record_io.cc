@@ -240,6 +240,11 @@ RecordReader::RecordReader(std::string path, std::FILE* file,
                            std::unique_ptr<Zlib> zlib)
     : path_(std::move(path)), file_(file), zlib_(std::move(zlib)) {}
 
+uint64_t RecordReader::file_offset() const {
+  const long offset = std::ftell(file_);  // NOLINT(runtime/int): ftell's type.
+  return offset < 0 ? 0 : static_cast<uint64_t>(offset);
+}
+
 RecordReader::~RecordReader() {
   if (zlib_ != nullptr) inflateEnd(&zlib_->stream);
   std::fclose(file_);

@@ -63,6 +63,10 @@ class REVERB_EXPORT RecordReader {
   // (naming the file) on truncation or a checksum mismatch.
   absl::StatusOr<std::string> Read();
 
+  // Bytes of the file consumed so far (compressed bytes for a ZLIB file,
+  // read-ahead included): progress against the file's size.
+  uint64_t file_offset() const;
+
  private:
   struct Zlib;
   RecordReader(std::string path, std::FILE* file, std::unique_ptr<Zlib> zlib);

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cc/service/unix_socket.h"
+#include "cc/support/log.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
@@ -106,8 +106,8 @@ void Server::SaveEvery(std::shared_ptr<Checkpointer> checkpointer,
     while (!stopped_.WaitForNotificationWithTimeout(interval)) {
       auto path = checkpointer->Save(service_->tables());
       if (!path.ok()) {
-        std::fprintf(stderr, "[reverb] Periodic checkpoint failed: %s\n",
-                     path.status().ToString().c_str());
+        Log(LogSeverity::kError, absl::StrCat("Periodic checkpoint failed: ",
+                                              path.status().ToString()));
       }
     }
   });

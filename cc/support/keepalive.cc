@@ -1,10 +1,11 @@
 #include "cc/support/keepalive.h"
 
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cc/support/log.h"
 
 namespace deepmind::reverb {
 
@@ -13,10 +14,9 @@ absl::Duration KeepaliveFromEnvironment() {
   if (value == nullptr || *value == '\0') return kDefaultKeepalive;
   int64_t ms = 0;
   if (!absl::SimpleAtoi(value, &ms) || ms < 0) {
-    std::fprintf(stderr,
-                 "[reverb] Ignoring REVERB_KEEPALIVE_MS=%s (not a "
-                 "non-negative integer).\n",
-                 value);
+    Log(LogSeverity::kWarning,
+        absl::StrCat("Ignoring REVERB_KEEPALIVE_MS=", value,
+                     " (not a non-negative integer)."));
     return kDefaultKeepalive;
   }
   return ms == 0 ? absl::InfiniteDuration() : absl::Milliseconds(ms);

@@ -17,6 +17,9 @@
 
 namespace deepmind::reverb {
 
+// set_log_sink: where libreverb's log lines go (cc/support/log.h).
+void BindLog(pybind11::module_& m);
+
 // ItemSelector and its kinds, selector_from_proto.
 void BindSelectors(pybind11::module_& m);
 

@@ -6,6 +6,7 @@
 PYBIND11_MODULE(pybind, m) {
   using namespace deepmind::reverb;  // NOLINT
   m.doc() = "Bindings of libreverb (see reverb/pybind.pyi).";
+  BindLog(m);
   BindSelectors(m);
   BindRateLimiters(m);
   BindTables(m);

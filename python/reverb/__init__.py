@@ -17,6 +17,7 @@ try:
 finally:
   _sys.setdlopenflags(_flags)
 del _flags
+from reverb import _logs  # noqa: F401  (routes libreverb's log lines)
 
 # `import x as x`: a re-export (PEP 484), as linters and type checkers read it.
 from reverb import client as client

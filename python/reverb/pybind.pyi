@@ -1,8 +1,12 @@
 """Type stub of reverb.pybind, the compiled bindings of libreverb."""
 
-from typing import List, Optional, Sequence, Tuple, Union, overload
+from typing import Callable, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
+
+# Hands every libreverb log line to sink(severity, line), severity 0 (info),
+# 1 (warning) or 2 (error), from any thread; None: back to stderr.
+def set_log_sink(sink: Callable[[int, str], None] | None) -> None: ...
 
 class ItemSelector:
   def options(self) -> bytes: ...  # Serialized KeyDistributionOptions.

@@ -1,0 +1,99 @@
+"""libreverb's log lines reach `logging.getLogger('reverb')` with their level:
+checkpoint progress at INFO (REVERB_PROGRESS_INTERVAL_MS sets how often),
+warnings at WARNING; silencing the logger silences them."""
+
+import logging
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+import reverb
+
+TIMEOUT = 60  # Only to avoid hangs.
+
+
+def _server(checkpoint_dir):
+  return reverb.Server(
+      [reverb.Table.queue('table', 100)],
+      checkpointer=reverb.checkpointers.DefaultCheckpointer(
+          str(checkpoint_dir)))
+
+
+def _records(caplog, pattern):
+  return [r for r in caplog.records
+          if r.name == 'reverb' and re.match(pattern, r.getMessage())]
+
+
+def test_checkpoint_save_and_load_log_their_progress(tmp_path, caplog,
+                                                     monkeypatch):
+  monkeypatch.setenv('REVERB_PROGRESS_INTERVAL_MS', '0')  # Every chunk.
+  caplog.set_level(logging.INFO, logger='reverb')
+  rng = np.random.default_rng(0)
+  server = _server(tmp_path)
+  client = server.localhost_client()
+  for _ in range(20):  # 20 chunks of 1 MiB of incompressible bytes.
+    client.insert(rng.integers(0, 255, 1 << 20, dtype=np.uint8),
+                  {'table': 1.0})
+  path = client.checkpoint()
+  server.stop()
+
+  saves = _records(caplog, r'Saving checkpoint ')
+  assert {r.levelno for r in saves} == {logging.INFO}
+  done = [r.getMessage() for r in saves if ': done, ' in r.getMessage()]
+  assert len(done) == 1, [r.getMessage() for r in saves]
+  assert done[0].startswith(f'Saving checkpoint {path}: done, 20.0 MiB in ')
+  steps = [float(re.search(r': ([\d.]+) of 20\.0 MiB', r.getMessage())[1])
+           for r in saves if r.getMessage() not in done]
+  assert len(steps) == 20 and steps == sorted(steps) and steps[-1] == 20.0
+
+  caplog.clear()
+  restored = _server(tmp_path)
+  assert restored.localhost_client().server_info()['table'].current_size == 20
+  restored.stop()
+  loads = _records(caplog, rf'Loading checkpoint {re.escape(path)}: ')
+  assert loads and {r.levelno for r in loads} == {logging.INFO}
+  assert ': done, ' in loads[-1].getMessage()
+
+
+def test_a_quick_checkpoint_logs_nothing_by_default(tmp_path, caplog,
+                                                    monkeypatch):
+  monkeypatch.delenv('REVERB_PROGRESS_INTERVAL_MS', raising=False)
+  caplog.set_level(logging.DEBUG, logger='reverb')
+  server = _server(tmp_path)
+  client = server.localhost_client()
+  client.insert(np.zeros(10, np.float32), {'table': 1.0})
+  client.checkpoint()
+  server.stop()
+  assert not [r for r in caplog.records if r.name == 'reverb']
+
+
+def test_warnings_come_as_warnings(caplog, monkeypatch):
+  monkeypatch.setenv('REVERB_KEEPALIVE_MS', 'often')
+  caplog.set_level(logging.INFO, logger='reverb')
+  server = reverb.Server([reverb.Table.queue('table', 10)])
+  server.stop()
+  warnings = _records(caplog, r'Ignoring REVERB_KEEPALIVE_MS=often ')
+  assert warnings and {r.levelno for r in warnings} == {logging.WARNING}
+
+
+_SCRIPT = """
+import logging, os, sys
+os.environ['REVERB_KEEPALIVE_MS'] = 'often'
+import reverb
+if sys.argv[1] == 'silenced':
+  logging.getLogger('reverb').setLevel(logging.ERROR)
+server = reverb.Server([reverb.Table.queue('table', 10)])
+server.stop()
+"""
+
+
+def test_the_logger_silences_and_shows_them_on_stderr_by_default():
+  def stderr_of(mode):
+    return subprocess.run([sys.executable, '-c', _SCRIPT, mode],
+                          capture_output=True, text=True, check=True,
+                          timeout=TIMEOUT).stderr
+  # Python's last-resort handler shows warnings on stderr, unprefixed.
+  assert 'Ignoring REVERB_KEEPALIVE_MS=often' in stderr_of('default')
+  assert 'REVERB_KEEPALIVE_MS' not in stderr_of('silenced')
