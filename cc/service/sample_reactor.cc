@@ -16,6 +16,9 @@ namespace {
 // worker (a thread hop costs more than copying them).
 constexpr int64_t kInlineSampleBytes = 64 << 10;
 
+// The largest table batch, whatever the server's max_samples_per_request.
+constexpr int64_t kMaxSampleBatchSize = 1 << 20;
+
 int64_t SampledBytes(const std::vector<SampledItem>& samples) {
   int64_t bytes = 0;
   for (const SampledItem& sample : samples) {
@@ -28,9 +31,11 @@ int64_t SampledBytes(const std::vector<SampledItem>& samples) {
 
 }  // namespace
 
-SampleReactor::SampleReactor(ReverbServiceImpl* service)
+SampleReactor::SampleReactor(ReverbServiceImpl* service,
+                             grpc::CallbackServerContext* context)
     : StreamReactor(service->open_streams()),
       service_(service),
+      context_(context),
       next_batch_size_(ReverbServiceImpl::kInitialSampleBatchSize) {
   Start(&request_bytes_);
 }
@@ -62,6 +67,15 @@ void SampleReactor::OnReadDone(bool ok) {
                                          request_.num_samples(), ".")));
     return;
   }
+  const int64_t max_samples = service_->limits().max_samples_per_request;
+  if (request_.num_samples() > max_samples) {
+    FinishOnce(grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("`num_samples` must be <= ", max_samples,
+                     " (the server's max_samples_per_request), got ",
+                     request_.num_samples(), ".")));
+    return;
+  }
   auto table = service_->FindTable(request_.table());
   if (!table.ok()) {
     FinishOnce(ToGrpcStatus(table.status()));
@@ -81,6 +95,7 @@ void SampleReactor::OnReadDone(bool ok) {
 void SampleReactor::OnWriteDone(bool ok) {
   MutexLock lock(&guard_->mu);
   responses_.pop_front();
+  stall_alarm_.reset();  // Cancels it.
   if (!WriteDone(ok)) return;
   MaybeWriteLocked();
   RequestSamplesLocked();
@@ -95,7 +110,9 @@ void SampleReactor::RequestSamplesLocked() {
   }
   const int32_t batch =
       static_cast<int32_t>(std::min<int64_t>(next_batch_size_, remaining_));
-  next_batch_size_ = std::min<int64_t>(2 * next_batch_size_, 1 << 20);
+  next_batch_size_ = std::min<int64_t>(
+      {2 * next_batch_size_, service_->limits().max_samples_per_request,
+       kMaxSampleBatchSize});
   table_request_in_flight_ = true;
   TaskExecutor* executor = service_->executor();
   table_->SampleAsync(
@@ -154,6 +171,27 @@ void SampleReactor::MaybeWriteLocked() {
   SampleResponseBytes& front = responses_.front();
   front.bytes = front.wire.Finish();
   StartWriteOf(&front.bytes);
+  const absl::Duration timeout =
+      service_->limits().stalled_sample_stream_timeout;
+  if (timeout == absl::InfiniteDuration()) return;
+  stall_alarm_ = std::make_unique<grpc::Alarm>();
+  stall_alarm_->Set(absl::ToChronoTime(absl::Now() + timeout),
+                    [guard = guard_, write = ++writes_](bool fired) {
+                      if (!fired) return;
+                      MutexLock lock(&guard->mu);
+                      if (guard->reactor != nullptr)
+                        guard->reactor->OnWriteStalled(write);
+                    });
+}
+
+void SampleReactor::OnWriteStalled(int64_t write) {
+  if (write != writes_ || !write_in_flight()) return;
+  FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED,
+                          "The client took no sample response for the "
+                          "server's stalled_sample_stream_timeout."));
+  // The write in flight then fails (OnWriteDone); gRPC runs the reactions
+  // on its own threads, not within TryCancel, so the mutex may be held.
+  context_->TryCancel();
 }
 
 void SampleReactor::MaybeFinishLocked() {
