@@ -165,7 +165,7 @@ def test_stream_past_its_cap_is_exhausted_while_another_client_goes_on(
           writer.flush(timeout_ms=_TIMEOUT * 1000)
           progress['inserted'] += 1
           sample = next(client.sample('t', 1, emit_timesteps=False))
-          assert sample.data['x'].shape == (1, 4)
+          assert sample.data[0].shape[0] == 1
           progress['sampled'] += 1
           step += 1
     except Exception as e:  # pylint: disable=broad-except
@@ -355,10 +355,9 @@ def test_streams_past_max_concurrent_streams_wait_for_a_free_one(pb, start):
   calls[0].cancel()
   _wait_for(lambda: _open_streams(server) == 3, 'the third stream to start')
   other_call.cancel()
-  # Now an item: the waiting streams are served.
-  keys, status = proto.insert(
-      [_chunk_request(proto, 1, 1 * _KIB, keep=[], item_table='t')])
-  assert status.code == _OK, status
+  # Now an item (over another connection: this one has no free slot), and
+  # the waiting streams are served.
+  server.localhost_client().insert(np.zeros(4, np.float32), {'t': 1.0})
   for call in calls[1:]:
     assert len(list(call)) == 1
   other.close()
@@ -442,7 +441,7 @@ _SERVER_SCRIPT = r'''
 import json, sys
 import reverb
 limits = reverb.ServerLimits(
-    max_held_chunk_bytes_per_stream=1 << 20, max_held_chunk_bytes=16 << 20,
+    max_held_chunk_bytes_per_stream=2 << 20, max_held_chunk_bytes=16 << 20,
     stalled_sample_stream_timeout_seconds=3.0)
 table = reverb.Table('t', reverb.selectors.Uniform(), reverb.selectors.Fifo(),
                      max_size=1000,
@@ -484,6 +483,13 @@ class ServerProcess:
 def test_200_abandoned_streams_leave_rss_bounded_and_the_server_serving(pb):
   server = ServerProcess()
   channels = []
+  gone = threading.Event()
+
+  def abandoned(requests):
+    """Sends `requests`, then neither sends, half-closes nor reads."""
+    yield from requests
+    gone.wait()
+
   try:
     proto = Protocol(pb, server.port)
     for key in range(1, 9):  # 8 MB of stored items.
@@ -493,7 +499,8 @@ def test_200_abandoned_streams_leave_rss_bounded_and_the_server_serving(pb):
     baseline = server.rss()
 
     # 100 sample streams asking for 10 GB each, and 100 insert streams
-    # that keep 4 MB of chunks each, on 10 connections; nobody reads.
+    # that keep 4 MB of chunks each, on 10 connections; nobody reads, and
+    # nobody closes.
     calls = []
     for i in range(10):
       channel = grpc.insecure_channel(
@@ -508,7 +515,7 @@ def test_200_abandoned_streams_leave_rss_bounded_and_the_server_serving(pb):
         requests = [_chunk_request(proto, 1000 * (10 * i + j) + k, 256 * _KIB,
                                    keep=list(range(k + 1)))
                     for k in range(16)]
-        calls.append(stub.InsertStream(iter(requests), timeout=120))
+        calls.append(stub.InsertStream(abandoned(requests), timeout=120))
     peak = 0
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
@@ -517,15 +524,23 @@ def test_200_abandoned_streams_leave_rss_bounded_and_the_server_serving(pb):
       assert stats['held'] <= 16 << 20
       time.sleep(0.1)
     # While they are open, another client is served.
-    client = reverb.Client(f'localhost:{server.port}')
-    with client.trajectory_writer(num_keep_alive_refs=1) as writer:
-      writer.append({'x': np.zeros(4, np.float32)})
-      writer.create_item('t', 1.0, {'x': writer.history['x'][-1:]})
-    assert len(list(client.sample('t', 5, emit_timesteps=False))) == 5
+    keys, status = proto.insert(
+        [_chunk_request(proto, 99, 1 * _KIB, keep=[], item_table='t')])
+    assert (keys, status.code) == ([99], _OK), status
+    samples, status = proto.sample('t', 5)
+    assert (len(samples), status.code) == (5, _OK), status
     # The stalled sample streams are cancelled, the insert streams have
     # failed on the caps: nothing is left open, nothing held.
-    _wait_for(lambda: server.stats() == {'open': 0, 'held': 0},
-              'the streams to end', timeout=60)
+    last = {}
+
+    def ended():
+      last.update(server.stats())
+      return last == {'open': 0, 'held': 0}
+
+    try:
+      _wait_for(ended, 'the streams to end', timeout=60)
+    except AssertionError as e:
+      raise AssertionError(f'{e}: {last}') from None
     for _ in range(10):
       peak = max(peak, server.rss())
     growth = peak - baseline
@@ -533,8 +548,13 @@ def test_200_abandoned_streams_leave_rss_bounded_and_the_server_serving(pb):
           f'{growth / _MIB:.0f} MiB')
     # Without the limits the insert streams alone would hold 400 MB.
     assert growth < 150 * _MIB
+    client = reverb.Client(f'localhost:{server.port}')
+    with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+      writer.append({'x': np.zeros(4, np.float32)})
+      writer.create_item('t', 1.0, {'x': writer.history['x'][-1:]})
     assert len(list(client.sample('t', 5, emit_timesteps=False))) == 5
   finally:
+    gone.set()
     for channel in channels:
       channel.close()
     server.stop()
