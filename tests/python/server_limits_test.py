@@ -8,6 +8,7 @@ what ordinary writers keep.
 """
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -302,7 +303,7 @@ def test_legacy_writer_holds_about_its_max_sequence_length(start):
 def test_trajectory_writer_past_the_cap_raises_naming_it(start):
   server = start(max_held_chunk_bytes_per_stream=256 * _KIB)
   client = server.localhost_client()
-  with pytest.raises(Exception, match='max_held_chunk_bytes_per_stream'):
+  with pytest.raises(IndexError, match='max_held_chunk_bytes_per_stream'):
     with client.trajectory_writer(num_keep_alive_refs=64) as writer:
       for step in range(64):
         writer.append({'x': _floats(16 * _KIB, seed=step)[0]})
@@ -558,3 +559,55 @@ def test_200_abandoned_streams_leave_rss_bounded_and_the_server_serving(pb):
     for channel in channels:
       channel.close()
     server.stop()
+
+
+# --- reverb_server --------------------------------------------------------------
+
+_CONFIG = '''
+tables: {
+  table_name: "t"
+  sampler: { uniform: true }
+  remover: { fifo: true }
+  max_size: 1000
+  rate_limiter: {
+    samples_per_insert: 1.0
+    min_size_to_sample: 1
+    min_diff: -1.7976931348623157e+308
+    max_diff: 1.7976931348623157e+308
+  }
+}
+'''
+_REVERB_SERVER = os.path.join(os.path.dirname(sys.executable), 'reverb_server')
+
+
+def test_reverb_server_flags_set_the_limits(pb):
+  server = subprocess.Popen(
+      [_REVERB_SERVER, '--config', _CONFIG, '--max_samples_per_request=10',
+       '--max_held_chunk_bytes_per_stream=65536'],
+      stdout=subprocess.PIPE, text=True)
+  try:
+    line = server.stdout.readline()
+    assert line.startswith('Reverb server listening on port '), line
+    proto = Protocol(pb, int(line.split()[-1]))
+    keys, status = proto.insert(
+        [_chunk_request(proto, 1, 1 * _KIB, keep=[], item_table='t')])
+    assert (keys, status.code) == ([1], _OK), status
+    _, status = proto.sample('t', 11)
+    assert status.code == grpc.StatusCode.INVALID_ARGUMENT, status
+    assert 'max_samples_per_request' in status.details
+    _, status = proto.insert(
+        [_chunk_request(proto, 2, 128 * _KIB, keep=[2], item_table='t')])
+    assert status.code == grpc.StatusCode.RESOURCE_EXHAUSTED, status
+    assert 'max_held_chunk_bytes_per_stream (65536 bytes)' in status.details
+    proto.channel.close()
+  finally:
+    server.kill()
+    server.wait(_TIMEOUT)
+
+
+def test_reverb_server_refuses_a_limit_that_is_not_positive():
+  result = subprocess.run(
+      [_REVERB_SERVER, '--config', _CONFIG, '--max_message_bytes=0'],
+      capture_output=True, text=True, timeout=_TIMEOUT, check=False)
+  assert result.returncode == 2
+  assert 'max_message_bytes must be > 0' in result.stderr
