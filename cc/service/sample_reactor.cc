@@ -36,6 +36,7 @@ SampleReactor::SampleReactor(ReverbServiceImpl* service,
     : StreamReactor(service->open_streams()),
       service_(service),
       context_(context),
+      stall_timeout_(service->limits().stalled_sample_stream_timeout),
       next_batch_size_(ReverbServiceImpl::kInitialSampleBatchSize) {
   Start(&request_bytes_);
 }
@@ -95,7 +96,6 @@ void SampleReactor::OnReadDone(bool ok) {
 void SampleReactor::OnWriteDone(bool ok) {
   MutexLock lock(&guard_->mu);
   responses_.pop_front();
-  stall_alarm_.reset();  // Cancels it.
   if (!WriteDone(ok)) return;
   MaybeWriteLocked();
   RequestSamplesLocked();
@@ -171,21 +171,28 @@ void SampleReactor::MaybeWriteLocked() {
   SampleResponseBytes& front = responses_.front();
   front.bytes = front.wire.Finish();
   StartWriteOf(&front.bytes);
-  const absl::Duration timeout =
-      service_->limits().stalled_sample_stream_timeout;
-  if (timeout == absl::InfiniteDuration()) return;
-  stall_alarm_ = std::make_unique<grpc::Alarm>();
-  stall_alarm_->Set(absl::ToChronoTime(absl::Now() + timeout),
-                    [guard = guard_, write = ++writes_](bool fired) {
-                      if (!fired) return;
-                      MutexLock lock(&guard->mu);
-                      if (guard->reactor != nullptr)
-                        guard->reactor->OnWriteStalled(write);
-                    });
+  if (stall_timeout_ == absl::InfiniteDuration()) return;
+  write_started_ = absl::Now();
+  if (!stall_alarm_armed_) ArmStallAlarmLocked(write_started_ + stall_timeout_);
 }
 
-void SampleReactor::OnWriteStalled(int64_t write) {
-  if (write != writes_ || !write_in_flight()) return;
+void SampleReactor::ArmStallAlarmLocked(absl::Time deadline) {
+  stall_alarm_armed_ = true;
+  stall_alarm_ = std::make_unique<grpc::Alarm>();  // The last one has fired.
+  stall_alarm_->Set(absl::ToChronoTime(deadline), [guard = guard_](bool) {
+    MutexLock lock(&guard->mu);
+    if (guard->reactor != nullptr) guard->reactor->OnStallAlarm();
+  });
+}
+
+void SampleReactor::OnStallAlarm() {
+  stall_alarm_armed_ = false;
+  if (finishing() || !write_in_flight()) return;
+  const absl::Time deadline = write_started_ + stall_timeout_;
+  if (absl::Now() < deadline) {  // A later write is in flight.
+    ArmStallAlarmLocked(deadline);
+    return;
+  }
   FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED,
                           "The client took no sample response for the "
                           "server's stalled_sample_stream_timeout."));

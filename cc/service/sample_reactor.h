@@ -74,8 +74,13 @@ class SampleReactor
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Writes the front response, unless a write is in flight.
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
-  // The stalled-write alarm of write number `write` has fired.
-  void OnWriteStalled(int64_t write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  // Stall detection: one alarm at a time, at the deadline of the write in
+  // flight when it was set; when it fires, a write that has been in flight
+  // for stall_timeout_ cancels the call, a later one sets the alarm again
+  // (so writes cost no alarm of their own).
+  void ArmStallAlarmLocked(absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  void OnStallAlarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Finishes with OK once the client is done and everything is written.
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Withdraws the table request in flight (see stream_reactor.h).
@@ -84,6 +89,7 @@ class SampleReactor
 
   ReverbServiceImpl* const service_;
   grpc::CallbackServerContext* const context_;
+  const absl::Duration stall_timeout_;
   grpc::ByteBuffer request_bytes_;
   SampleStreamRequest request_;
 
@@ -98,10 +104,10 @@ class SampleReactor
   bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
   // Responses to write; the front one is in flight while a write is.
   std::deque<SampleResponseBytes> responses_ ABSL_GUARDED_BY(guard_->mu);
-  // Armed while a write is in flight (if the stall timeout is finite); the
-  // writes are numbered so that a late alarm of an earlier one is ignored.
+  // Unused if stall_timeout_ is infinite.
   std::unique_ptr<grpc::Alarm> stall_alarm_ ABSL_GUARDED_BY(guard_->mu);
-  int64_t writes_ ABSL_GUARDED_BY(guard_->mu) = 0;
+  bool stall_alarm_armed_ ABSL_GUARDED_BY(guard_->mu) = false;
+  absl::Time write_started_ ABSL_GUARDED_BY(guard_->mu);
 };
 
 }  // namespace deepmind::reverb
