@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "cc/core/table_item.h"
+#include "cc/service/server_limits.h"
 #include "cc/service/service.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
@@ -15,7 +16,11 @@
 namespace deepmind::reverb {
 
 InsertReactor::InsertReactor(const ReverbServiceImpl* service)
-    : StreamReactor(service->open_streams()), service_(service) {
+    : StreamReactor(service->open_streams()),
+      service_(service),
+      held_bytes_(service->held_chunk_bytes(),
+                  service->limits().max_held_chunk_bytes_per_stream,
+                  "max_held_chunk_bytes_per_stream") {
   Start(&request_bytes_);
 }
 
@@ -27,6 +32,10 @@ void InsertReactor::OnReadDone(bool ok) {
     return;
   }
   absl::Status status = ProcessRequest();
+  if (!status.ok()) {
+    chunks_.clear();
+    held_bytes_.ReleaseAll();
+  }
   MutexLock lock(&guard_->mu);
   if (!status.ok()) {
     FinishOnce(ToGrpcStatus(status));
@@ -55,7 +64,10 @@ absl::Status InsertReactor::ProcessRequest() {
         "InsertStreamRequest has neither chunks nor items.");
   }
   for (std::shared_ptr<Chunk>& chunk : request_.chunks) {
-    chunks_.try_emplace(chunk->key(), std::move(chunk));
+    if (chunks_.contains(chunk->key())) continue;
+    REVERB_RETURN_IF_ERROR(HeldChunksExhausted(
+        held_bytes_.Add(static_cast<int64_t>(chunk->DataByteSizeLong()))));
+    chunks_.emplace(chunk->key(), std::move(chunk));
   }
   if (request_.items.empty()) return absl::OkStatus();
 
@@ -111,8 +123,10 @@ absl::Status InsertReactor::InsertItems() {
 
   absl::flat_hash_set<uint64_t> keep(request_.keep_chunk_keys.begin(),
                                      request_.keep_chunk_keys.end());
-  absl::erase_if(chunks_, [&keep](const auto& entry) {
-    return !keep.contains(entry.first);
+  absl::erase_if(chunks_, [this, &keep](const auto& entry) {
+    if (keep.contains(entry.first)) return false;
+    held_bytes_.Release(static_cast<int64_t>(entry.second->DataByteSizeLong()));
+    return true;
   });
   if (chunks_.size() != keep.size()) {
     return absl::FailedPreconditionError(

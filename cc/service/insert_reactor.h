@@ -17,7 +17,9 @@
 //    chunks nor items or that does not parse (INVALID_ARGUMENT), an unknown
 //    table (NOT_FOUND), a chunk missing from the map (INTERNAL), a
 //    `keep_chunk_keys` naming a chunk the map lacks (FAILED_PRECONDITION),
-//    or an insert its table fails.
+//    chunks that would take the map past the server's held-chunk limits
+//    (RESOURCE_EXHAUSTED, see ServerLimits), or an insert its table fails.
+//    On an error the map is emptied at once.
 //  - A call that ends otherwise than OK (those errors, the client cancels or
 //    goes, a write fails) withdraws its items still queued (Table::Cancel):
 //    what the stream has not confirmed, its tables do not store later, so a
@@ -45,6 +47,7 @@
 #include "cc/core/chunk.h"
 #include "cc/core/table.h"
 #include "cc/service/stream_reactor.h"
+#include "cc/support/byte_budget.h"
 #include "cc/wire/insert_request.h"
 #include "grpcpp/support/byte_buffer.h"
 
@@ -83,6 +86,8 @@ class InsertReactor
   DecodedInsertRequest request_;
   // Chunks this stream sent and still keeps. Used by OnReadDone only.
   absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks_;
+  // The bytes of chunks_, against the server's limits.
+  ByteBudget::Account held_bytes_;
 
   // The stream's inserts, and the tables it has queued them into.
   const Table::Cancellation cancellation_ =

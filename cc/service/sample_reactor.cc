@@ -16,6 +16,9 @@ namespace {
 // worker (a thread hop costs more than copying them).
 constexpr int64_t kInlineSampleBytes = 64 << 10;
 
+// The largest table batch, whatever the server's max_samples_per_request.
+constexpr int64_t kMaxSampleBatchSize = 1 << 20;
+
 int64_t SampledBytes(const std::vector<SampledItem>& samples) {
   int64_t bytes = 0;
   for (const SampledItem& sample : samples) {
@@ -28,9 +31,12 @@ int64_t SampledBytes(const std::vector<SampledItem>& samples) {
 
 }  // namespace
 
-SampleReactor::SampleReactor(ReverbServiceImpl* service)
+SampleReactor::SampleReactor(ReverbServiceImpl* service,
+                             grpc::CallbackServerContext* context)
     : StreamReactor(service->open_streams()),
       service_(service),
+      context_(context),
+      stall_timeout_(service->limits().stalled_sample_stream_timeout),
       next_batch_size_(ReverbServiceImpl::kInitialSampleBatchSize) {
   Start(&request_bytes_);
 }
@@ -60,6 +66,15 @@ void SampleReactor::OnReadDone(bool ok) {
     FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             absl::StrCat("`num_samples` must be > 0, got ",
                                          request_.num_samples(), ".")));
+    return;
+  }
+  const int64_t max_samples = service_->limits().max_samples_per_request;
+  if (request_.num_samples() > max_samples) {
+    FinishOnce(grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("`num_samples` must be <= ", max_samples,
+                     " (the server's max_samples_per_request), got ",
+                     request_.num_samples(), ".")));
     return;
   }
   auto table = service_->FindTable(request_.table());
@@ -95,7 +110,9 @@ void SampleReactor::RequestSamplesLocked() {
   }
   const int32_t batch =
       static_cast<int32_t>(std::min<int64_t>(next_batch_size_, remaining_));
-  next_batch_size_ = std::min<int64_t>(2 * next_batch_size_, 1 << 20);
+  next_batch_size_ = std::min<int64_t>(
+      {2 * next_batch_size_, service_->limits().max_samples_per_request,
+       kMaxSampleBatchSize});
   table_request_in_flight_ = true;
   TaskExecutor* executor = service_->executor();
   table_->SampleAsync(
@@ -154,6 +171,34 @@ void SampleReactor::MaybeWriteLocked() {
   SampleResponseBytes& front = responses_.front();
   front.bytes = front.wire.Finish();
   StartWriteOf(&front.bytes);
+  if (stall_timeout_ == absl::InfiniteDuration()) return;
+  write_started_ = absl::Now();
+  if (!stall_alarm_armed_) ArmStallAlarmLocked(write_started_ + stall_timeout_);
+}
+
+void SampleReactor::ArmStallAlarmLocked(absl::Time deadline) {
+  stall_alarm_armed_ = true;
+  stall_alarm_ = std::make_unique<grpc::Alarm>();  // The last one has fired.
+  stall_alarm_->Set(absl::ToChronoTime(deadline), [guard = guard_](bool) {
+    MutexLock lock(&guard->mu);
+    if (guard->reactor != nullptr) guard->reactor->OnStallAlarm();
+  });
+}
+
+void SampleReactor::OnStallAlarm() {
+  stall_alarm_armed_ = false;
+  if (finishing() || !write_in_flight()) return;
+  const absl::Time deadline = write_started_ + stall_timeout_;
+  if (absl::Now() < deadline) {  // A later write is in flight.
+    ArmStallAlarmLocked(deadline);
+    return;
+  }
+  FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED,
+                          "The client took no sample response for the "
+                          "server's stalled_sample_stream_timeout."));
+  // The write in flight then fails (OnWriteDone); gRPC runs the reactions
+  // on its own threads, not within TryCancel, so the mutex may be held.
+  context_->TryCancel();
 }
 
 void SampleReactor::MaybeFinishLocked() {

@@ -7,8 +7,9 @@
 // entries, every time it is sampled.
 //  - A request is served with exactly `num_samples` samples of its table, or
 //    the call ends with an error; then the next request is read. A request
-//    that does not parse or has `num_samples` <= 0 ends the call with
-//    INVALID_ARGUMENT, an unknown table with NOT_FOUND.
+//    that does not parse or has `num_samples` <= 0 or above the server's
+//    max_samples_per_request ends the call with INVALID_ARGUMENT, an
+//    unknown table with NOT_FOUND.
 //  - `rate_limiter_timeout` (if > 0 ms) bounds the wait for each table
 //    batch: one that gets no sample in time ends the call with the table's
 //    DEADLINE_EXCEEDED. Samples already written stay delivered.
@@ -17,10 +18,12 @@
 //
 // Flow control: samples are asked of the table in flexible batches of
 // kInitialSampleBatchSize, then twice as many each time (at most the
-// samples still owed, and 2^20), one batch at a time and none while
-// kMaxQueuedResponses responses wait to be written. Each batch starts a
-// response; one is also started when the current one has reached
-// kMaxSampleResponseBytes (constants of ReverbServiceImpl).
+// samples still owed, max_samples_per_request and 2^20), one batch at a time
+// and none while kMaxQueuedResponses responses wait to be written. Each batch
+// starts a response; one is also started when the current one has reached
+// kMaxSampleResponseBytes (constants of ReverbServiceImpl). A write the
+// client's flow control holds for the server's stalled_sample_stream_timeout
+// cancels the call (CANCELLED): the responses it holds are freed.
 //
 // Threading and lifetime: see stream_reactor.h. Batches of up to 64 KiB of
 // chunks are encoded on the table's worker, larger ones on the service's
@@ -43,7 +46,9 @@
 #include "cc/core/table_item.h"
 #include "cc/service/stream_reactor.h"
 #include "cc/wire/sample_response.h"
+#include "grpcpp/alarm.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/server_callback.h"
 #include "reverb/cc/reverb_service.pb.h"
 
 namespace deepmind::reverb {
@@ -54,8 +59,9 @@ class SampleReactor
     : public StreamReactor<SampleReactor, grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // Starts reading. Tables are looked up in `service`, large batches are
-  // encoded on its executor.
-  explicit SampleReactor(ReverbServiceImpl* service);
+  // encoded on its executor. `context` is the call's (to cancel it).
+  SampleReactor(ReverbServiceImpl* service,
+                grpc::CallbackServerContext* context);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -68,6 +74,13 @@ class SampleReactor
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Writes the front response, unless a write is in flight.
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  // Stall detection: one alarm at a time, at the deadline of the write in
+  // flight when it was set; when it fires, a write that has been in flight
+  // for stall_timeout_ cancels the call, a later one sets the alarm again
+  // (so writes cost no alarm of their own).
+  void ArmStallAlarmLocked(absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  void OnStallAlarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Finishes with OK once the client is done and everything is written.
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Withdraws the table request in flight (see stream_reactor.h).
@@ -75,6 +88,8 @@ class SampleReactor
   friend StreamReactor;
 
   ReverbServiceImpl* const service_;
+  grpc::CallbackServerContext* const context_;
+  const absl::Duration stall_timeout_;
   grpc::ByteBuffer request_bytes_;
   SampleStreamRequest request_;
 
@@ -89,6 +104,10 @@ class SampleReactor
   bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
   // Responses to write; the front one is in flight while a write is.
   std::deque<SampleResponseBytes> responses_ ABSL_GUARDED_BY(guard_->mu);
+  // Unused if stall_timeout_ is infinite.
+  std::unique_ptr<grpc::Alarm> stall_alarm_ ABSL_GUARDED_BY(guard_->mu);
+  bool stall_alarm_armed_ ABSL_GUARDED_BY(guard_->mu) = false;
+  absl::Time write_started_ ABSL_GUARDED_BY(guard_->mu);
 };
 
 }  // namespace deepmind::reverb

@@ -41,8 +41,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     }
     if (!loaded.ok() && !absl::IsNotFound(loaded)) return loaded;
   }
-  REVERB_ASSIGN_OR_RETURN(auto service,
-                          ReverbServiceImpl::Create(tables, checkpointer));
+  REVERB_ASSIGN_OR_RETURN(
+      auto service,
+      ReverbServiceImpl::Create(tables, checkpointer, options.limits));
   int selected_port = 0;
   grpc::ServerBuilder builder;
   if (options.port.has_value()) {
@@ -55,8 +56,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
                              grpc::InsecureServerCredentials());
   }
   builder.RegisterService(service.get());
-  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxReceiveMessageSize(options.limits.max_message_bytes);
   builder.SetMaxSendMessageSize(-1);
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONCURRENT_STREAMS,
+      options.limits.max_concurrent_streams_per_connection);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,

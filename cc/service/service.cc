@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cc/service/insert_reactor.h"
 #include "cc/service/sample_reactor.h"
+#include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
 
 namespace deepmind::reverb {
@@ -49,7 +50,8 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
 
 absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
     std::vector<std::shared_ptr<Table>> tables,
-    std::shared_ptr<Checkpointer> checkpointer) {
+    std::shared_ptr<Checkpointer> checkpointer, ServerLimits limits) {
+  REVERB_RETURN_IF_ERROR(ValidateServerLimits(limits));
   absl::flat_hash_set<std::string> names;
   for (const auto& table : tables) {
     if (table == nullptr) {
@@ -61,16 +63,19 @@ absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
                        "' is used more than once."));
     }
   }
-  return std::unique_ptr<ReverbServiceImpl>(
-      new ReverbServiceImpl(std::move(tables), std::move(checkpointer)));
+  return std::unique_ptr<ReverbServiceImpl>(new ReverbServiceImpl(
+      std::move(tables), std::move(checkpointer), limits));
 }
 
 ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
-                                     std::shared_ptr<Checkpointer> checkpointer)
+                                     std::shared_ptr<Checkpointer> checkpointer,
+                                     ServerLimits limits)
     : tables_(std::move(tables)),
       checkpointer_(std::move(checkpointer)),
       executor_(kNumExecutorThreads, "reverb-respond"),
-      checkpoint_executor_(1, "reverb-ckpt") {
+      checkpoint_executor_(1, "reverb-ckpt"),
+      limits_(limits),
+      held_chunk_bytes_(limits.max_held_chunk_bytes, "max_held_chunk_bytes") {
   for (const auto& table : tables_) tables_by_name_[table->name()] = table;
   absl::BitGen gen;
   tables_state_id_.set_high(absl::Uniform<uint64_t>(gen));
@@ -134,8 +139,8 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::Reset(
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-ReverbServiceImpl::SampleStream(grpc::CallbackServerContext*) {
-  return new SampleReactor(this);
+ReverbServiceImpl::SampleStream(grpc::CallbackServerContext* context) {
+  return new SampleReactor(this, context);
 }
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::ServerInfo(

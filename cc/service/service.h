@@ -13,6 +13,9 @@
 //    is saved on a thread of its own (one at a time), not on gRPC's.
 //  - InitializeConnection always answers address 0 (no pointer hand-over):
 //    clients in the same process use the gRPC path.
+//  - What one client may cost is bounded by ServerLimits
+//    (server_limits.h): the chunks insert streams keep (a ByteBudget shared
+//    by the streams), the samples of a request, a stalled sample stream.
 //
 // Every bad request ends its own call with a status; tables and other calls
 // are unaffected.
@@ -29,6 +32,8 @@
 #include "absl/status/statusor.h"
 #include "cc/checkpointing/checkpointer.h"
 #include "cc/core/table.h"
+#include "cc/service/server_limits.h"
+#include "cc/support/byte_budget.h"
 #include "cc/support/export.h"
 #include "cc/support/task_executor.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
@@ -55,11 +60,13 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   // Table batches are not requested while this many responses wait.
   static constexpr int kMaxQueuedResponses = 3;
 
-  // INVALID_ARGUMENT if a table is null or two share a name. `checkpointer`
-  // may be null (Checkpoint then answers INVALID_ARGUMENT).
+  // INVALID_ARGUMENT if a table is null or two share a name, or a limit is
+  // not positive. `checkpointer` may be null (Checkpoint then answers
+  // INVALID_ARGUMENT).
   static absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> Create(
       std::vector<std::shared_ptr<Table>> tables,
-      std::shared_ptr<Checkpointer> checkpointer = nullptr);
+      std::shared_ptr<Checkpointer> checkpointer = nullptr,
+      ServerLimits limits = ServerLimits());
 
   // Closes every table: waiting requests end with CANCELLED.
   void Close();
@@ -80,6 +87,11 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   }
   // What the stream reactors count themselves in.
   std::atomic<int64_t>* open_streams() const { return &open_streams_; }
+
+  const ServerLimits& limits() const { return limits_; }
+  // The chunk bytes insert streams keep, against max_held_chunk_bytes; each
+  // stream holds an account of it.
+  ByteBudget* held_chunk_bytes() const { return &held_chunk_bytes_; }
 
   grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
                                        const CheckpointRequest* request,
@@ -106,7 +118,8 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
 
  private:
   ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
-                    std::shared_ptr<Checkpointer> checkpointer);
+                    std::shared_ptr<Checkpointer> checkpointer,
+                    ServerLimits limits);
 
   const std::vector<std::shared_ptr<Table>> tables_;
   const std::shared_ptr<Checkpointer> checkpointer_;
@@ -119,6 +132,8 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   // Saves checkpoints, one at a time.
   TaskExecutor checkpoint_executor_;
   mutable std::atomic<int64_t> open_streams_{0};
+  const ServerLimits limits_;
+  mutable ByteBudget held_chunk_bytes_;
 };
 
 }  // namespace deepmind::reverb

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "cc/checkpointing/checkpointer.h"
 #include "cc/core/table.h"
+#include "cc/service/server_limits.h"
 #include "python/bindings/bind.h"
 #include "python/bindings/call.h"
 
@@ -22,14 +23,41 @@ namespace py = pybind11;
 namespace deepmind::reverb {
 
 void BindServer(py::module_& m) {
+  // Defaults as server_limits.h; the timeout in seconds (inf: none).
+  py::class_<ServerLimits>(m, "ServerLimits")
+      .def(py::init<>())
+      .def_readwrite("max_held_chunk_bytes_per_stream",
+                     &ServerLimits::max_held_chunk_bytes_per_stream)
+      .def_readwrite("max_held_chunk_bytes",
+                     &ServerLimits::max_held_chunk_bytes)
+      .def_readwrite("max_message_bytes", &ServerLimits::max_message_bytes)
+      .def_readwrite("max_concurrent_streams_per_connection",
+                     &ServerLimits::max_concurrent_streams_per_connection)
+      .def_readwrite("max_samples_per_request",
+                     &ServerLimits::max_samples_per_request)
+      .def_property(
+          "stalled_sample_stream_timeout_seconds",
+          [](const ServerLimits& self) {
+            return absl::ToDoubleSeconds(self.stalled_sample_stream_timeout);
+          },
+          [](ServerLimits& self, double seconds) {
+            self.stalled_sample_stream_timeout = absl::Seconds(seconds);
+          })
+      // ValueError naming the first limit that is not positive.
+      .def("validate", [](const ServerLimits& self) {
+        MaybeRaise(ValidateServerLimits(self));
+      });
+
   py::class_<Server, std::shared_ptr<Server>>(m, "Server")
       .def(py::init([](const std::vector<std::shared_ptr<Table>>& tables,
                        std::optional<int> port,
                        std::shared_ptr<Checkpointer> checkpointer,
                        const std::string& bind_address,
                        std::optional<double> checkpoint_every_seconds,
-                       const std::string& unix_socket_path) {
+                       const std::string& unix_socket_path,
+                       const ServerLimits& limits) {
              ServerOptions options;
+             options.limits = limits;
              options.port = port;
              options.bind_address = bind_address;
              options.unix_socket_path = unix_socket_path;
@@ -46,13 +74,18 @@ void BindServer(py::module_& m) {
            py::arg("checkpointer") = nullptr,
            py::arg("bind_address") = "localhost",
            py::arg("checkpoint_every_seconds") = py::none(),
-           py::arg("unix_socket_path") = "")
+           py::arg("unix_socket_path") = "", py::arg("limits") = ServerLimits())
       .def_property_readonly("port", &Server::port)
       .def_property_readonly("unix_socket_path", &Server::unix_socket_path)
       // ReverbServiceImpl::num_open_streams.
       .def_property_readonly(
           "num_open_streams",
           [](const Server& self) { return self.service().num_open_streams(); })
+      // Bytes of the chunks insert streams keep (ServerLimits).
+      .def_property_readonly("held_chunk_bytes",
+                             [](const Server& self) {
+                               return self.service().held_chunk_bytes()->held();
+                             })
       .def("Stop", &Server::Stop, py::call_guard<py::gil_scoped_release>())
       // True once stopped; false if `timeout_ms` (None: forever) passed.
       .def(

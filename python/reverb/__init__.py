@@ -41,6 +41,7 @@ from reverb.replay_iterator import ReplayIterator as ReplayIterator
 from reverb.replay_sample import ReplaySample as ReplaySample
 from reverb.replay_sample import SampleInfo as SampleInfo
 from reverb.server import Server as Server
+from reverb.server_limits import ServerLimits as ServerLimits
 from reverb.trajectory_writer import TrajectoryColumn as TrajectoryColumn
 from reverb.trajectory_writer import TrajectoryWriter as TrajectoryWriter
 from reverb.server import Table as Table

@@ -11,6 +11,7 @@ from reverb import item_selectors
 from reverb import pybind
 from reverb import rate_limiters
 from reverb import reverb_types
+from reverb import server_limits
 from reverb import structured_value
 from reverb.platform import checkpointers_lib
 
@@ -199,6 +200,9 @@ class Server:
       `unix:PATH`; with `port=None`, listen there only. The socket file is
       removed when the server stops; a stale one at the path (left by a
       killed server) is replaced.
+    limits: `reverb.ServerLimits`: what one client may cost the server (the
+      chunks a writer keeps, message sizes, ...; beyond dm-reverb, which has
+      no such limits). None: the defaults, far above ordinary workloads.
 
   Raises:
     ValueError: If there are no tables or two share a name, or the unix
@@ -215,7 +219,8 @@ class Server:
                *,
                bind_address: Optional[str] = None,
                checkpoint_every_seconds: Optional[float] = None,
-               unix_socket_path: Optional[str] = None):
+               unix_socket_path: Optional[str] = None,
+               limits: Optional[server_limits.ServerLimits] = None):
     if not tables:
       raise ValueError('At least one table must be provided')
     names = collections.Counter(table.name for table in tables)
@@ -231,10 +236,12 @@ class Server:
       bind_address = os.environ.get(BIND_ADDRESS_ENV, DEFAULT_BIND_ADDRESS)
     if port is None and not unix_socket_path:
       port = 0
+    limits = limits or server_limits.ServerLimits()
     self._server = pybind.Server(
         [table.internal_table for table in tables], port,
         checkpointer.internal_checkpointer(), bind_address,
-        checkpoint_every_seconds, os.fspath(unix_socket_path or ''))
+        checkpoint_every_seconds, os.fspath(unix_socket_path or ''),
+        limits.to_internal())
     self._port = None if port is None else self._server.port
     self._bind_address = bind_address
     self._unix_socket_path = (os.fspath(unix_socket_path)

@@ -2,17 +2,19 @@
 
   reverb_server --config='port: 8000 tables: { table_name: "t" ... }'
   reverb_server --config_file=server.textproto [--bind_address=0.0.0.0]
-      [--unix_socket_path=/run/reverb.sock]
+      [--unix_socket_path=/run/reverb.sock] [--max_held_chunk_bytes=N ...]
 
 The configuration is a text-format `ReverbServerConfig` (tables as
 `PriorityTableCheckpoint` messages, and the port). With
 `--unix_socket_path` the server also listens on that unix domain socket
 (`unix:PATH` for clients), and only there if the configuration has no port.
-Once listening it prints `Reverb server listening on port N` and/or
+The `--max_...` and `--stalled_sample_stream_timeout_seconds` flags set the
+fields of `reverb.ServerLimits` of the same names. Once listening it prints `Reverb server listening on port N` and/or
 `Reverb server listening on unix:PATH`, a line each.
 """
 
 import argparse
+import dataclasses
 import logging
 import sys
 from typing import Optional, Sequence
@@ -20,6 +22,7 @@ from typing import Optional, Sequence
 from google.protobuf import text_format
 
 from reverb import server as server_lib
+from reverb import server_limits
 from reverb.server_executable import reverb_config_pb2
 from reverb.server_executable import server_from_proto
 
@@ -46,6 +49,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       '--unix_socket_path', default=None,
       help='Also listen on a unix domain socket at this path; only there if '
       'the config has no port.')
+  limit_names = [field.name for field in
+                 dataclasses.fields(server_limits.ServerLimits)]
+  for name in limit_names:
+    default = server_limits.ServerLimits.default(name)
+    parser.add_argument(
+        f'--{name}', type=type(default), default=None,
+        help=f'reverb.ServerLimits.{name} (default: {default}).')
   args = parser.parse_args(argv)
   text = args.config
   if args.config_file:
@@ -53,9 +63,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       text = f.read()
   config = parse_config(text)
   tables = server_from_proto.tables_from_proto(config.tables)
+  try:
+    limits = server_limits.ServerLimits(
+        **{name: getattr(args, name) for name in limit_names})
+  except ValueError as e:
+    parser.error(str(e))
   server = server_lib.Server(tables, port=config.port or None,
                              bind_address=args.bind_address,
-                             unix_socket_path=args.unix_socket_path)
+                             unix_socket_path=args.unix_socket_path,
+                             limits=limits)
   logging.basicConfig(level=logging.INFO)
   places = [f'port {server.port}'] if server.port is not None else []
   if server.unix_socket_path:
