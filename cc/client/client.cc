@@ -32,10 +32,11 @@ Client::Client(const std::string& server_address)
 Client::Client(std::shared_ptr<Shards> shards) : shards_(std::move(shards)) {}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(
-    std::vector<std::string> server_addresses, absl::Duration keepalive) {
-  REVERB_ASSIGN_OR_RETURN(
-      std::shared_ptr<Shards> shards,
-      Shards::Create(std::move(server_addresses), keepalive));
+    std::vector<std::string> server_addresses, absl::Duration keepalive,
+    std::optional<ChannelSecurity> security) {
+  REVERB_ASSIGN_OR_RETURN(std::shared_ptr<Shards> shards,
+                          Shards::Create(std::move(server_addresses),
+                                         keepalive, std::move(security)));
   return std::unique_ptr<Client>(new Client(std::move(shards)));
 }
 
@@ -57,7 +58,7 @@ absl::Status Client::OnEveryShard(Call call, absl::Duration timeout,
       wait_for_ready = false;
     }
     SetDeadline(&context, timeout, wait_for_ready);
-    return call(0, *connection.stub(), &context);
+    return connection.Explain(call(0, *connection.stub(), &context));
   }
   absl::Status first_error;
   for (int s = 0; s < shards_->size(); ++s) {
@@ -284,7 +285,9 @@ absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
   }
   const auto& connection = shards_->connection(0);
   if (timeout < kConnectTimeout) {
-    if (!connection->WaitForConnection(timeout).ok()) {
+    absl::Status connected = connection->WaitForConnection(timeout);
+    if (absl::IsUnauthenticated(connected)) return connected;
+    if (!connected.ok()) {
       return absl::DeadlineExceededError(
           absl::StrCat("Could not connect to the Reverb server at ",
                        connection->server_address(), " within the timeout of ",

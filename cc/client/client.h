@@ -36,6 +36,7 @@
 #define REVERB_CC_CLIENT_CLIENT_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,11 +57,12 @@ namespace deepmind::reverb {
 class REVERB_EXPORT Client {
  public:
   explicit Client(const std::string& server_address);
-  // INVALID_ARGUMENT for no address, an empty one or one given twice.
-  // `keepalive`: the channels' (connection.h).
+  // INVALID_ARGUMENT as Shards::Create. `keepalive` and `security`: the
+  // channels' (shards.h).
   static absl::StatusOr<std::unique_ptr<Client>> Create(
       std::vector<std::string> server_addresses,
-      absl::Duration keepalive = KeepaliveFromEnvironment());
+      absl::Duration keepalive = KeepaliveFromEnvironment(),
+      std::optional<ChannelSecurity> security = std::nullopt);
 
   // The first shard's address (the only one's, over one).
   const std::string& server_address() const { return shards_->address(0); }

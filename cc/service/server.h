@@ -1,7 +1,8 @@
 // Server: a gRPC server hosting a ReverbServiceImpl over a set of tables.
 //
 // Listens on `bind_address:port` (TCP), on a unix domain socket, or on both,
-// with insecure credentials and unlimited message sizes; port 0 picks a free
+// with the credentials of `security` (server_security.h; plaintext by
+// default) and unlimited message sizes; port 0 picks a free
 // port (see port()). dm-reverb always listens on all interfaces on TCP only;
 // callers choose here (the Python layer defaults to loopback). Clients reach
 // the unix socket at `unix:PATH`. Its file is removed at Stop(); a stale one
@@ -27,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cc/core/table.h"
+#include "cc/service/server_security.h"
 #include "cc/service/service.h"
 #include "cc/support/export.h"
 #include "cc/support/keepalive.h"
@@ -52,12 +54,16 @@ struct ServerOptions {
   absl::Duration checkpoint_interval = absl::InfiniteDuration();
   // The server's keepalive (see above); infinite: it sends no pings.
   absl::Duration keepalive = KeepaliveFromEnvironment();
+  // TLS and the auth token (server_security.h). A server that listens on
+  // TCP beyond loopback with neither prints a warning at start.
+  ServerSecurity security;
 };
 
 class REVERB_EXPORT Server {
  public:
   // INVALID_ARGUMENT for no tables, a null table, duplicate table names, a
-  // port outside [0, 65535], neither a port nor a unix socket path, and (as
+  // port outside [0, 65535], neither a port nor a unix socket path, a
+  // `security` that LoadServerSecurity refuses, and (as
   // dm-reverb) an address that cannot be bound. The unix socket path fails
   // as ClaimUnixSocketPath (unix_socket.h) says: a regular file there is
   // INVALID_ARGUMENT, a live server's socket FAILED_PRECONDITION.

@@ -49,7 +49,7 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
 
 absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
     std::vector<std::shared_ptr<Table>> tables,
-    std::shared_ptr<Checkpointer> checkpointer) {
+    std::shared_ptr<Checkpointer> checkpointer, std::string auth_token) {
   absl::flat_hash_set<std::string> names;
   for (const auto& table : tables) {
     if (table == nullptr) {
@@ -61,14 +61,16 @@ absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
                        "' is used more than once."));
     }
   }
-  return std::unique_ptr<ReverbServiceImpl>(
-      new ReverbServiceImpl(std::move(tables), std::move(checkpointer)));
+  return std::unique_ptr<ReverbServiceImpl>(new ReverbServiceImpl(
+      std::move(tables), std::move(checkpointer), std::move(auth_token)));
 }
 
 ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
-                                     std::shared_ptr<Checkpointer> checkpointer)
+                                     std::shared_ptr<Checkpointer> checkpointer,
+                                     std::string auth_token)
     : tables_(std::move(tables)),
       checkpointer_(std::move(checkpointer)),
+      auth_token_(std::move(auth_token)),
       executor_(kNumExecutorThreads, "reverb-respond"),
       checkpoint_executor_(1, "reverb-ckpt") {
   for (const auto& table : tables_) tables_by_name_[table->name()] = table;
@@ -79,6 +81,12 @@ ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
 
 void ReverbServiceImpl::Close() {
   for (const auto& table : tables_) table->Close();
+}
+
+grpc::ServerUnaryReactor* ReverbServiceImpl::RefuseUnary(
+    grpc::CallbackServerContext* context) const {
+  absl::Status allowed = auth_token_.Check(*context);
+  return allowed.ok() ? nullptr : FinishUnary(context, allowed);
 }
 
 absl::StatusOr<std::shared_ptr<Table>> ReverbServiceImpl::FindTable(
@@ -94,6 +102,7 @@ absl::StatusOr<std::shared_ptr<Table>> ReverbServiceImpl::FindTable(
 grpc::ServerUnaryReactor* ReverbServiceImpl::Checkpoint(
     grpc::CallbackServerContext* context, const CheckpointRequest*,
     CheckpointResponse* response) {
+  if (auto* refused = RefuseUnary(context)) return refused;
   if (checkpointer_ == nullptr) {
     return FinishUnary(context, absl::InvalidArgumentError(
                                     "no Checkpointer configured for the "
@@ -109,13 +118,18 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::Checkpoint(
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-ReverbServiceImpl::InsertStream(grpc::CallbackServerContext*) {
+ReverbServiceImpl::InsertStream(grpc::CallbackServerContext* context) {
+  if (auto* refused = RefuseStream<grpc::ByteBuffer, grpc::ByteBuffer>(
+          *context)) {
+    return refused;
+  }
   return new InsertReactor(this);
 }
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
     grpc::CallbackServerContext* context,
     const MutatePrioritiesRequest* request, MutatePrioritiesResponse*) {
+  if (auto* refused = RefuseUnary(context)) return refused;
   auto table = FindTable(request->table());
   if (!table.ok()) return FinishUnary(context, table.status());
   std::vector<KeyWithPriority> updates(request->updates().begin(),
@@ -128,19 +142,25 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
 grpc::ServerUnaryReactor* ReverbServiceImpl::Reset(
     grpc::CallbackServerContext* context, const ResetRequest* request,
     ResetResponse*) {
+  if (auto* refused = RefuseUnary(context)) return refused;
   auto table = FindTable(request->table());
   if (table.ok()) (*table)->Reset();
   return FinishUnary(context, table.status());
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-ReverbServiceImpl::SampleStream(grpc::CallbackServerContext*) {
+ReverbServiceImpl::SampleStream(grpc::CallbackServerContext* context) {
+  if (auto* refused = RefuseStream<grpc::ByteBuffer, grpc::ByteBuffer>(
+          *context)) {
+    return refused;
+  }
   return new SampleReactor(this);
 }
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::ServerInfo(
     grpc::CallbackServerContext* context, const ServerInfoRequest*,
     ServerInfoResponse* response) {
+  if (auto* refused = RefuseUnary(context)) return refused;
   *response->mutable_tables_state_id() = tables_state_id_;
   for (const auto& table : tables_) *response->add_table_info() = table->info();
   return FinishUnary(context, absl::OkStatus());
@@ -148,7 +168,12 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::ServerInfo(
 
 grpc::ServerBidiReactor<InitializeConnectionRequest,
                         InitializeConnectionResponse>*
-ReverbServiceImpl::InitializeConnection(grpc::CallbackServerContext*) {
+ReverbServiceImpl::InitializeConnection(
+    grpc::CallbackServerContext* context) {
+  if (auto* refused = RefuseStream<InitializeConnectionRequest,
+                                   InitializeConnectionResponse>(*context)) {
+    return refused;
+  }
   return new InitializeConnectionReactor();
 }
 

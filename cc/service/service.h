@@ -13,6 +13,8 @@
 //    is saved on a thread of its own (one at a time), not on gRPC's.
 //  - InitializeConnection always answers address 0 (no pointer hand-over):
 //    clients in the same process use the gRPC path.
+//  - With an auth token, every call without it ends at once with
+//    UNAUTHENTICATED (auth_token.h).
 //
 // Every bad request ends its own call with a status; tables and other calls
 // are unaffected.
@@ -29,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "cc/checkpointing/checkpointer.h"
 #include "cc/core/table.h"
+#include "cc/service/auth_token.h"
 #include "cc/support/export.h"
 #include "cc/support/task_executor.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
@@ -56,10 +59,12 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   static constexpr int kMaxQueuedResponses = 3;
 
   // INVALID_ARGUMENT if a table is null or two share a name. `checkpointer`
-  // may be null (Checkpoint then answers INVALID_ARGUMENT).
+  // may be null (Checkpoint then answers INVALID_ARGUMENT). `auth_token`:
+  // the token every call must carry (empty: none).
   static absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> Create(
       std::vector<std::shared_ptr<Table>> tables,
-      std::shared_ptr<Checkpointer> checkpointer = nullptr);
+      std::shared_ptr<Checkpointer> checkpointer = nullptr,
+      std::string auth_token = "");
 
   // Closes every table: waiting requests end with CANCELLED.
   void Close();
@@ -106,10 +111,25 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
 
  private:
   ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
-                    std::shared_ptr<Checkpointer> checkpointer);
+                    std::shared_ptr<Checkpointer> checkpointer,
+                    std::string auth_token);
+
+  // Null if `context` carries the auth token (or none is required); else
+  // a reactor that refused the call.
+  grpc::ServerUnaryReactor* RefuseUnary(
+      grpc::CallbackServerContext* context) const;
+  template <typename Request, typename Response>
+  grpc::ServerBidiReactor<Request, Response>* RefuseStream(
+      const grpc::CallbackServerContext& context) const {
+    absl::Status allowed = auth_token_.Check(context);
+    return allowed.ok()
+               ? nullptr
+               : new RefusedStreamReactor<Request, Response>(allowed);
+  }
 
   const std::vector<std::shared_ptr<Table>> tables_;
   const std::shared_ptr<Checkpointer> checkpointer_;
+  const AuthToken auth_token_;
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_by_name_;
   // Random id of this service instance; clients re-read signatures when it
   // changes.

@@ -28,8 +28,10 @@ void BindServer(py::module_& m) {
                        std::shared_ptr<Checkpointer> checkpointer,
                        const std::string& bind_address,
                        std::optional<double> checkpoint_every_seconds,
-                       const std::string& unix_socket_path) {
+                       const std::string& unix_socket_path,
+                       std::optional<ServerSecurity> security) {
              ServerOptions options;
+             if (security.has_value()) options.security = *std::move(security);
              options.port = port;
              options.bind_address = bind_address;
              options.unix_socket_path = unix_socket_path;
@@ -46,7 +48,8 @@ void BindServer(py::module_& m) {
            py::arg("checkpointer") = nullptr,
            py::arg("bind_address") = "localhost",
            py::arg("checkpoint_every_seconds") = py::none(),
-           py::arg("unix_socket_path") = "")
+           py::arg("unix_socket_path") = "",
+           py::arg("security") = py::none())
       .def_property_readonly("port", &Server::port)
       .def_property_readonly("unix_socket_path", &Server::unix_socket_path)
       // ReverbServiceImpl::num_open_streams.
