@@ -167,7 +167,57 @@ MakeTokenInterceptors(const ChannelSecurity& security) {
 absl::Status ExplainConnectFailure(const absl::Status& status,
                                    const std::string& address,
                                    const ChannelSecurity& security) {
-  return status;  // TODO(classify)
+  // gRPC's texts (the last error of a channel that failed to connect).
+  const absl::string_view message = status.message();
+  auto failed = [&](absl::string_view cause) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "The TLS handshake with the Reverb server at ", address,
+        " failed: ", cause));
+  };
+  if (absl::StrContains(message, "certificate verify failed")) {
+    return failed(
+        "its certificate does not verify against the client's root "
+        "certificates (TlsOptions.root_certificates, "
+        "REVERB_TLS_ROOT_CERTIFICATES).");
+  }
+  if (absl::StrContains(message, "is not in peer certificate")) {
+    return failed(absl::StrCat(
+        "its certificate does not name the host the client expects (",
+        security.server_name_override.empty() ? address
+                                              : security.server_name_override,
+        "; see TlsOptions.server_name_override)."));
+  }
+  if (absl::StrContains(message, "wrong version number")) {
+    return failed(
+        "the server does not use TLS (it is plaintext): connect without "
+        "TLS, or start the server with TLS.");
+  }
+  constexpr absl::string_view kSslFailed = "Ssl handshake failed: ";
+  if (const size_t at = message.find(kSslFailed);
+      at != absl::string_view::npos) {
+    return failed(message.substr(at + kSslFailed.size()));
+  }
+  // A server that closes the connection during its setup refused the
+  // handshake: a TLS server a plaintext client, a mutual TLS one a client
+  // without a certificate it trusts. (Not over unix sockets: no TLS there.)
+  if (!absl::StartsWith(address, "unix:") &&
+      absl::StrContains(message, "Socket closed")) {
+    if (!security.tls) {
+      return absl::UnauthenticatedError(absl::StrCat(
+          "The Reverb server at ", address,
+          " closed the connection during its setup: it requires TLS (give "
+          "the client tls=reverb.TlsOptions(root_certificates=...) or set "
+          "REVERB_TLS_ROOT_CERTIFICATES)."));
+    }
+    return failed(
+        security.certificate_chain.empty()
+            ? "the server closed the connection: it requires a client "
+              "certificate (mutual TLS: TlsOptions.certificate_chain and "
+              "private_key)."
+            : "the server closed the connection: it does not trust the "
+              "client certificate.");
+  }
+  return status;
 }
 
 }  // namespace deepmind::reverb
