@@ -171,7 +171,8 @@ absl::Status ExplainConnectFailure(const absl::Status& status,
   const absl::string_view message = status.message();
   auto failed = [&](absl::string_view cause) {
     return absl::UnauthenticatedError(absl::StrCat(
-        "The TLS handshake with the Reverb server at ", address,
+        "Unauthenticated: the TLS handshake with the Reverb server at ",
+        address,
         " failed: ", cause));
   };
   if (absl::StrContains(message, "certificate verify failed")) {
@@ -204,7 +205,7 @@ absl::Status ExplainConnectFailure(const absl::Status& status,
       absl::StrContains(message, "Socket closed")) {
     if (!security.tls) {
       return absl::UnauthenticatedError(absl::StrCat(
-          "The Reverb server at ", address,
+          "Unauthenticated: the Reverb server at ", address,
           " closed the connection during its setup: it requires TLS (give "
           "the client tls=reverb.TlsOptions(root_certificates=...) or set "
           "REVERB_TLS_ROOT_CERTIFICATES)."));

@@ -34,13 +34,13 @@ absl::Status AuthToken::Check(const grpc::ServerContextBase& context) const {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
-    return absl::UnauthenticatedError(absl::StrCat("No auth token: ", kHowTo));
+    return absl::UnauthenticatedError(absl::StrCat("Unauthenticated: no auth token: ", kHowTo));
   }
   if (!ConstantTimeEquals(absl::string_view(it->second.data(),
                                             it->second.size()),
                           expected_)) {
     return absl::UnauthenticatedError(
-        absl::StrCat("Wrong auth token: ", kHowTo));
+        absl::StrCat("Unauthenticated: wrong auth token: ", kHowTo));
   }
   return absl::OkStatus();
 }

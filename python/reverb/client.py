@@ -222,10 +222,11 @@ class Client:
   `reverb.TlsOptions` that verify the server (and the client's certificate
   for mutual TLS), and the token every call carries; one set for all
   shards. Absent, the REVERB_TLS_* and REVERB_AUTH_TOKEN variables. A
-  token the server refuses raises RuntimeError (UNAUTHENTICATED: wrong or
-  missing token), and so does a TLS handshake that fails (UNAUTHENTICATED
-  naming the cause: a certificate that does not verify, TLS required or
-  not offered), at once, without retries.
+  token the server refuses raises RuntimeError ("Unauthenticated: wrong
+  auth token ...", or "no auth token"), and so does a TLS handshake that
+  fails ("Unauthenticated: the TLS handshake ... failed: " and the cause:
+  a certificate that does not verify, TLS required or not offered), at
+  once, without retries.
 
   Raises:
     ValueError: If no address is given, an address is empty, or one is

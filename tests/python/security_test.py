@@ -114,7 +114,7 @@ def test_mutual_tls(certs):
         certs, certificate_chain=certs.client_chain,
         private_key=certs.client_key)))
     without_certificate = reverb.Client(address, tls=_client_tls(certs))
-    with _raises_fast('UNAUTHENTICATED', 'certificate'):
+    with _raises_fast('Unauthenticated', 'certificate'):
       without_certificate.server_info(timeout=10)
 
 
@@ -127,24 +127,24 @@ def test_token(certs):
     missing = reverb.Client(address, tls=_client_tls(certs))
     wrong = reverb.Client(address, tls=_client_tls(certs),
                           auth_token=_TOKEN + 'x')
-    with _raises_fast('UNAUTHENTICATED', 'No auth token'):
+    with _raises_fast('Unauthenticated', 'no auth token'):
       missing.server_info(timeout=10)
-    with _raises_fast('UNAUTHENTICATED', 'Wrong auth token'):
+    with _raises_fast('Unauthenticated', 'wrong auth token'):
       wrong.server_info(timeout=10)
     # Without a timeout too, and the streams: the writer and the sampler do
     # not retry.
-    with _raises_fast('UNAUTHENTICATED', 'Wrong auth token'):
+    with _raises_fast('Unauthenticated', 'wrong auth token'):
       wrong.server_info()
-    with _raises_fast('UNAUTHENTICATED', 'Wrong auth token'):
+    with _raises_fast('Unauthenticated', 'wrong auth token'):
       wrong.insert(np.float32(1), {'u': 1.0})
-    with _raises_fast('UNAUTHENTICATED', 'Wrong auth token'):
+    with _raises_fast('Unauthenticated', 'wrong auth token'):
       list(wrong.sample('u', num_samples=1))
-    with _raises_fast('UNAUTHENTICATED', 'Wrong auth token'):
+    with _raises_fast('Unauthenticated', 'wrong auth token'):
       with wrong.trajectory_writer(num_keep_alive_refs=1) as writer:
         writer.append([np.float32(1)])
         writer.create_item('u', 1.0, [writer.history[0][-1:]])
         writer.flush()
-    with _raises_fast('UNAUTHENTICATED', 'Wrong auth token'):
+    with _raises_fast('Unauthenticated', 'wrong auth token'):
       iterator = reverb.ReplayIterator(address, 'u', 1, tls=_client_tls(certs),
                                        auth_token='nope',
                                        unpack_as_table_signature=False)
@@ -152,7 +152,7 @@ def test_token(certs):
     for call in (lambda: wrong.reset('u', timeout=10),
                  lambda: wrong.mutate_priorities('u', {1: 1.0}, timeout=10),
                  lambda: wrong.checkpoint()):
-      with _raises_fast('UNAUTHENTICATED'):
+      with _raises_fast('Unauthenticated'):
         call()
 
 
@@ -161,7 +161,7 @@ def test_token_over_unix_socket(tmp_path):
   with reverb.Server(_tables(), port=None, unix_socket_path=path,
                      auth_token=_TOKEN):
     _round_trip(reverb.Client(f'unix:{path}', auth_token=_TOKEN))
-    with _raises_fast('UNAUTHENTICATED', 'No auth token'):
+    with _raises_fast('Unauthenticated', 'no auth token'):
       reverb.Client(f'unix:{path}').server_info(timeout=10)
 
 
@@ -176,11 +176,11 @@ def test_server_certificate_that_does_not_verify(certs, timeout):
     client = reverb.Client(f'localhost:{server.port}',
                            tls=reverb.TlsOptions(
                                root_certificates=certs.other_ca))
-    with _raises_fast('UNAUTHENTICATED', 'certificate'):
+    with _raises_fast('Unauthenticated', 'certificate'):
       client.server_info(timeout=timeout)
-    with _raises_fast('UNAUTHENTICATED', 'certificate'):
+    with _raises_fast('Unauthenticated', 'certificate'):
       client.insert(np.float32(1), {'u': 1.0})
-    with _raises_fast('UNAUTHENTICATED', 'certificate'):
+    with _raises_fast('Unauthenticated', 'certificate'):
       list(client.sample('u', num_samples=1, timeout=timeout))
 
 
@@ -188,23 +188,23 @@ def test_server_name_that_does_not_match(certs):
   with reverb.Server(_tables(), tls=_server_tls(certs)) as server:
     client = reverb.Client(f'localhost:{server.port}', tls=_client_tls(
         certs, server_name_override='elsewhere.example'))
-    with _raises_fast('UNAUTHENTICATED', 'certificate'):
+    with _raises_fast('Unauthenticated', 'certificate'):
       client.server_info(timeout=10)
 
 
 def test_plaintext_client_against_tls_server(certs):
   with reverb.Server(_tables(), tls=_server_tls(certs)) as server:
     client = reverb.Client(f'localhost:{server.port}')
-    with _raises_fast('UNAUTHENTICATED', 'TLS'):
+    with _raises_fast('Unauthenticated', 'TLS'):
       client.server_info(timeout=10)
-    with _raises_fast('UNAUTHENTICATED', 'TLS'):
+    with _raises_fast('Unauthenticated', 'TLS'):
       client.insert(np.float32(1), {'u': 1.0})
 
 
 def test_tls_client_against_plaintext_server(certs):
   with reverb.Server(_tables()) as server:
     client = reverb.Client(f'localhost:{server.port}', tls=_client_tls(certs))
-    with _raises_fast('UNAUTHENTICATED', 'TLS'):
+    with _raises_fast('Unauthenticated', 'TLS'):
       client.server_info(timeout=10)
 
 
@@ -282,7 +282,7 @@ def test_environment_variables_secure_unchanged_code(certs, tmp_path):
     done = _run_python(sys.executable, code, _env(
         REVERB_TLS_ROOT_CERTIFICATES=certs.ca.read_text()))
     assert done.returncode != 0
-    assert 'No auth token' in done.stderr
+    assert 'no auth token' in done.stderr
     # An argument wins over the variable.
     client = reverb.Client(f'localhost:{server.port}', tls=_client_tls(certs),
                            auth_token=_TOKEN)
@@ -298,7 +298,7 @@ def test_server_reads_the_environment(certs, monkeypatch):
     for name in ('REVERB_AUTH_TOKEN', 'REVERB_TLS_CERTIFICATE_CHAIN',
                  'REVERB_TLS_PRIVATE_KEY'):
       monkeypatch.delenv(name)
-    with _raises_fast('UNAUTHENTICATED', 'TLS'):
+    with _raises_fast('Unauthenticated', 'TLS'):
       reverb.Client(address).server_info(timeout=10)
     client = reverb.Client(address, tls=_client_tls(certs), auth_token=_TOKEN)
     assert 'u' in client.server_info(timeout=10)
@@ -326,10 +326,10 @@ def test_reverb_server_flags(certs, tmp_path):
         private_key=certs.client_key), auth_token=_TOKEN)
     client.insert(np.float32(1), {'u': 1.0})
     assert client.server_info(timeout=10)['u'].current_size == 1
-    with _raises_fast('UNAUTHENTICATED', 'certificate'):
+    with _raises_fast('Unauthenticated', 'certificate'):
       reverb.Client(address, tls=_client_tls(certs),
                     auth_token=_TOKEN).server_info(timeout=10)
-    with _raises_fast('UNAUTHENTICATED', 'No auth token'):
+    with _raises_fast('Unauthenticated', 'no auth token'):
       reverb.Client(address, tls=_client_tls(
           certs, certificate_chain=certs.client_chain,
           private_key=certs.client_key)).server_info(timeout=10)
@@ -365,7 +365,7 @@ def test_dmreverb_client_against_our_servers(certs):
     assert 'SIZE 1' in run(server)
   with reverb.Server(_tables(), auth_token=_TOKEN) as server:
     out = run(server)
-    assert 'REFUSED' in out and 'No auth token' in out, out
+    assert 'REFUSED' in out and 'no auth token' in out, out
     assert server.localhost_client().server_info(timeout=10)[
         'u'].current_size == 0
   with reverb.Server(_tables(), tls=_server_tls(certs)) as server:

@@ -90,10 +90,10 @@ def test_wrong_token_is_refused_by_the_kernels(secured):
       address, 'queue', dtypes=(tf.float32,), shapes=([],),
       max_in_flight_samples_per_worker=1, max_samples=1, tls=tls,
       auth_token='wrong')
-  with pytest.raises(tf.errors.UnauthenticatedError, match='Wrong auth token'):
+  with pytest.raises(tf.errors.UnauthenticatedError, match='wrong auth token'):
     list(dataset)
   client = reverb.TFClient(address, tls=tls, auth_token='wrong')
-  with pytest.raises(tf.errors.UnauthenticatedError, match='Wrong auth token'):
+  with pytest.raises(tf.errors.UnauthenticatedError, match='wrong auth token'):
     client.insert([tf.constant(1.0)], tf.constant(['queue']),
                   tf.constant([1.0], tf.float64))
 
