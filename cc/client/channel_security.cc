@@ -9,8 +9,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cc/support/mutex.h"
 #include "cc/support/credentials.h"
+#include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
@@ -37,7 +37,8 @@ class TokenInterceptor : public grpc::experimental::Interceptor {
  public:
   explicit TokenInterceptor(const std::string* value) : value_(value) {}
 
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::
                 PRE_SEND_INITIAL_METADATA)) {
@@ -123,10 +124,9 @@ absl::StatusOr<ChannelSecurity> LoadChannelSecurity(ChannelSecurity security) {
         "A client's TLS certificate chain and private key go together (mutual "
         "TLS): give both or neither.");
   }
-  if (!security.tls &&
-      !(security.root_certificates.empty() &&
-        security.certificate_chain.empty() &&
-        security.server_name_override.empty())) {
+  if (!security.tls && !(security.root_certificates.empty() &&
+                         security.certificate_chain.empty() &&
+                         security.server_name_override.empty())) {
     return absl::InvalidArgumentError(
         "TLS certificates or a server name override were given without TLS.");
   }
@@ -152,7 +152,8 @@ std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(
   return grpc::SslCredentials(options);
 }
 
-std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+std::vector<
+    std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
 MakeTokenInterceptors(const ChannelSecurity& security) {
   std::vector<
       std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
@@ -172,8 +173,7 @@ absl::Status ExplainConnectFailure(const absl::Status& status,
   auto failed = [&](absl::string_view cause) {
     return absl::UnauthenticatedError(absl::StrCat(
         "Unauthenticated: the TLS handshake with the Reverb server at ",
-        address,
-        " failed: ", cause));
+        address, " failed: ", cause));
   };
   if (absl::StrContains(message, "certificate verify failed")) {
     return failed(

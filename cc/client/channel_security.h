@@ -76,7 +76,8 @@ std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(
     grpc::ChannelArguments* args);
 
 // Interceptors that add the token to every call (none without one).
-std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+std::vector<
+    std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
 MakeTokenInterceptors(const ChannelSecurity& security);
 
 // A failure to connect to `address` (the status of a call that could not

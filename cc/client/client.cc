@@ -35,8 +35,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(
     std::vector<std::string> server_addresses, absl::Duration keepalive,
     std::optional<ChannelSecurity> security) {
   REVERB_ASSIGN_OR_RETURN(std::shared_ptr<Shards> shards,
-                          Shards::Create(std::move(server_addresses),
-                                         keepalive, std::move(security)));
+                          Shards::Create(std::move(server_addresses), keepalive,
+                                         std::move(security)));
   return std::unique_ptr<Client>(new Client(std::move(shards)));
 }
 

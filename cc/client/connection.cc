@@ -101,8 +101,8 @@ absl::Status Connection::Explain(const absl::Status& status) const {
   ServerInfoResponse response;
   const grpc::Status probe = stub_->ServerInfo(&context, request, &response);
   if (probe.ok()) return status;
-  explained = ExplainConnectFailure(FromGrpcStatus(probe), server_address_,
-                                    security_);
+  explained =
+      ExplainConnectFailure(FromGrpcStatus(probe), server_address_, security_);
   return absl::IsUnauthenticated(explained) ? explained : status;
 }
 

@@ -34,11 +34,11 @@ absl::Status AuthToken::Check(const grpc::ServerContextBase& context) const {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
-    return absl::UnauthenticatedError(absl::StrCat("Unauthenticated: no auth token: ", kHowTo));
+    return absl::UnauthenticatedError(
+        absl::StrCat("Unauthenticated: no auth token: ", kHowTo));
   }
-  if (!ConstantTimeEquals(absl::string_view(it->second.data(),
-                                            it->second.size()),
-                          expected_)) {
+  if (!ConstantTimeEquals(
+          absl::string_view(it->second.data(), it->second.size()), expected_)) {
     return absl::UnauthenticatedError(
         absl::StrCat("Unauthenticated: wrong auth token: ", kHowTo));
   }

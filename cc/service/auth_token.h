@@ -32,8 +32,7 @@ class AuthToken {
 
 // A stream finished with `status` as soon as it starts (deletes itself).
 template <typename Request, typename Response>
-class RefusedStreamReactor
-    : public grpc::ServerBidiReactor<Request, Response> {
+class RefusedStreamReactor : public grpc::ServerBidiReactor<Request, Response> {
  public:
   explicit RefusedStreamReactor(const absl::Status& status) {
     this->Finish(ToGrpcStatus(status));

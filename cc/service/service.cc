@@ -119,8 +119,8 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::Checkpoint(
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 ReverbServiceImpl::InsertStream(grpc::CallbackServerContext* context) {
-  if (auto* refused = RefuseStream<grpc::ByteBuffer, grpc::ByteBuffer>(
-          *context)) {
+  if (auto* refused =
+          RefuseStream<grpc::ByteBuffer, grpc::ByteBuffer>(*context)) {
     return refused;
   }
   return new InsertReactor(this);
@@ -150,8 +150,8 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::Reset(
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 ReverbServiceImpl::SampleStream(grpc::CallbackServerContext* context) {
-  if (auto* refused = RefuseStream<grpc::ByteBuffer, grpc::ByteBuffer>(
-          *context)) {
+  if (auto* refused =
+          RefuseStream<grpc::ByteBuffer, grpc::ByteBuffer>(*context)) {
     return refused;
   }
   return new SampleReactor(this);
@@ -168,8 +168,7 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::ServerInfo(
 
 grpc::ServerBidiReactor<InitializeConnectionRequest,
                         InitializeConnectionResponse>*
-ReverbServiceImpl::InitializeConnection(
-    grpc::CallbackServerContext* context) {
+ReverbServiceImpl::InitializeConnection(grpc::CallbackServerContext* context) {
   if (auto* refused = RefuseStream<InitializeConnectionRequest,
                                    InitializeConnectionResponse>(*context)) {
     return refused;

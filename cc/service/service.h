@@ -122,9 +122,8 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   grpc::ServerBidiReactor<Request, Response>* RefuseStream(
       const grpc::CallbackServerContext& context) const {
     absl::Status allowed = auth_token_.Check(context);
-    return allowed.ok()
-               ? nullptr
-               : new RefusedStreamReactor<Request, Response>(allowed);
+    return allowed.ok() ? nullptr
+                        : new RefusedStreamReactor<Request, Response>(allowed);
   }
 
   const std::vector<std::shared_ptr<Table>> tables_;

@@ -25,9 +25,9 @@ absl::StatusOr<std::string> LoadPem(const std::string& value,
   }
   std::string pem = contents.str();
   if (!absl::StrContains(pem, kPemBegin)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "The ", what, " file '", value, "' holds no PEM block (",
-        kPemBegin, " ...)."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("The ", what, " file '", value, "' holds no PEM block (",
+                     kPemBegin, " ...)."));
   }
   return pem;
 }

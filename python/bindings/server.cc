@@ -48,8 +48,7 @@ void BindServer(py::module_& m) {
            py::arg("checkpointer") = nullptr,
            py::arg("bind_address") = "localhost",
            py::arg("checkpoint_every_seconds") = py::none(),
-           py::arg("unix_socket_path") = "",
-           py::arg("security") = py::none())
+           py::arg("unix_socket_path") = "", py::arg("security") = py::none())
       .def_property_readonly("port", &Server::port)
       .def_property_readonly("unix_socket_path", &Server::unix_socket_path)
       // ReverbServiceImpl::num_open_streams.
