@@ -52,7 +52,7 @@ std::shared_ptr<grpc::ServerCredentials> UnixSocketServerCredentials(
 
 // True for the addresses that only this host reaches ("localhost",
 // 127.0.0.0/8, "::1").
-bool IsLoopbackAddress(const std::string& bind_address);
+REVERB_EXPORT bool IsLoopbackAddress(const std::string& bind_address);
 
 }  // namespace deepmind::reverb
 
