@@ -41,10 +41,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(
 }
 
 absl::Status Client::ShardDown(int shard) const {
-  return absl::UnavailableError(
+  return shards_->connection(shard)->Explain(absl::UnavailableError(
       absl::StrCat("Shard ", shards_->address(shard),
                    " is down (it did not answer the client's last call); it "
-                   "is asked again in the background."));
+                   "is asked again in the background.")));
 }
 
 template <typename Call>
@@ -56,6 +56,12 @@ absl::Status Client::OnEveryShard(Call call, absl::Duration timeout,
     if (timeout == absl::InfiniteDuration()) {
       REVERB_RETURN_IF_ERROR(connection.WaitForConnection(kConnectTimeout));
       wait_for_ready = false;
+    } else if (wait_for_ready) {
+      // What the call would wait for, but a failed handshake ends it now.
+      const absl::Time start = absl::Now();
+      absl::Status connected = connection.WaitForConnection(timeout);
+      if (absl::IsUnauthenticated(connected)) return connected;
+      timeout = std::max(absl::ZeroDuration(), timeout - (absl::Now() - start));
     }
     SetDeadline(&context, timeout, wait_for_ready);
     return connection.Explain(call(0, *connection.stub(), &context));
@@ -193,6 +199,8 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskInfo(
   std::vector<absl::StatusOr<ServerInfoResponse>> infos;
   if (shards_->size() == 1) {
     const absl::Time deadline = absl::Now() + timeout;
+    absl::Status connected = shards_->connection(0)->WaitForConnection(timeout);
+    if (absl::IsUnauthenticated(connected)) return {connected};
     infos = AskServerInfo(shards_->connections(),
                           [deadline](int, grpc::ClientContext* context) {
                             context->set_wait_for_ready(true);
