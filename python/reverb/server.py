@@ -246,14 +246,16 @@ class Server:
       bind_address = os.environ.get(BIND_ADDRESS_ENV, DEFAULT_BIND_ADDRESS)
     if port is None and not unix_socket_path:
       port = 0
+    security = security_lib.server_security(tls, auth_token)
     self._server = pybind.Server(
         [table.internal_table for table in tables], port,
         checkpointer.internal_checkpointer(), bind_address,
-        checkpoint_every_seconds, os.fspath(unix_socket_path or ''),
-        security_lib.server_security(tls, auth_token))
-    self._client_tls = tls and security_lib.TlsOptions(
-        root_certificates=tls.certificate_chain)
-    self._auth_token = auth_token
+        checkpoint_every_seconds, os.fspath(unix_socket_path or ''), security)
+    # What localhost_client() needs.
+    self._client_tls = (security_lib.TlsOptions(
+        root_certificates=security.certificate_chain)
+                        if security.certificate_chain else None)
+    self._auth_token = security.auth_token or None
     self._port = None if port is None else self._server.port
     self._bind_address = bind_address
     self._unix_socket_path = (os.fspath(unix_socket_path)
