@@ -60,9 +60,12 @@ def _round_trip(client):
     writer.create_item('q', 1.0, [writer.history[0][-1:]])
     writer.flush(timeout_ms=10_000)
   assert client.server_info(timeout=10)['u'].current_size == 1
-  [sample] = list(client.sample('u', num_samples=1, timeout=10))
-  np.testing.assert_array_equal(sample.data[0], np.arange(3, dtype=np.int32))
-  [sample] = list(client.sample('q', num_samples=1, timeout=10))
+  [sample] = list(client.sample('u', num_samples=1, timeout=10,
+                                emit_timesteps=False))
+  np.testing.assert_array_equal(sample.data[0],
+                                [np.arange(3, dtype=np.int32)])
+  [sample] = list(client.sample('q', num_samples=1, timeout=10,
+                                emit_timesteps=False))
   assert float(np.asarray(sample.data[0]).ravel()[0]) == 7.0
   client.mutate_priorities('u', updates={sample.info.key: 2.0}, timeout=10)
   client.reset('q', timeout=10)
