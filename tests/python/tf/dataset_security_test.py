@@ -49,9 +49,11 @@ def _fill(client):
                            {'step': writer.history['step'][-2:]})
 
 
-@pytest.fixture(name='secured', scope='module')
+@pytest.fixture(name='secured')
 def secured_fixture(certs):
-  """(address, client TlsOptions) of a server with TLS and a token."""
+  """(address, client TlsOptions) of a new server with TLS and a token (a
+  new address: eager mode caches the TFClient ops' kernels, and their
+  clients, made with the credentials of their first run, by address)."""
   server = reverb.Server(_tables(), tls=reverb.TlsOptions(
       certificate_chain=certs.server_chain, private_key=certs.server_key),
                          auth_token=_TOKEN)
