@@ -16,9 +16,9 @@ the workloads
   sample bulk   `client.sample(table, num_samples=N)` generators, consumed.
 Rows carry the CPU each item cost (client: this process; server: the
 server's process), in microseconds. For every payload and workload a last
-row, `TLS cost`, states what TLS + token added: wall time per item and per
-MB (`tls_cost_us`: the difference of the two rows' seconds per item, and
-that over the item's MB), and the client's and server's extra CPU per item.
+row, `TLS cost`, states what TLS + token added: wall time per item (and per
+MB, for 1 MB items): `tls_cost_us`, the difference of the two rows' seconds
+per item; and the client's and server's extra CPU per item.
 dm-reverb has no TLS: with it only the plaintext rows are measured.
 --same-process is ignored (the servers are children).
 """
@@ -120,14 +120,15 @@ def cost_row(payload, workload, plain, secured):
   """What TLS + token added to `workload` (Totals of each side)."""
   item_mb = _PAYLOADS[payload][1] / 1e6
   per_item = secured.per_item_us('seconds') - plain.per_item_us('seconds')
+  cost = {'per item': round(per_item, 1)}
+  if item_mb >= 1:  # Per MB means nothing for a few bytes.
+    cost['per MB'] = round(per_item / item_mb, 1)
   extra_cpu = {
       side: round(secured.per_item_us(f'{side}_cpu') -
                   plain.per_item_us(f'{side}_cpu'), 1)
       for side in ('client', 'server')}
   return (payload, f'{workload}, TLS cost', None, None, None,
-          {'tls_cost_us': {'per item': round(per_item, 1),
-                           'per MB': round(per_item / item_mb, 1)},
-           'cpu_us_per_item': extra_cpu})
+          {'tls_cost_us': cost, 'cpu_us_per_item': extra_cpu})
 
 
 @contextlib.contextmanager
