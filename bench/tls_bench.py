@@ -88,36 +88,8 @@ def bench_insert(client, payload, seconds, max_items):
   return count, time.perf_counter() - start
 
 
-class Totals:
-  """Items, seconds and CPU of one row, summed over the rounds."""
-
-  def __init__(self):
-    self.items = 0
-    self.seconds = 0.0
-    self.client_cpu = 0.0
-    self.server_cpu = 0.0
-
-  def timed(self, server, workload):
-    client_cpu = time.process_time()
-    server_cpu = harness.children_cpu([server])
-    items, seconds = workload()
-    self.client_cpu += time.process_time() - client_cpu
-    self.server_cpu += harness.children_cpu([server]) - server_cpu
-    self.items += items
-    self.seconds += seconds
-
-  def per_item_us(self, figure):
-    return getattr(self, figure) / self.items * 1e6
-
-  def row(self, payload, workload):
-    cpu = {'client': round(self.per_item_us('client_cpu'), 1),
-           'server': round(self.per_item_us('server_cpu'), 1)}
-    return (payload, workload, self.items, self.seconds,
-            _PAYLOADS[payload][1], {'cpu_us_per_item': cpu})
-
-
 def cost_row(payload, workload, plain, secured):
-  """What TLS + token added to `workload` (Totals of each side)."""
+  """What TLS + token added to `workload` (CpuTotals of each side)."""
   item_mb = _PAYLOADS[payload][1] / 1e6
   per_item = secured.per_item_us('seconds') - plain.per_item_us('seconds')
   cost = {'per item': round(per_item, 1)}
@@ -170,11 +142,13 @@ def run(args):
     for _ in range(rounds):
       for payload, (table, _, _, bulk_n) in _PAYLOADS.items():
         for name, client in clients.items():
-          insert = totals.setdefault((payload, 'insert', name), Totals())
+          insert = totals.setdefault((payload, 'insert', name),
+                                     harness.CpuTotals())
           insert.timed(servers[name], lambda c=client, p=payload:
                        bench_insert(c, p, seconds, 1_000_000))
           sample = totals.setdefault(
-              (payload, f'sample bulk (N={bulk_n})', name), Totals())
+              (payload, f'sample bulk (N={bulk_n})', name),
+              harness.CpuTotals())
           sample.timed(servers[name], lambda c=client, t=table, n=bulk_n, p=
                        payload: harness.sample_bulk(c, t, n, seconds,
                                                     _CHECKS[p])[:2])
@@ -182,7 +156,7 @@ def run(args):
       for workload in ('insert', f'sample bulk (N={bulk_n})'):
         for name in clients:
           results.append(totals[(payload, workload, name)].row(
-              payload, f'{workload}, {name}'))
+              payload, f'{workload}, {name}', _PAYLOADS[payload][1]))
         if _TLS:
           results.append(cost_row(
               payload, workload, totals[(payload, workload, 'plaintext')],

@@ -167,7 +167,8 @@ MakeTokenInterceptors(const ChannelSecurity& security) {
 
 absl::Status ExplainConnectFailure(const absl::Status& status,
                                    const std::string& address,
-                                   const ChannelSecurity& security) {
+                                   const ChannelSecurity& security,
+                                   bool connecting) {
   // gRPC's texts (the last error of a channel that failed to connect).
   const absl::string_view message = status.message();
   auto failed = [&](absl::string_view cause) {
@@ -201,7 +202,7 @@ absl::Status ExplainConnectFailure(const absl::Status& status,
   // A server that closes the connection during its setup refused the
   // handshake: a TLS server a plaintext client, a mutual TLS one a client
   // without a certificate it trusts. (Not over unix sockets: no TLS there.)
-  if (!absl::StartsWith(address, "unix:") &&
+  if (connecting && !absl::StartsWith(address, "unix:") &&
       absl::StrContains(message, "Socket closed")) {
     if (!security.tls) {
       return absl::UnauthenticatedError(absl::StrCat(

@@ -83,10 +83,14 @@ MakeTokenInterceptors(const ChannelSecurity& security);
 // A failure to connect to `address` (the status of a call that could not
 // be made) as the user needs it: UNAUTHENTICATED naming the cause if the
 // TLS handshake failed (a certificate that does not verify, TLS against a
-// plaintext server or the reverse); else `status` unchanged.
+// plaintext server or the reverse); else `status` unchanged. `connecting`:
+// `status` is the error of a connection attempt (the channel has not
+// connected since), so that a connection the server closed at once means it
+// refused the handshake (and not that it went away in the middle of a call).
 absl::Status ExplainConnectFailure(const absl::Status& status,
                                    const std::string& address,
-                                   const ChannelSecurity& security);
+                                   const ChannelSecurity& security,
+                                   bool connecting);
 
 }  // namespace deepmind::reverb
 

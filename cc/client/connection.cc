@@ -87,8 +87,8 @@ absl::Status Connection::Explain(const absl::Status& status) const {
   if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) {
     return status;
   }
-  absl::Status explained =
-      ExplainConnectFailure(status, server_address_, security_);
+  absl::Status explained = ExplainConnectFailure(
+      status, server_address_, security_, /*connecting=*/false);
   if (absl::IsUnauthenticated(explained) ||
       channel_->GetState(/*try_to_connect=*/false) !=
           GRPC_CHANNEL_TRANSIENT_FAILURE) {
@@ -101,8 +101,8 @@ absl::Status Connection::Explain(const absl::Status& status) const {
   ServerInfoResponse response;
   const grpc::Status probe = stub_->ServerInfo(&context, request, &response);
   if (probe.ok()) return status;
-  explained =
-      ExplainConnectFailure(FromGrpcStatus(probe), server_address_, security_);
+  explained = ExplainConnectFailure(FromGrpcStatus(probe), server_address_,
+                                    security_, /*connecting=*/true);
   return absl::IsUnauthenticated(explained) ? explained : status;
 }
 

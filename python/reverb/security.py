@@ -44,7 +44,9 @@ class TlsOptions:
       must carry, if not the host of the address.
   """
   certificate_chain: Optional[PemOrPath] = None
-  private_key: Optional[PemOrPath] = None
+  # Not in repr(): it may be the key itself.
+  private_key: Optional[PemOrPath] = dataclasses.field(default=None,
+                                                       repr=False)
   root_certificates: Optional[PemOrPath] = None
   require_client_auth: bool = False
   server_name_override: Optional[str] = None
