@@ -374,3 +374,23 @@ def test_dmreverb_client_against_our_servers(certs):
   with reverb.Server(_tables(), tls=_server_tls(certs)) as server:
     out = run(server)
     assert 'REFUSED' in out, out
+
+
+def test_sharded_client_one_set_for_all_shards(certs, tmp_path):
+  with reverb.Server(_tables(), tls=_server_tls(certs),
+                     auth_token=_TOKEN) as first, reverb.Server(
+                         _tables(), auth_token=_TOKEN,
+                         unix_socket_path=tmp_path / 'b.sock',
+                         port=None) as second:
+    client = reverb.Client(
+        [f'localhost:{first.port}', f'unix:{second.unix_socket_path}'],
+        tls=_client_tls(certs), auth_token=_TOKEN)
+    for i in range(20):
+      client.insert(np.float32(i), {'u': 1.0})
+    sizes = [info['u'].current_size
+             for info in client.shard_info(timeout=10).values()]
+    assert sum(sizes) == 20
+    assert len(list(client.sample('u', num_samples=10, timeout=10))) == 10
+    with _raises_fast('Unauthenticated'):
+      reverb.Client([f'localhost:{first.port}'], tls=_client_tls(certs),
+                    auth_token='wrong').server_info(timeout=10)
