@@ -176,6 +176,41 @@ def children_cpu(children):
   return total / os.sysconf('SC_CLK_TCK')
 
 
+class CpuTotals:
+  """Items, seconds and CPU (this process's and a server child's) of one
+  row, summed over the rounds of a workload."""
+
+  def __init__(self):
+    self.items = 0
+    self.seconds = 0.0
+    self.client_cpu = 0.0
+    self.server_cpu = 0.0
+
+  def timed(self, server, workload):
+    """Runs `workload()` -> (items, seconds) on `server` (a ChildProcess)
+    and adds what it took; returns its items."""
+    client_cpu = time.process_time()
+    server_cpu = children_cpu([server])
+    items, seconds = workload()
+    self.client_cpu += time.process_time() - client_cpu
+    self.server_cpu += children_cpu([server]) - server_cpu
+    self.items += items
+    self.seconds += seconds
+    return items
+
+  def per_item_us(self, figure):
+    """Microseconds of `figure` ('seconds', 'client_cpu', 'server_cpu') an
+    item."""
+    return getattr(self, figure) / self.items * 1e6
+
+  def row(self, payload, workload, item_bytes):
+    """The result row, with `cpu_us_per_item`."""
+    cpu = {'client': round(self.per_item_us('client_cpu'), 1),
+           'server': round(self.per_item_us('server_cpu'), 1)}
+    return (payload, workload, self.items, self.seconds, item_bytes,
+            {'cpu_us_per_item': cpu})
+
+
 def latency_ms(seconds):
   """{'p50': ..., 'p99': ...} in milliseconds of a list of durations in
   seconds (nearest rank), for a row's `latency_ms`."""

@@ -116,33 +116,6 @@ def bench_memcpy(count):
   return time.perf_counter() - start
 
 
-class Totals:
-  """Items, seconds and CPU of one row, summed over the rounds."""
-
-  def __init__(self):
-    self.items = 0
-    self.seconds = 0.0
-    self.client_cpu = 0.0
-    self.server_cpu = 0.0
-
-  def timed(self, server, workload):
-    """Runs `workload()` -> (items, seconds) and adds what it took."""
-    client_cpu = time.process_time()
-    server_cpu = harness.children_cpu([server])
-    items, seconds = workload()
-    self.client_cpu += time.process_time() - client_cpu
-    self.server_cpu += harness.children_cpu([server]) - server_cpu
-    self.items += items
-    self.seconds += seconds
-    return items
-
-  def row(self, workload):
-    per_item = lambda cpu: round(cpu / self.items * 1e6, 1)
-    return ('1MB', workload, self.items, self.seconds, _ITEM_BYTES,
-            {'cpu_us_per_item': {'client': per_item(self.client_cpu),
-                                 'server': per_item(self.server_cpu)}})
-
-
 def run(args):
   rounds = 2 if args.quick else 4
   seconds = 0.25 if args.quick else 0.5  # Per round and workload.
@@ -160,8 +133,8 @@ def run(args):
         # Warm-up: connection, first allocations.
         inserted += bench_insert(client, inserted, 60.0, 20)[0]
         list(client.sample('t', num_samples=10, emit_timesteps=False))
-      inserts = {name: Totals() for name in clients}
-      samples = {name: Totals() for name in clients}
+      inserts = {name: harness.CpuTotals() for name in clients}
+      samples = {name: harness.CpuTotals() for name in clients}
       # The transports take turns, so that the machine's load drifts over
       # both alike.
       for _ in range(rounds):
@@ -171,8 +144,10 @@ def run(args):
           samples[name].timed(server, lambda c=client: harness.sample_bulk(
               c, 't', bulk_n, seconds, check_item)[:2])
       for name in clients:
-        results.append(inserts[name].row(f'insert, {name}'))
-        results.append(samples[name].row(f'sample bulk (N={bulk_n}), {name}'))
+        results.append(inserts[name].row('1MB', f'insert, {name}',
+                                          _ITEM_BYTES))
+        results.append(samples[name].row(
+            '1MB', f'sample bulk (N={bulk_n}), {name}', _ITEM_BYTES))
   for name, family in (('tcp', socket.AF_INET), ('unix', socket.AF_UNIX)):
     results.append(('1MB', f'raw stream, {name}', blocks,
                     raw_stream(family, blocks), _ITEM_BYTES))

@@ -32,18 +32,19 @@ Client::Client(const std::string& server_address)
 Client::Client(std::shared_ptr<Shards> shards) : shards_(std::move(shards)) {}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(
-    std::vector<std::string> server_addresses, absl::Duration keepalive) {
-  REVERB_ASSIGN_OR_RETURN(
-      std::shared_ptr<Shards> shards,
-      Shards::Create(std::move(server_addresses), keepalive));
+    std::vector<std::string> server_addresses, absl::Duration keepalive,
+    std::optional<ChannelSecurity> security) {
+  REVERB_ASSIGN_OR_RETURN(std::shared_ptr<Shards> shards,
+                          Shards::Create(std::move(server_addresses), keepalive,
+                                         std::move(security)));
   return std::unique_ptr<Client>(new Client(std::move(shards)));
 }
 
 absl::Status Client::ShardDown(int shard) const {
-  return absl::UnavailableError(
+  return shards_->connection(shard)->Explain(absl::UnavailableError(
       absl::StrCat("Shard ", shards_->address(shard),
                    " is down (it did not answer the client's last call); it "
-                   "is asked again in the background."));
+                   "is asked again in the background.")));
 }
 
 template <typename Call>
@@ -55,9 +56,15 @@ absl::Status Client::OnEveryShard(Call call, absl::Duration timeout,
     if (timeout == absl::InfiniteDuration()) {
       REVERB_RETURN_IF_ERROR(connection.WaitForConnection(kConnectTimeout));
       wait_for_ready = false;
+    } else if (wait_for_ready) {
+      // What the call would wait for, but a failed handshake ends it now.
+      const absl::Time start = absl::Now();
+      absl::Status connected = connection.WaitForConnection(timeout);
+      if (absl::IsUnauthenticated(connected)) return connected;
+      timeout = std::max(absl::ZeroDuration(), timeout - (absl::Now() - start));
     }
     SetDeadline(&context, timeout, wait_for_ready);
-    return call(0, *connection.stub(), &context);
+    return connection.Explain(call(0, *connection.stub(), &context));
   }
   absl::Status first_error;
   for (int s = 0; s < shards_->size(); ++s) {
@@ -192,6 +199,8 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskInfo(
   std::vector<absl::StatusOr<ServerInfoResponse>> infos;
   if (shards_->size() == 1) {
     const absl::Time deadline = absl::Now() + timeout;
+    absl::Status connected = shards_->connection(0)->WaitForConnection(timeout);
+    if (absl::IsUnauthenticated(connected)) return {connected};
     infos = AskServerInfo(shards_->connections(),
                           [deadline](int, grpc::ClientContext* context) {
                             context->set_wait_for_ready(true);
@@ -284,7 +293,9 @@ absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
   }
   const auto& connection = shards_->connection(0);
   if (timeout < kConnectTimeout) {
-    if (!connection->WaitForConnection(timeout).ok()) {
+    absl::Status connected = connection->WaitForConnection(timeout);
+    if (absl::IsUnauthenticated(connected)) return connected;
+    if (!connected.ok()) {
       return absl::DeadlineExceededError(
           absl::StrCat("Could not connect to the Reverb server at ",
                        connection->server_address(), " within the timeout of ",

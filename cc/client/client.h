@@ -28,7 +28,10 @@
 // that cannot be reached is found down by the refresher (see above).
 // ServerInfo and ShardInfo without a timeout give every server
 // kConnectTimeout to answer (UNAVAILABLE if it has not). They return the
-// server's status (docs/wire-protocol.md, "Status codes"). Writers and samplers
+// server's status (docs/wire-protocol.md, "Status codes"). A failed TLS
+// handshake (channel_security.h) fails any of them at once with
+// UNAUTHENTICATED, timeout or not; the token the server refuses does too,
+// as the server's status. Writers and samplers
 // made here share the channel and may outlive the Client.
 //
 // Thread-safe: the calls keep no state besides the shared channel.
@@ -36,6 +39,7 @@
 #define REVERB_CC_CLIENT_CLIENT_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,11 +60,12 @@ namespace deepmind::reverb {
 class REVERB_EXPORT Client {
  public:
   explicit Client(const std::string& server_address);
-  // INVALID_ARGUMENT for no address, an empty one or one given twice.
-  // `keepalive`: the channels' (connection.h).
+  // INVALID_ARGUMENT as Shards::Create. `keepalive` and `security`: the
+  // channels' (shards.h).
   static absl::StatusOr<std::unique_ptr<Client>> Create(
       std::vector<std::string> server_addresses,
-      absl::Duration keepalive = KeepaliveFromEnvironment());
+      absl::Duration keepalive = KeepaliveFromEnvironment(),
+      std::optional<ChannelSecurity> security = std::nullopt);
 
   // The first shard's address (the only one's, over one).
   const std::string& server_address() const { return shards_->address(0); }
@@ -128,7 +133,8 @@ class REVERB_EXPORT Client {
   std::vector<absl::StatusOr<ServerInfoResponse>> AskShards(
       absl::Duration timeout, bool skip_down);
 
-  // UNAVAILABLE: `shard` is down.
+  // UNAVAILABLE: `shard` is down (UNAUTHENTICATED instead if its TLS
+  // handshake failed: Connection::Explain).
   absl::Status ShardDown(int shard) const;
 
   // Runs `call` (a status of the shard's index, its stub and a context) on

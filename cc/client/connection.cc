@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/wire/grpc_status.h"
+#include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -13,8 +16,12 @@ namespace {
 
 constexpr int kMaxReconnectBackoffMs = 30 * 1000;
 
+// How long Explain's call waits for the channel's failure.
+constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
-                                           absl::Duration keepalive) {
+                                           absl::Duration keepalive,
+                                           const ChannelSecurity& security) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -31,16 +38,19 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
     args.SetInt(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, ms);
   }
   args.SetLoadBalancingPolicyName("round_robin");
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      MakeChannelCredentials(address, security, &args);
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, credentials, args, MakeTokenInterceptors(security));
 }
 
 }  // namespace
 
 Connection::Connection(const std::string& server_address,
-                       absl::Duration keepalive)
+                       absl::Duration keepalive, ChannelSecurity security)
     : server_address_(server_address),
-      channel_(MakeChannel(server_address, keepalive)),
+      security_(std::move(security)),
+      channel_(MakeChannel(server_address, keepalive, security_)),
       stub_(ReverbService::NewStub(channel_)),
       insert_stream_("/deepmind.reverb.ReverbService/InsertStream",
                      grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}
@@ -57,15 +67,43 @@ Connection::OpenInsertStream(grpc::ClientContext* context) const {
 }
 
 absl::Status Connection::WaitForConnection(absl::Duration timeout) const {
-  if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) {
-    return absl::OkStatus();
+  const auto deadline = absl::ToChronoTime(absl::Now() + timeout);
+  grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/true);
+  while (state != GRPC_CHANNEL_READY) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      absl::Status explained = Explain(absl::UnavailableError(""));
+      if (absl::IsUnauthenticated(explained)) return explained;
+    }
+    if (!channel_->WaitForStateChange(state, deadline)) break;
+    state = channel_->GetState(/*try_to_connect=*/true);
   }
-  if (channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) {
-    return absl::OkStatus();
-  }
+  if (state == GRPC_CHANNEL_READY) return absl::OkStatus();
   return absl::UnavailableError(absl::StrCat(
       "Could not connect to the Reverb server at ", server_address_, " within ",
       absl::FormatDuration(timeout), "."));
+}
+
+absl::Status Connection::Explain(const absl::Status& status) const {
+  if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) {
+    return status;
+  }
+  absl::Status explained = ExplainConnectFailure(
+      status, server_address_, security_, /*connecting=*/false);
+  if (absl::IsUnauthenticated(explained) ||
+      channel_->GetState(/*try_to_connect=*/false) !=
+          GRPC_CHANNEL_TRANSIENT_FAILURE) {
+    return explained;
+  }
+  // A call that does not wait for the channel fails with its last error.
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kProbeTimeout));
+  ServerInfoRequest request;
+  ServerInfoResponse response;
+  const grpc::Status probe = stub_->ServerInfo(&context, request, &response);
+  if (probe.ok()) return status;
+  explained = ExplainConnectFailure(FromGrpcStatus(probe), server_address_,
+                                    security_, /*connecting=*/true);
+  return absl::IsUnauthenticated(explained) ? explained : status;
 }
 
 void Connection::ResetConnectBackoff() const {

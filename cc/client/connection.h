@@ -1,7 +1,8 @@
 // Connection: a gRPC channel to a Reverb server and the service stub over
 // it, shared by a Client and the writers, samplers and streams it makes.
 //
-// The channel is insecure, has unlimited message sizes, a 30 s reconnect
+// The channel is secured as its ChannelSecurity says (channel_security.h;
+// plaintext without one), has unlimited message sizes, a 30 s reconnect
 // backoff cap and the round_robin load-balancing policy (as dm-reverb), so
 // an address that resolves to several servers spreads streams over them.
 // It sends keepalive pings (cc/support/keepalive.h): once a server stops
@@ -17,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "cc/client/channel_security.h"
 #include "cc/support/export.h"
 #include "cc/support/keepalive.h"
 #include "grpcpp/channel.h"
@@ -34,8 +36,10 @@ inline constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
 class REVERB_EXPORT Connection {
  public:
   // `keepalive`: the interval of the keepalive pings (infinite: none).
+  // `security` is loaded (LoadChannelSecurity).
   explicit Connection(const std::string& server_address,
-                      absl::Duration keepalive = KeepaliveFromEnvironment());
+                      absl::Duration keepalive = KeepaliveFromEnvironment(),
+                      ChannelSecurity security = {});
 
   const std::string& server_address() const { return server_address_; }
   ReverbService::StubInterface* stub() const { return stub_.get(); }
@@ -51,8 +55,15 @@ class REVERB_EXPORT Connection {
   // a reconnect backoff short) if needed. Streams are opened without
   // wait-for-ready, so writers and samplers call this first: a server that
   // is restarting is waited for, one that is gone fails after `timeout`
-  // with UNAVAILABLE.
+  // with UNAVAILABLE. A TLS handshake that fails ends the wait at once with
+  // UNAUTHENTICATED (see Explain).
   absl::Status WaitForConnection(absl::Duration timeout) const;
+
+  // `status`, of a call that failed with UNAVAILABLE or DEADLINE_EXCEEDED,
+  // or of a wait for the connection, as ExplainConnectFailure
+  // (channel_security.h) puts it if the channel failed to connect: what the
+  // client's retry loops never retry.
+  absl::Status Explain(const absl::Status& status) const;
 
   // Lets the next call try to connect at once, instead of after the rest of
   // the reconnect backoff (up to 30 s after repeated failures).
@@ -60,6 +71,7 @@ class REVERB_EXPORT Connection {
 
  private:
   const std::string server_address_;
+  const ChannelSecurity security_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ReverbService::StubInterface> stub_;
   const grpc::internal::RpcMethod insert_stream_;

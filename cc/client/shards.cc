@@ -19,7 +19,8 @@ bool HasGlobalMeaning(int selector) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Shards>> Shards::Create(
-    std::vector<std::string> addresses, absl::Duration keepalive) {
+    std::vector<std::string> addresses, absl::Duration keepalive,
+    std::optional<ChannelSecurity> security) {
   if (addresses.empty()) {
     return absl::InvalidArgumentError("At least one server address is needed.");
   }
@@ -33,8 +34,12 @@ absl::StatusOr<std::shared_ptr<Shards>> Shards::Create(
       return absl::InvalidArgumentError(
           absl::StrCat("Server address ", address, " is given twice."));
     }
-    connections.push_back(
-        std::make_shared<Connection>(std::move(address), keepalive));
+    absl::StatusOr<ChannelSecurity> resolved =
+        security.has_value() ? *security : DefaultChannelSecurity(address);
+    if (resolved.ok()) resolved = LoadChannelSecurity(*std::move(resolved));
+    if (!resolved.ok()) return resolved.status();
+    connections.push_back(std::make_shared<Connection>(
+        std::move(address), keepalive, *std::move(resolved)));
   }
   std::shared_ptr<Shards> shards(new Shards(std::move(connections)));
   if (shards->size() > 1) {

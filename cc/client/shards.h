@@ -61,11 +61,14 @@ class REVERB_EXPORT Shards {
   static constexpr absl::Duration kRefreshInterval = absl::Milliseconds(100);
   static constexpr absl::Duration kRefreshTimeout = absl::Seconds(1);
 
-  // INVALID_ARGUMENT for no address, an empty one or one given twice.
-  // `keepalive`: each Connection's (connection.h).
+  // INVALID_ARGUMENT for no address, an empty one or one given twice, and
+  // as LoadChannelSecurity (channel_security.h). `keepalive`: each
+  // Connection's (connection.h); `security`: all shards' (none: each
+  // address's DefaultChannelSecurity).
   static absl::StatusOr<std::shared_ptr<Shards>> Create(
       std::vector<std::string> addresses,
-      absl::Duration keepalive = KeepaliveFromEnvironment());
+      absl::Duration keepalive = KeepaliveFromEnvironment(),
+      std::optional<ChannelSecurity> security = std::nullopt);
 
   ~Shards();
 

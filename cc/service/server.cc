@@ -30,6 +30,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     return absl::InvalidArgumentError(
         "A server without a port needs a unix socket path.");
   }
+  REVERB_ASSIGN_OR_RETURN(const ServerSecurity security,
+                          LoadServerSecurity(std::move(options.security)));
   if (on_unix_socket) {
     REVERB_RETURN_IF_ERROR(ClaimUnixSocketPath(options.unix_socket_path));
   }
@@ -43,17 +45,18 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
   REVERB_ASSIGN_OR_RETURN(
       auto service,
-      ReverbServiceImpl::Create(tables, checkpointer, options.limits));
+      ReverbServiceImpl::Create(tables, checkpointer, options.limits,
+                                security.auth_token));
   int selected_port = 0;
   grpc::ServerBuilder builder;
   if (options.port.has_value()) {
     builder.AddListeningPort(
         absl::StrCat(options.bind_address, ":", *options.port),
-        grpc::InsecureServerCredentials(), &selected_port);
+        TcpServerCredentials(security), &selected_port);
   }
   if (on_unix_socket) {
     builder.AddListeningPort(absl::StrCat("unix:", options.unix_socket_path),
-                             grpc::InsecureServerCredentials());
+                             UnixSocketServerCredentials(security));
   }
   builder.RegisterService(service.get());
   builder.SetMaxReceiveMessageSize(options.limits.max_message_bytes);
@@ -80,6 +83,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     // dm-reverb's code and text (gRPC has logged why, e.g. the port is in
     // use).
     return absl::InvalidArgumentError("Failed to BuildAndStart gRPC server");
+  }
+  if (options.port.has_value() && !security.secured() &&
+      !IsLoopbackAddress(options.bind_address)) {
+    Log(LogSeverity::kWarning,
+        absl::StrCat("The server listens on ", options.bind_address, ":",
+                     selected_port,
+                     ", beyond loopback, with neither TLS nor an auth token: "
+                     "anyone who reaches the port can read, write and reset "
+                     "its tables."));
   }
   std::unique_ptr<Server> result(
       new Server(std::move(service), std::move(server), selected_port,

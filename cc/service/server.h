@@ -1,8 +1,9 @@
 // Server: a gRPC server hosting a ReverbServiceImpl over a set of tables.
 //
 // Listens on `bind_address:port` (TCP), on a unix domain socket, or on both,
-// with insecure credentials, within `limits` (server_limits.h: the size of
-// messages it receives, the streams of a connection, ...); port 0 picks a free
+// with the credentials of `security` (server_security.h; plaintext by
+// default), within `limits` (server_limits.h: the size of messages it
+// receives, the streams of a connection, ...); port 0 picks a free
 // port (see port()). dm-reverb always listens on all interfaces on TCP only;
 // callers choose here (the Python layer defaults to loopback). Clients reach
 // the unix socket at `unix:PATH`. Its file is removed at Stop(); a stale one
@@ -29,6 +30,7 @@
 #include "absl/time/time.h"
 #include "cc/core/table.h"
 #include "cc/service/server_limits.h"
+#include "cc/service/server_security.h"
 #include "cc/service/service.h"
 #include "cc/support/export.h"
 #include "cc/support/keepalive.h"
@@ -56,13 +58,17 @@ struct ServerOptions {
   absl::Duration keepalive = KeepaliveFromEnvironment();
   // What one client may cost the server.
   ServerLimits limits;
+  // TLS and the auth token (server_security.h). A server that listens on
+  // TCP beyond loopback with neither prints a warning at start.
+  ServerSecurity security;
 };
 
 class REVERB_EXPORT Server {
  public:
   // INVALID_ARGUMENT for no tables, a null table, duplicate table names, a
   // port outside [0, 65535], neither a port nor a unix socket path, a limit
-  // that is not positive, and (as
+  // that is not positive, a `security` that LoadServerSecurity refuses, and
+  // (as
   // dm-reverb) an address that cannot be bound. The unix socket path fails
   // as ClaimUnixSocketPath (unix_socket.h) says: a regular file there is
   // INVALID_ARGUMENT, a live server's socket FAILED_PRECONDITION.

@@ -50,7 +50,8 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
 
 absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
     std::vector<std::shared_ptr<Table>> tables,
-    std::shared_ptr<Checkpointer> checkpointer, ServerLimits limits) {
+    std::shared_ptr<Checkpointer> checkpointer, ServerLimits limits,
+    std::string auth_token) {
   REVERB_RETURN_IF_ERROR(ValidateServerLimits(limits));
   absl::flat_hash_set<std::string> names;
   for (const auto& table : tables) {
@@ -64,14 +65,17 @@ absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
     }
   }
   return std::unique_ptr<ReverbServiceImpl>(new ReverbServiceImpl(
-      std::move(tables), std::move(checkpointer), limits));
+      std::move(tables), std::move(checkpointer), limits,
+      std::move(auth_token)));
 }
 
 ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
                                      std::shared_ptr<Checkpointer> checkpointer,
-                                     ServerLimits limits)
+                                     ServerLimits limits,
+                                     std::string auth_token)
     : tables_(std::move(tables)),
       checkpointer_(std::move(checkpointer)),
+      auth_token_(std::move(auth_token)),
       executor_(kNumExecutorThreads, "reverb-respond"),
       checkpoint_executor_(1, "reverb-ckpt"),
       limits_(limits),
@@ -84,6 +88,12 @@ ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
 
 void ReverbServiceImpl::Close() {
   for (const auto& table : tables_) table->Close();
+}
+
+grpc::ServerUnaryReactor* ReverbServiceImpl::RefuseUnary(
+    grpc::CallbackServerContext* context) const {
+  absl::Status allowed = auth_token_.Check(*context);
+  return allowed.ok() ? nullptr : FinishUnary(context, allowed);
 }
 
 absl::StatusOr<std::shared_ptr<Table>> ReverbServiceImpl::FindTable(
@@ -99,6 +109,7 @@ absl::StatusOr<std::shared_ptr<Table>> ReverbServiceImpl::FindTable(
 grpc::ServerUnaryReactor* ReverbServiceImpl::Checkpoint(
     grpc::CallbackServerContext* context, const CheckpointRequest*,
     CheckpointResponse* response) {
+  if (auto* refused = RefuseUnary(context)) return refused;
   if (checkpointer_ == nullptr) {
     return FinishUnary(context, absl::InvalidArgumentError(
                                     "no Checkpointer configured for the "
@@ -114,13 +125,18 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::Checkpoint(
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-ReverbServiceImpl::InsertStream(grpc::CallbackServerContext*) {
+ReverbServiceImpl::InsertStream(grpc::CallbackServerContext* context) {
+  if (auto* refused =
+          RefuseStream<grpc::ByteBuffer, grpc::ByteBuffer>(*context)) {
+    return refused;
+  }
   return new InsertReactor(this);
 }
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
     grpc::CallbackServerContext* context,
     const MutatePrioritiesRequest* request, MutatePrioritiesResponse*) {
+  if (auto* refused = RefuseUnary(context)) return refused;
   auto table = FindTable(request->table());
   if (!table.ok()) return FinishUnary(context, table.status());
   std::vector<KeyWithPriority> updates(request->updates().begin(),
@@ -133,6 +149,7 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
 grpc::ServerUnaryReactor* ReverbServiceImpl::Reset(
     grpc::CallbackServerContext* context, const ResetRequest* request,
     ResetResponse*) {
+  if (auto* refused = RefuseUnary(context)) return refused;
   auto table = FindTable(request->table());
   if (table.ok()) (*table)->Reset();
   return FinishUnary(context, table.status());
@@ -140,12 +157,17 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::Reset(
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 ReverbServiceImpl::SampleStream(grpc::CallbackServerContext* context) {
+  if (auto* refused =
+          RefuseStream<grpc::ByteBuffer, grpc::ByteBuffer>(*context)) {
+    return refused;
+  }
   return new SampleReactor(this, context);
 }
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::ServerInfo(
     grpc::CallbackServerContext* context, const ServerInfoRequest*,
     ServerInfoResponse* response) {
+  if (auto* refused = RefuseUnary(context)) return refused;
   *response->mutable_tables_state_id() = tables_state_id_;
   for (const auto& table : tables_) *response->add_table_info() = table->info();
   return FinishUnary(context, absl::OkStatus());
@@ -153,7 +175,11 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::ServerInfo(
 
 grpc::ServerBidiReactor<InitializeConnectionRequest,
                         InitializeConnectionResponse>*
-ReverbServiceImpl::InitializeConnection(grpc::CallbackServerContext*) {
+ReverbServiceImpl::InitializeConnection(grpc::CallbackServerContext* context) {
+  if (auto* refused = RefuseStream<InitializeConnectionRequest,
+                                   InitializeConnectionResponse>(*context)) {
+    return refused;
+  }
   return new InitializeConnectionReactor();
 }
 

@@ -16,6 +16,8 @@
 //  - What one client may cost is bounded by ServerLimits
 //    (server_limits.h): the chunks insert streams keep (a ByteBudget shared
 //    by the streams), the samples of a request, a stalled sample stream.
+//  - With an auth token, every call without it ends at once with
+//    UNAUTHENTICATED (auth_token.h).
 //
 // Every bad request ends its own call with a status; tables and other calls
 // are unaffected.
@@ -34,6 +36,7 @@
 #include "cc/core/table.h"
 #include "cc/service/server_limits.h"
 #include "cc/support/byte_budget.h"
+#include "cc/service/auth_token.h"
 #include "cc/support/export.h"
 #include "cc/support/task_executor.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
@@ -62,11 +65,12 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
 
   // INVALID_ARGUMENT if a table is null or two share a name, or a limit is
   // not positive. `checkpointer` may be null (Checkpoint then answers
-  // INVALID_ARGUMENT).
+  // INVALID_ARGUMENT). `auth_token`: the token every call must carry (empty:
+  // none).
   static absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> Create(
       std::vector<std::shared_ptr<Table>> tables,
       std::shared_ptr<Checkpointer> checkpointer = nullptr,
-      ServerLimits limits = ServerLimits());
+      ServerLimits limits = ServerLimits(), std::string auth_token = "");
 
   // Closes every table: waiting requests end with CANCELLED.
   void Close();
@@ -119,10 +123,23 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
  private:
   ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
                     std::shared_ptr<Checkpointer> checkpointer,
-                    ServerLimits limits);
+                    ServerLimits limits, std::string auth_token);
+
+  // Null if `context` carries the auth token (or none is required); else
+  // a reactor that refused the call.
+  grpc::ServerUnaryReactor* RefuseUnary(
+      grpc::CallbackServerContext* context) const;
+  template <typename Request, typename Response>
+  grpc::ServerBidiReactor<Request, Response>* RefuseStream(
+      const grpc::CallbackServerContext& context) const {
+    absl::Status allowed = auth_token_.Check(context);
+    return allowed.ok() ? nullptr
+                        : new RefusedStreamReactor<Request, Response>(allowed);
+  }
 
   const std::vector<std::shared_ptr<Table>> tables_;
   const std::shared_ptr<Checkpointer> checkpointer_;
+  const AuthToken auth_token_;
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_by_name_;
   // Random id of this service instance; clients re-read signatures when it
   // changes.

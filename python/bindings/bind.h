@@ -32,6 +32,9 @@ void BindTables(pybind11::module_& m);
 // Checkpointer, create_default_checkpointer.
 void BindCheckpointer(pybind11::module_& m);
 
+// ChannelSecurity, ServerSecurity and their environment and registry.
+void BindSecurity(pybind11::module_& m);
+
 // Server.
 void BindServer(pybind11::module_& m);
 

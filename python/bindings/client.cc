@@ -57,18 +57,25 @@ void BindClient(py::module_& m) {
       // One address, or several (shards); ValueError for none or an empty
       // one. `keepalive_ms`: the channels' keepalive interval (0: none;
       // None: REVERB_KEEPALIVE_MS or the default, cc/support/keepalive.h).
+      // `security`: None: each address's DefaultChannelSecurity.
       .def(py::init([](const std::string& server_address,
-                       std::optional<int64_t> keepalive_ms) {
-             return ValueOrRaise(
-                 Client::Create({server_address}, Keepalive(keepalive_ms)));
+                       std::optional<int64_t> keepalive_ms,
+                       std::optional<ChannelSecurity> security) {
+             return ValueOrRaise(Client::Create({server_address},
+                                                Keepalive(keepalive_ms),
+                                                std::move(security)));
            }),
-           py::arg("server_address"), py::arg("keepalive_ms") = py::none())
+           py::arg("server_address"), py::arg("keepalive_ms") = py::none(),
+           py::arg("security") = py::none())
       .def(py::init([](std::vector<std::string> server_addresses,
-                       std::optional<int64_t> keepalive_ms) {
+                       std::optional<int64_t> keepalive_ms,
+                       std::optional<ChannelSecurity> security) {
              return ValueOrRaise(Client::Create(std::move(server_addresses),
-                                                Keepalive(keepalive_ms)));
+                                                Keepalive(keepalive_ms),
+                                                std::move(security)));
            }),
-           py::arg("server_addresses"), py::arg("keepalive_ms") = py::none())
+           py::arg("server_addresses"), py::arg("keepalive_ms") = py::none(),
+           py::arg("security") = py::none())
       .def(
           "NewWriter",
           [](Client& self, int chunk_length, int max_timesteps,

@@ -11,6 +11,7 @@ PYBIND11_MODULE(pybind, m) {
   BindRateLimiters(m);
   BindTables(m);
   BindCheckpointer(m);
+  BindSecurity(m);
   BindServer(m);
   BindWriters(m);
   BindSampler(m);

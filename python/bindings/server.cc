@@ -55,9 +55,11 @@ void BindServer(py::module_& m) {
                        const std::string& bind_address,
                        std::optional<double> checkpoint_every_seconds,
                        const std::string& unix_socket_path,
-                       const ServerLimits& limits) {
+                       const ServerLimits& limits,
+                       std::optional<ServerSecurity> security) {
              ServerOptions options;
              options.limits = limits;
+             if (security.has_value()) options.security = *std::move(security);
              options.port = port;
              options.bind_address = bind_address;
              options.unix_socket_path = unix_socket_path;
@@ -74,7 +76,8 @@ void BindServer(py::module_& m) {
            py::arg("checkpointer") = nullptr,
            py::arg("bind_address") = "localhost",
            py::arg("checkpoint_every_seconds") = py::none(),
-           py::arg("unix_socket_path") = "", py::arg("limits") = ServerLimits())
+           py::arg("unix_socket_path") = "", py::arg("limits") = ServerLimits(),
+           py::arg("security") = py::none())
       .def_property_readonly("port", &Server::port)
       .def_property_readonly("unix_socket_path", &Server::unix_socket_path)
       // ReverbServiceImpl::num_open_streams.

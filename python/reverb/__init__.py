@@ -28,6 +28,7 @@ from reverb import rate_limiters as rate_limiters
 from reverb import replay_iterator as replay_iterator
 from reverb import replay_sample as replay_sample
 from reverb import reverb_types as reverb_types
+from reverb import security as security
 from reverb import server as server
 from reverb import specs as specs
 from reverb import structured_writer as structured_writer
@@ -40,6 +41,7 @@ from reverb.errors import ReverbError as ReverbError
 from reverb.replay_iterator import ReplayIterator as ReplayIterator
 from reverb.replay_sample import ReplaySample as ReplaySample
 from reverb.replay_sample import SampleInfo as SampleInfo
+from reverb.security import TlsOptions as TlsOptions
 from reverb.server import Server as Server
 from reverb.server_limits import ServerLimits as ServerLimits
 from reverb.trajectory_writer import TrajectoryColumn as TrajectoryColumn

@@ -23,6 +23,7 @@ from reverb import errors
 from reverb import pybind
 from reverb import replay_sample
 from reverb import reverb_types
+from reverb import security as security_lib
 from reverb import structured_value
 from reverb import structured_writer as structured_writer_lib
 from reverb import trajectory_writer as trajectory_writer_lib
@@ -217,16 +218,33 @@ class Client:
   than every 5 minutes on a connection that carries no data: clients that
   wait on one for long need 300000 or more (or 0).
 
+  `tls` and `auth_token` (not in dm-reverb; `reverb.security`): the
+  `reverb.TlsOptions` that verify the server (and the client's certificate
+  for mutual TLS), and the token every call carries; one set for all
+  shards. Absent, the REVERB_TLS_* and REVERB_AUTH_TOKEN variables. A
+  token the server refuses raises RuntimeError ("Unauthenticated: wrong
+  auth token ...", or "no auth token"), and so does a TLS handshake that
+  fails ("Unauthenticated: the TLS handshake ... failed: " and the cause:
+  a certificate that does not verify, TLS required or not offered), at
+  once, without retries.
+
   Raises:
     ValueError: If no address is given, an address is empty, or one is
-      given twice, or `keepalive_ms` is negative.
+      given twice, `keepalive_ms` is negative, or a certificate file cannot
+      be read.
   """
 
   def __init__(self, server_address: Union[str, Sequence[str]], *,
-               keepalive_ms: Optional[int] = None):
+               keepalive_ms: Optional[int] = None,
+               tls: Optional[security_lib.TlsOptions] = None,
+               auth_token: Optional[str] = None):
     self._server_address = server_address
     self._keepalive_ms = keepalive_ms
-    self._client = pybind.Client(server_address, keepalive_ms)
+    self._tls = tls
+    self._auth_token = auth_token
+    self._client = pybind.Client(
+        server_address, keepalive_ms,
+        security_lib.channel_security(tls, auth_token))
     self._max_samples_in_flight = _MAX_SAMPLES_IN_FLIGHT * (
         1 if isinstance(server_address, str) else len(server_address))
     self._signature_cache: Dict[str, Any] = {}
@@ -240,7 +258,9 @@ class Client:
         collections.defaultdict(list))
 
   def __reduce__(self):
-    return functools.partial(self.__class__, keepalive_ms=self._keepalive_ms), (
+    return functools.partial(
+        self.__class__, keepalive_ms=self._keepalive_ms, tls=self._tls,
+        auth_token=self._auth_token), (
         self._server_address,)
 
   def __repr__(self) -> str:

@@ -85,12 +85,37 @@ class ServerLimits:
   # ValueError naming the first limit that is not positive.
   def validate(self) -> None: ...
 
+# Certificates and keys: PEM text or paths (str or bytes); '' for none.
+class ChannelSecurity:
+  tls: bool
+  root_certificates: str
+  certificate_chain: str
+  private_key: str
+  server_name_override: str
+  auth_token: str
+
+class ServerSecurity:
+  certificate_chain: str
+  private_key: str
+  client_ca: str
+  require_client_auth: bool
+  auth_token: str
+
+# REVERB_TLS_* and REVERB_AUTH_TOKEN(_FILE); ValueError for an unreadable
+# token file.
+def channel_security_from_environment() -> ChannelSecurity: ...
+# Clients made without a security (the TF kernels') use it for `address`.
+def register_channel_security(address: str,
+                              security: ChannelSecurity) -> None: ...
+
 class Server:
-  # Port 0 picks a free port. Raises ValueError for duplicate table names
-  # or a limit that is not positive.
+  # Port 0 picks a free port. Raises ValueError for duplicate table names,
+  # a limit that is not positive, and a security that is incomplete or names
+  # an unreadable file.
   def __init__(self, priority_tables: Sequence[Table], port: int,
                bind_address: str = 'localhost',
-               limits: ServerLimits = ...) -> None: ...
+               limits: ServerLimits = ...,
+               security: Optional[ServerSecurity] = None) -> None: ...
   @property
   def port(self) -> int: ...
   # Insert and sample streams not finished (those of frozen or vanished
@@ -144,13 +169,16 @@ class SampleStream:
 
 class Client:
   # keepalive_ms: the channels' keepalive interval; None: REVERB_KEEPALIVE_MS
-  # or 10000; 0: none. ValueError if negative.
+  # or 10000; 0: none. ValueError if negative. security: None: each
+  # address's registered one, else the environment's.
   @overload
   def __init__(self, server_address: str,
-               keepalive_ms: Optional[int] = None) -> None: ...
+               keepalive_ms: Optional[int] = None,
+               security: Optional[ChannelSecurity] = None) -> None: ...
   @overload
   def __init__(self, server_addresses: Sequence[str],
-               keepalive_ms: Optional[int] = None) -> None: ...
+               keepalive_ms: Optional[int] = None,
+               security: Optional[ChannelSecurity] = None) -> None: ...
   def NewWriter(self, chunk_length: int, max_timesteps: int,
                 delta_encoded: bool = False,
                 max_in_flight_items: int = 25) -> Writer: ...

@@ -43,7 +43,7 @@ import socket
 import tempfile
 import time
 import uuid
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 try:
   import ray
@@ -56,6 +56,7 @@ except ImportError as e:
       'reverb.ray needs Ray: pip install reverb[ray]') from e
 
 from reverb import client as client_lib
+from reverb import security as security_lib
 from reverb import server as server_lib
 from reverb.platform import checkpointers_lib
 
@@ -97,11 +98,17 @@ class Shard:
     temporary_name: See `directory`.
     checkpoint_every_seconds: Also checkpoint this often (None: only when
       asked).
+    security: (server `TlsOptions`, client `TlsOptions`, auth token): the
+      server's, and those of the shard's own client (`ReplayCluster`).
   """
 
   def __init__(self, make_tables: Callable[[], Sequence[server_lib.Table]],
                port: int, directory: Optional[str], temporary_name: str,
-               checkpoint_every_seconds: Optional[float]):
+               checkpoint_every_seconds: Optional[float],
+               security: Tuple[Optional[security_lib.TlsOptions],
+                               Optional[security_lib.TlsOptions],
+                               Optional[str]] = (None, None, None)):
+    tls, client_tls, auth_token = security
     self._temporary = directory is None
     self._directory = directory or os.path.join(tempfile.gettempdir(),
                                                 temporary_name)
@@ -109,9 +116,11 @@ class Shard:
     self._server = server_lib.Server(
         make_tables(), port,
         checkpointers_lib.DefaultCheckpointer(path=self._directory),
-        bind_address=host, checkpoint_every_seconds=checkpoint_every_seconds)
+        bind_address=host, checkpoint_every_seconds=checkpoint_every_seconds,
+        tls=tls, auth_token=auth_token)
     self._address = f'{host}:{port}'
-    self._client = client_lib.Client(self._address)
+    self._client = client_lib.Client(self._address, tls=client_tls,
+                                     auth_token=auth_token)
 
   def address(self) -> str:
     """'host:port' where the server listens."""
@@ -162,6 +171,13 @@ class ReplayCluster:
       only on `checkpoint()` or `Client.checkpoint`).
     start_timeout: Seconds to wait, in all, for the resources and for the
       servers to start (None: forever).
+    tls: The shards' server `reverb.TlsOptions` (not in dm-reverb); PEM
+      bytes rather than paths unless every node has the files. Each
+      shard's certificate must name its node's IP address (or every
+      client uses `server_name_override`).
+    client_tls: The `reverb.TlsOptions` of `client()` and of the shards'
+      own clients.
+    auth_token: The token of the shards and of the clients.
 
   Raises:
     ValueError: For a bad `placement`, `num_shards` < 1 or
@@ -182,7 +198,10 @@ class ReplayCluster:
                name: Optional[str] = None,
                max_restarts: int = -1,
                checkpoint_every_seconds: Optional[float] = None,
-               start_timeout: Optional[float] = None):
+               start_timeout: Optional[float] = None,
+               tls: Optional[security_lib.TlsOptions] = None,
+               client_tls: Optional[security_lib.TlsOptions] = None,
+               auth_token: Optional[str] = None):
     if placement not in _STRATEGIES:
       raise ValueError(f'placement ({placement!r}) must be one of '
                        f'{", ".join(map(repr, _STRATEGIES))}')
@@ -198,6 +217,8 @@ class ReplayCluster:
       return None if deadline is None else max(0.0,
                                                deadline - time.monotonic())
 
+    self._client_tls = client_tls
+    self._auth_token = auth_token
     self._shards: List[ray.actor.ActorHandle] = []
     self._addresses: List[str] = []
     self._placement_group = placement_group(
@@ -225,7 +246,7 @@ class ReplayCluster:
             (os.path.join(os.path.abspath(checkpoint_dir), f'shard-{i}')
              if checkpoint_dir is not None else None),
             f'{temporary_prefix}-shard-{i}',
-            checkpoint_every_seconds))
+            checkpoint_every_seconds, (tls, client_tls, auth_token)))
       self._addresses = ray.get([shard.address.remote()
                                  for shard in self._shards],
                                 timeout=remaining())
@@ -250,8 +271,10 @@ class ReplayCluster:
     return self._placement_group
 
   def client(self) -> client_lib.Client:
-    """A `reverb.Client` over every shard."""
-    return client_lib.Client(self.addresses)
+    """A `reverb.Client` over every shard (with `client_tls` and
+    `auth_token`)."""
+    return client_lib.Client(self.addresses, tls=self._client_tls,
+                             auth_token=self._auth_token)
 
   def checkpoint(self) -> List[str]:
     """Every shard saves a checkpoint; returns their directories (paths on

@@ -18,6 +18,7 @@ from reverb import client as client_lib
 from reverb import errors
 from reverb import pybind
 from reverb import replay_sample
+from reverb import security as security_lib
 
 
 class ReplayIterator:
@@ -42,6 +43,7 @@ class ReplayIterator:
     keepalive_ms: As `Client`'s: a server that stops answering is taken for
       gone after about 2 * keepalive_ms; the iterator then reconnects for
       10 s before it raises RuntimeError (UNAVAILABLE).
+    tls, auth_token: As `Client`'s.
 
   Raises:
     ValueError: For out-of-range arguments, an unknown table (when
@@ -61,10 +63,13 @@ class ReplayIterator:
                rate_limiter_timeout_ms: int = -1,
                max_samples: int = -1,
                unpack_as_table_signature: bool = True,
-               keepalive_ms: Optional[int] = None):
+               keepalive_ms: Optional[int] = None,
+               tls: Optional[security_lib.TlsOptions] = None,
+               auth_token: Optional[str] = None):
     if batch_size < 1:
       raise ValueError(f'batch_size ({batch_size}) must be >= 1')
-    client = client_lib.Client(server_address, keepalive_ms=keepalive_ms)
+    client = client_lib.Client(server_address, keepalive_ms=keepalive_ms,
+                               tls=tls, auth_token=auth_token)
     self._signature = None
     if unpack_as_table_signature:
       self._signature = client._signature(table)  # pylint: disable=protected-access

@@ -12,6 +12,7 @@ from reverb import pybind
 from reverb import rate_limiters
 from reverb import reverb_types
 from reverb import server_limits
+from reverb import security as security_lib
 from reverb import structured_value
 from reverb.platform import checkpointers_lib
 
@@ -203,11 +204,23 @@ class Server:
     limits: `reverb.ServerLimits`: what one client may cost the server (the
       chunks a writer keeps, message sizes, ...; beyond dm-reverb, which has
       no such limits). None: the defaults, far above ordinary workloads.
+    tls: `reverb.TlsOptions` (beyond dm-reverb; `reverb.security`): the
+      server's certificate chain and private key, which turn TLS on for the
+      TCP port, and the root certificates that verify client certificates
+      (mutual TLS with `require_client_auth`). None: the REVERB_TLS_*
+      variables, else plaintext.
+    auth_token: The token every call must carry (`authorization: Bearer
+      <token>`, compared in constant time; calls without it end with
+      UNAUTHENTICATED), on the TCP port and the unix socket. None:
+      REVERB_AUTH_TOKEN or REVERB_AUTH_TOKEN_FILE, else none. A server that
+      listens beyond loopback with neither TLS nor a token prints a warning.
 
   Raises:
     ValueError: If there are no tables or two share a name, or the unix
       socket path is too long, its directory does not exist, or a file that
-      is not a socket is there.
+      is not a socket is there, or `tls` is incomplete (a chain without its
+      key, client roots without a chain) or names a file that cannot be
+      read.
     RuntimeError: If a server already listens on the unix socket path.
   """
 
@@ -220,7 +233,9 @@ class Server:
                bind_address: Optional[str] = None,
                checkpoint_every_seconds: Optional[float] = None,
                unix_socket_path: Optional[str] = None,
-               limits: Optional[server_limits.ServerLimits] = None):
+               limits: Optional[server_limits.ServerLimits] = None,
+               tls: Optional[security_lib.TlsOptions] = None,
+               auth_token: Optional[str] = None):
     if not tables:
       raise ValueError('At least one table must be provided')
     names = collections.Counter(table.name for table in tables)
@@ -237,11 +252,17 @@ class Server:
     if port is None and not unix_socket_path:
       port = 0
     limits = limits or server_limits.ServerLimits()
+    security = security_lib.server_security(tls, auth_token)
     self._server = pybind.Server(
         [table.internal_table for table in tables], port,
         checkpointer.internal_checkpointer(), bind_address,
         checkpoint_every_seconds, os.fspath(unix_socket_path or ''),
-        limits.to_internal())
+        limits.to_internal(), security)
+    # What localhost_client() needs.
+    self._client_tls = (security_lib.TlsOptions(
+        root_certificates=security.certificate_chain)
+                        if security.certificate_chain else None)
+    self._auth_token = security.auth_token or None
     self._port = None if port is None else self._server.port
     self._bind_address = bind_address
     self._unix_socket_path = (os.fspath(unix_socket_path)
@@ -288,7 +309,12 @@ class Server:
 
   def localhost_client(self) -> client_lib.Client:
     """A client over TCP loopback, or over the unix socket if the server
-    listens there only."""
+    listens there only. With the server's `auth_token`, and over TLS
+    trusting the server's own certificate chain (which must then hold its
+    root and name "localhost"); under mutual TLS make a client with a
+    certificate instead."""
     if self._port is None:
-      return client_lib.Client(f'unix:{self._unix_socket_path}')
-    return client_lib.Client(f'localhost:{self._port}')
+      return client_lib.Client(f'unix:{self._unix_socket_path}',
+                               auth_token=self._auth_token)
+    return client_lib.Client(f'localhost:{self._port}', tls=self._client_tls,
+                             auth_token=self._auth_token)

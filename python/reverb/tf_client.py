@@ -17,6 +17,7 @@ from typing import Any, Optional, Sequence
 from reverb import _datasets
 from reverb import _tree
 from reverb import replay_sample
+from reverb import security as security_lib
 
 tf = _datasets.import_tensorflow()
 
@@ -65,7 +66,10 @@ class TFClient:
   def __init__(self,
                server_address: Any,
                shared_name: Optional[str] = None,
-               name: str = 'reverb'):
+               name: str = 'reverb',
+               *,
+               tls: Optional[security_lib.TlsOptions] = None,
+               auth_token: Optional[str] = None):
     """Creates the client.
 
     Args:
@@ -75,12 +79,18 @@ class TFClient:
       shared_name: Ignored (dm-reverb shares a client resource under this
         name; here every op keeps one client per address).
       name: Prefix of the ops' names.
+      tls, auth_token: As `reverb.Client`'s (not in dm-reverb), for the
+        ops' clients in this process; `server_address` must then be
+        strings (the ops of a graph loaded elsewhere read the REVERB_TLS_*
+        and REVERB_AUTH_TOKEN variables).
 
     Raises:
       ImportError: If the op library is missing or this TensorFlow cannot
         load it.
+      ValueError: If `tls` or `auth_token` is given with an address tensor.
     """
     del shared_name
+    security_lib.register_for_kernels(server_address, tls, auth_token)
     self._name = name
     self._server_address = server_address
     self._eager_address = None

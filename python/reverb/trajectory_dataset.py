@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence, Union
 from reverb import _datasets
 from reverb import _tree
 from reverb import client as client_lib
+from reverb import security as security_lib
 
 tf = _datasets.import_tensorflow()
 
@@ -89,10 +90,14 @@ class TrajectoryDataset(_DeferredDataset):
     max_samples_per_stream: Samples before a stream is replaced; -1: never.
     rate_limiter_timeout_ms: See above; -1 waits forever.
     max_samples: See above; -1 means no limit.
+    tls, auth_token: As `reverb.Client`'s (not in dm-reverb), for the
+      kernels' clients in this process; `server_address` must then be
+      strings (a graph run elsewhere reads the REVERB_TLS_* and
+      REVERB_AUTH_TOKEN variables).
 
   Raises:
     ValueError: For out-of-range arguments or `dtypes`/`shapes` of
-      different structures. A table signature or sampled data that does not
+      different structures, or `tls`/`auth_token` with an address tensor. A table signature or sampled data that does not
       match raises `tf.errors.InvalidArgumentError` during iteration.
     ImportError: If the op library cannot be loaded.
   """
@@ -108,10 +113,14 @@ class TrajectoryDataset(_DeferredDataset):
                num_workers_per_iterator: int = -1,
                max_samples_per_stream: int = -1,
                rate_limiter_timeout_ms: int = -1,
-               max_samples: int = -1):
+               max_samples: int = -1,
+               *,
+               tls: Optional[security_lib.TlsOptions] = None,
+               auth_token: Optional[str] = None):
     _datasets.check_arguments(max_in_flight_samples_per_worker,
                               num_workers_per_iterator, max_samples_per_stream,
                               rate_limiter_timeout_ms, max_samples)
+    security_lib.register_for_kernels(server_address, tls, auth_token)
     _datasets.load_ops(tf)  # ImportError now rather than on first use.
     self._spec = _datasets.element_spec(tf, dtypes, shapes)
     # sample_rows(batch_size=..., ...) for this table and these options.
@@ -151,7 +160,10 @@ class TrajectoryDataset(_DeferredDataset):
                            max_samples_per_stream: int = -1,
                            rate_limiter_timeout_ms: int = -1,
                            get_signature_timeout_secs: Optional[int] = None,
-                           max_samples: int = -1):
+                           max_samples: int = -1,
+                           *,
+                           tls: Optional[security_lib.TlsOptions] = None,
+                           auth_token: Optional[str] = None):
     """A dataset whose dtypes and shapes are the table's signature (over
     several shards, as the shards that answer report it).
 
@@ -160,7 +172,8 @@ class TrajectoryDataset(_DeferredDataset):
       DeadlineExceededError: If the server does not answer within
         `get_signature_timeout_secs`.
     """
-    infos = client_lib.Client(server_address).server_info(
+    infos = client_lib.Client(
+        server_address, tls=tls, auth_token=auth_token).server_info(
         get_signature_timeout_secs)
     if table not in infos:
       raise ValueError(
@@ -178,5 +191,5 @@ class TrajectoryDataset(_DeferredDataset):
                num_workers_per_iterator=num_workers_per_iterator,
                max_samples_per_stream=max_samples_per_stream,
                rate_limiter_timeout_ms=rate_limiter_timeout_ms,
-               max_samples=max_samples)
+               max_samples=max_samples, tls=tls, auth_token=auth_token)
 

@@ -319,3 +319,30 @@ def test_shard_of_a_lost_node_restarts_on_another_with_its_checkpoint(
   # the shard is back at its address, and the directory is shared.
   assert size(client) == 1
   assert values(client, 10) == {1}
+
+
+def test_secured_cluster(ray_cluster, tmp_path):
+  """TLS + token on every shard (certificates as PEM bytes, the node's IP
+  covered by server_name_override), one client over all of them."""
+  del ray_cluster
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+  import tls_certs  # pylint: disable=g-import-not-at-top
+  if not tls_certs.available():
+    pytest.skip('needs the openssl command')
+  certs = tls_certs.make(tmp_path)
+  tls = reverb.TlsOptions(certificate_chain=certs.server_chain.read_bytes(),
+                          private_key=certs.server_key.read_bytes())
+  client_tls = reverb.TlsOptions(root_certificates=certs.ca.read_bytes(),
+                                 server_name_override='localhost')
+  with reverb.ray.ReplayCluster(table_maker(), 2, start_timeout=TIMEOUT,
+                                tls=tls, client_tls=client_tls,
+                                auth_token='ray-token') as replay:
+    client = replay.client()
+    for i in range(10):
+      client.insert(np.int64(i), {'replay': 1.0})
+    assert sum(info['replay'].current_size for info in
+               client.shard_info(timeout=TIMEOUT).values()) == 10
+    assert replay.checkpoint()
+    with pytest.raises(RuntimeError, match='no auth token'):
+      reverb.Client(replay.addresses[0], tls=client_tls).server_info(
+          timeout=TIMEOUT)

@@ -3,14 +3,22 @@
   reverb_server --config='port: 8000 tables: { table_name: "t" ... }'
   reverb_server --config_file=server.textproto [--bind_address=0.0.0.0]
       [--unix_socket_path=/run/reverb.sock] [--max_held_chunk_bytes=N ...]
+      [--tls_certificate_chain=server.pem --tls_private_key=server.key
+       [--tls_client_ca=clients-ca.pem]] [--auth_token_file=token]
 
 The configuration is a text-format `ReverbServerConfig` (tables as
 `PriorityTableCheckpoint` messages, and the port). With
 `--unix_socket_path` the server also listens on that unix domain socket
 (`unix:PATH` for clients), and only there if the configuration has no port.
 The `--max_...` and `--stalled_sample_stream_timeout_seconds` flags set the
-fields of `reverb.ServerLimits` of the same names. Once listening it prints `Reverb server listening on port N` and/or
-`Reverb server listening on unix:PATH`, a line each.
+fields of `reverb.ServerLimits` of the same names.
+`--tls_certificate_chain` and `--tls_private_key` turn TLS on for the port,
+`--tls_client_ca` requires client certificates that it verifies (mutual
+TLS), and `--auth_token_file` requires the token the file holds on every
+call (docs/concepts.md, "Security"); without them the REVERB_TLS_* and
+REVERB_AUTH_TOKEN(_FILE) variables apply. Once listening it prints
+`Reverb server listening on port N` and/or `Reverb server listening on
+unix:PATH`, a line each.
 """
 
 import argparse
@@ -21,6 +29,7 @@ from typing import Optional, Sequence
 
 from google.protobuf import text_format
 
+from reverb import security as security_lib
 from reverb import server as server_lib
 from reverb import server_limits
 from reverb.server_executable import reverb_config_pb2
@@ -56,7 +65,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         f'--{name}', type=type(default), default=None,
         help=f'reverb.ServerLimits.{name} (default: {default}).')
+  parser.add_argument('--tls_certificate_chain', default=None,
+                      help="PEM file of the server's certificate chain.")
+  parser.add_argument('--tls_private_key', default=None,
+                      help="PEM file of the server's private key.")
+  parser.add_argument(
+      '--tls_client_ca', default=None,
+      help='PEM file of the roots that verify client certificates (then '
+      'required: mutual TLS).')
+  parser.add_argument(
+      '--auth_token_file', default=None,
+      help='File holding the token every call must carry.')
   args = parser.parse_args(argv)
+  tls = None
+  if args.tls_certificate_chain or args.tls_private_key or args.tls_client_ca:
+    tls = security_lib.TlsOptions(
+        certificate_chain=args.tls_certificate_chain,
+        private_key=args.tls_private_key,
+        root_certificates=args.tls_client_ca,
+        require_client_auth=bool(args.tls_client_ca))
+  auth_token = None
+  if args.auth_token_file:
+    with open(args.auth_token_file) as f:
+      auth_token = f.read().strip()
   text = args.config
   if args.config_file:
     with open(args.config_file) as f:
@@ -71,7 +102,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   server = server_lib.Server(tables, port=config.port or None,
                              bind_address=args.bind_address,
                              unix_socket_path=args.unix_socket_path,
-                             limits=limits)
+                             limits=limits, tls=tls, auth_token=auth_token)
   logging.basicConfig(level=logging.INFO)
   places = [f'port {server.port}'] if server.port is not None else []
   if server.unix_socket_path:
