@@ -24,6 +24,7 @@ FIGURES = {
     'latency_ms': '{} ms',
     'cpu_us_per_item': '{} CPU us/item',
     'tv_distance': 'TV distance, {}',
+    'growth': '{} growth',
 }
 
 

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -31,6 +34,17 @@ absl::Status FsError(absl::string_view what, const fs::path& path,
                      const std::error_code& error) {
   return absl::InternalError(
       absl::StrCat(what, " ", path.string(), ": ", error.message()));
+}
+
+// Test hook: a save stops its own process (SIGSTOP) at the point named by
+// the environment variable REVERB_CHECKPOINT_STOP_AT, so that a test can
+// kill it exactly there (tests/python/checkpoint_test.py). Read at every
+// point, so a process can set it between saves.
+void StopHereForTest(const char* point) {
+  const char* stop_at = std::getenv("REVERB_CHECKPOINT_STOP_AT");
+  if (stop_at != nullptr && std::strcmp(stop_at, point) == 0) {
+    std::raise(SIGSTOP);
+  }
 }
 
 // Makes a directory entry durable (after a rename into it).
@@ -148,6 +162,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
   const fs::path tmp_dir = root / absl::StrCat(".", name, ".tmp");
   fs::create_directories(tmp_dir, error);
   if (error) return FsError("Could not create", tmp_dir, error);
+  StopHereForTest("started");
 
   // Snapshots (each under its table's lock only while it is taken), then
   // the files.
@@ -162,6 +177,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
     }
     REVERB_RETURN_IF_ERROR(
         WriteFile(tmp_dir / kTablesFile, options_.zlib_level, records));
+    StopHereForTest("tables");
     records.clear();
     for (const auto& snapshot : snapshots) {
       for (const auto& item : snapshot.items) {
@@ -170,6 +186,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
     }
     REVERB_RETURN_IF_ERROR(
         WriteFile(tmp_dir / kItemsFile, options_.zlib_level, records));
+    StopHereForTest("items");
     records.clear();
     REVERB_ASSIGN_OR_RETURN(
         auto chunks, RecordWriter::Create((tmp_dir / kChunksFile).string(),
@@ -179,6 +196,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
       for (const auto& chunk : snapshot.chunks) {
         if (written.insert(chunk->key()).second) {
           REVERB_RETURN_IF_ERROR(chunks->Write(std::string(chunk->wire())));
+          if (written.size() == 1) StopHereForTest("chunk");
         }
       }
     }
@@ -194,6 +212,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
   snapshots.clear();
   if (status.ok()) {
     SyncDirectory(tmp_dir);
+    StopHereForTest("done");
     fs::rename(tmp_dir, final_dir, error);
     if (error) status = FsError("Could not publish", final_dir, error);
   }
@@ -202,6 +221,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
     return status;
   }
   SyncDirectory(root);
+  StopHereForTest("renamed");
 
   // Older checkpoints, and what crashed saves left behind.
   REVERB_ASSIGN_OR_RETURN(std::vector<std::string> complete, ListCheckpoints());
