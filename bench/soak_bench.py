@@ -25,6 +25,7 @@ row of the two growths (RSS in percent, descriptors in number), which
 should be about 0.
 """
 
+import inspect
 import os
 import sys
 import threading
@@ -44,6 +45,10 @@ _ITEM_STEPS = 4
 _EPISODE_STEPS = 200
 _BATCH = 64
 _TIMEOUT_S = 60  # Every blocking call: a hang fails the run.
+# dm-reverb's Client.sample has no timeout.
+_SAMPLE_KW = ({'timeout': _TIMEOUT_S}
+              if 'timeout' in inspect.signature(reverb.Client.sample).parameters
+              else {})
 
 
 def make_tables():
@@ -130,7 +135,7 @@ class Soak:
     while not self._stop.is_set():
       keys = []
       for sample in client.sample(_TABLE, num_samples=_BATCH,
-                                  emit_timesteps=False, timeout=_TIMEOUT_S):
+                                  emit_timesteps=False, **_SAMPLE_KW):
         check_sample(sample)
         keys.append(int(sample.info.key))
       self._count('sample', len(keys))

@@ -826,25 +826,61 @@ def flip_a_byte(path):
   path.write_bytes(bytes(data))
 
 
+def flip_the_first_byte(path):
+  """The zlib stream's header: not a checkpoint file (wrong magic)."""
+  data = bytearray(path.read_bytes())
+  data[0] ^= 0xff
+  path.write_bytes(bytes(data))
+
+
+def flip_the_last_byte(path):
+  """The stream's final checksum."""
+  data = bytearray(path.read_bytes())
+  data[-1] ^= 0xff
+  path.write_bytes(bytes(data))
+
+
+def garbage(path):
+  """As many random bytes."""
+  size = len(path.read_bytes())
+  path.write_bytes(np.random.default_rng(0).integers(
+      0, 256, size, dtype=np.uint8).tobytes())
+
+
+def wrong_kind(path):
+  """Intact records of another kind: another file of the checkpoint."""
+  other = 'tables.tfrecord' if path.name == 'items.tfrecord' else (
+      'items.tfrecord')
+  path.write_bytes((path.parent / other).read_bytes())
+
+
 def remove(path):
   path.unlink()
 
 
 CHECKPOINT_DATA_FILES = ('chunks.tfrecord', 'items.tfrecord',
                          'tables.tfrecord')
+DAMAGES = (truncate, empty, flip_a_byte, flip_the_first_byte,
+           flip_the_last_byte, garbage, wrong_kind, remove)
+DAMAGE_CASES = [(damage, name) for damage in DAMAGES
+                for name in CHECKPOINT_DATA_FILES]
 
 
-@pytest.mark.parametrize('damage, file_name', [
-    *[(damage, name) for damage in (truncate, flip_a_byte, remove)
-      for name in CHECKPOINT_DATA_FILES],
-    *[(empty, name) for name in CHECKPOINT_DATA_FILES],
-])
-def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(
-    damage, file_name, tmp_path, capfd):
-  root = tmp_path / 'checkpoints'
+def damaged_root(root, damage, file_name):
+  """`root` with two checkpoints (3 items, then 5), the newer damaged; the
+  older's path and files."""
   older, newer = two_checkpoints(root)
   intact = snapshot_files(older)
   damage(pathlib.Path(newer) / file_name)
+  return older, newer, intact
+
+
+@pytest.mark.parametrize('damage, file_name', DAMAGE_CASES,
+                         ids=[f'{d.__name__}-{f}' for d, f in DAMAGE_CASES])
+def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(
+    damage, file_name, tmp_path, capfd):
+  root = tmp_path / 'checkpoints'
+  older, newer, intact = damaged_root(root, damage, file_name)
   capfd.readouterr()
 
   server = start_server([simple_table()], root)
@@ -859,6 +895,64 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(
   assert snapshot_files(older) == intact
   assert visible_entries(root) == sorted(
       os.path.basename(p) for p in (older, newer))
+
+
+_DMREVERB_PYTHON = (pathlib.Path(__file__).resolve().parents[2] /
+                    '.venv-dmreverb' / 'bin' / 'python')
+
+# What dm-reverb 0.14 restores from the same damaged roots (it never falls
+# back to an older checkpoint): it refuses to start (RuntimeError "corrupted
+# record ..."), except here, where it starts with what it could read:
+# nothing for a missing or empty file, the first items of a truncated items
+# file. Ours falls back to the older checkpoint in every case (above).
+DM_REVERB_RESTORES = {
+    ('empty', 'chunks.tfrecord'): 0,
+    ('empty', 'items.tfrecord'): 0,
+    ('truncate', 'items.tfrecord'): 2,
+    ('remove', 'chunks.tfrecord'): 0,
+    ('remove', 'items.tfrecord'): 0,
+    ('remove', 'tables.tfrecord'): 0,
+}
+
+_DM_LOADER = """
+import sys
+import reverb
+from reverb import checkpointers
+for root in sys.argv[1:]:
+  table = reverb.Table('table', reverb.selectors.Uniform(),
+                       reverb.selectors.Fifo(), 100,
+                       reverb.rate_limiters.MinSize(1))
+  try:
+    server = reverb.Server(
+        [table], checkpointer=checkpointers.DefaultCheckpointer(root))
+  except RuntimeError:
+    print('RESULT raises', flush=True)
+    continue
+  size = server.localhost_client().server_info()['table'].current_size
+  print('RESULT', size, flush=True)
+  server.stop()
+"""
+
+
+def test_dm_reverb_restores_the_damaged_checkpoints_differently(tmp_path):
+  if not _DMREVERB_PYTHON.exists():
+    pytest.skip(f'dm-reverb venv missing ({_DMREVERB_PYTHON}); run '
+                '.ci/dmreverb_venv')
+  roots = []
+  for damage, file_name in DAMAGE_CASES:
+    root = tmp_path / f'{damage.__name__}-{file_name}'
+    damaged_root(root, damage, file_name)
+    roots.append(str(root))
+  done = subprocess.run(
+      [str(_DMREVERB_PYTHON), '-I', '-c', _DM_LOADER, *roots],
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
+  results = [line.split()[1] for line in done.stdout.splitlines()
+             if line.startswith('RESULT ')]
+  assert len(results) == len(roots), done.stderr[-3000:]
+  cases = [(d.__name__, f) for d, f in DAMAGE_CASES]
+  assert dict(zip(cases, results)) == {
+      case: str(DM_REVERB_RESTORES.get(case, 'raises')) for case in cases}
 
 
 def test_checkpoint_without_done_is_ignored(tmp_path):
