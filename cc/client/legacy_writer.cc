@@ -212,7 +212,11 @@ absl::Status Writer::Flush(absl::Duration timeout) {
   }
   // Pending items wait for buffered steps; steps no item references stay
   // buffered (their chunk may still grow), as in dm-reverb.
-  if (!pending_items_.empty()) REVERB_RETURN_IF_ERROR(FinalizeChunk());
+  if (!pending_items_.empty() &&
+      pending_items_.back().first_step + pending_items_.back().num_steps >
+          chunked_steps_) {
+    REVERB_RETURN_IF_ERROR(FinalizeChunk());
+  }
   // A timeout shorter than the connect timeout bounds the wait for the
   // connection too; the items stay pending.
   if (stream_ == nullptr && !shard_.sharded() && timeout < kConnectTimeout &&
