@@ -295,9 +295,9 @@ absl::Status Checkpointer::Load(
   absl::flat_hash_map<std::string, std::vector<TableItem>> table_items;
   for (PrioritizedItem& item : items) {
     if (!by_name.contains(item.table())) {
-      return absl::DataLossError(
-          absl::StrCat("Checkpoint ", path, " has an item of table ",
-                       item.table(), ", which it does not describe."));
+      return absl::DataLossError(absl::StrCat(
+          "Checkpoint ", path, " has an item (", kItemsFile, ") of table ",
+          item.table(), ", which its ", kTablesFile, " does not describe."));
     }
     TableItem table_item;
     for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {

@@ -903,12 +903,11 @@ _DMREVERB_PYTHON = (pathlib.Path(__file__).resolve().parents[2] /
 # What dm-reverb 0.14 restores from the same damaged roots (it never falls
 # back to an older checkpoint): it refuses to start (RuntimeError "corrupted
 # record ..."), except here, where it starts with what it could read:
-# nothing for a missing or empty file, the first items of a truncated items
+# nothing (an empty table) for a missing file, or an empty chunks or items
 # file. Ours falls back to the older checkpoint in every case (above).
 DM_REVERB_RESTORES = {
     ('empty', 'chunks.tfrecord'): 0,
     ('empty', 'items.tfrecord'): 0,
-    ('truncate', 'items.tfrecord'): 2,
     ('remove', 'chunks.tfrecord'): 0,
     ('remove', 'items.tfrecord'): 0,
     ('remove', 'tables.tfrecord'): 0,
