@@ -5,7 +5,6 @@ samplers at once keep a full table at its max_size with the server's memory
 bounded. (Crashes and corrupt files during checkpoints: checkpoint_test.py.)
 """
 
-import os
 import subprocess
 import sys
 import threading
