@@ -5,7 +5,9 @@
 
 Runs client_bench, writer_bench, dataset_bench, tf_client_bench,
 checkpoint_bench, prioritized_bench, ratelimit_bench, shard_bench,
-unix_socket_bench, tls_bench and import_bench (each a script of its own: see their docstrings) with our package (this interpreter) and, when
+unix_socket_bench, tls_bench and import_bench (each a script of its own:
+see their docstrings), and soak_bench with --quick or when named in
+--scripts (without --quick it soaks for 30 minutes a run), with our package (this interpreter) and, when
 `.venv-dmreverb` exists (`.ci/dmreverb_venv`), with dm-reverb, alternating
 the two (A B A B ...) `--runs` times. Every run validates what it received
 and fails rather than score wrong data. The JSON reports go to `--out`,
@@ -30,7 +32,10 @@ from bench import compare
 BENCH = pathlib.Path(__file__).resolve().parent
 SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'tf_client_bench',
            'checkpoint_bench', 'prioritized_bench', 'ratelimit_bench',
-           'shard_bench', 'unix_socket_bench', 'tls_bench', 'import_bench']
+           'shard_bench', 'unix_socket_bench', 'tls_bench', 'import_bench',
+           'soak_bench']
+# Run by default only with --quick (a few seconds then).
+LONG_SCRIPTS = ['soak_bench']
 DMREVERB_PYTHON = BENCH.parent / '.venv-dmreverb' / 'bin' / 'python'
 
 
@@ -43,11 +48,13 @@ def main():
   parser.add_argument('--runs', type=int, default=3)
   parser.add_argument('--out', default='bench-results')
   parser.add_argument('--only', choices=['ours', 'dm-reverb'])
-  parser.add_argument('--scripts', nargs='+', choices=SCRIPTS,
-                      default=SCRIPTS)
+  parser.add_argument('--scripts', nargs='+', choices=SCRIPTS)
   parser.add_argument('--same-process', action='store_true',
                       help='servers in the benchmark processes, not children')
   args = parser.parse_args()
+  if args.scripts is None:
+    args.scripts = [s for s in SCRIPTS
+                    if args.quick or s not in LONG_SCRIPTS]
   sides = {'ours': [sys.executable]}
   if DMREVERB_PYTHON.exists():
     sides['dm-reverb'] = [str(DMREVERB_PYTHON), '-I']

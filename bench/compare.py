@@ -25,6 +25,7 @@ FIGURES = {
     'cpu_us_per_item': '{} CPU us/item',
     'tv_distance': 'TV distance, {}',
     'tls_cost_us': 'TLS us {}',
+    'growth': '{} growth',
 }
 
 

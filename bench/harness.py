@@ -352,7 +352,7 @@ def report(args, results, load_start, load_end):
       f.write('\n')
 
 
-def main(doc, quick_help, run, make_tables, worker=None):
+def main(doc, quick_help, run, make_tables, worker=None, add_arguments=None):
   """The command line of a benchmark script (see the module docstring).
 
   Args:
@@ -362,6 +362,7 @@ def main(doc, quick_help, run, make_tables, worker=None):
       load-average readings, and its results are reported.
     make_tables: make_tables() -> the server's tables, for --serve.
     worker: worker(number), for --worker; None: no --worker.
+    add_arguments: add_arguments(parser), for options of the script's own.
   """
   parser = argparse.ArgumentParser(
       description=doc.splitlines()[0],
@@ -374,6 +375,8 @@ def main(doc, quick_help, run, make_tables, worker=None):
   parser.add_argument('--unix-socket', help=argparse.SUPPRESS)
   if worker is not None:
     parser.add_argument('--worker', type=int, help=argparse.SUPPRESS)
+  if add_arguments is not None:
+    add_arguments(parser)
   args = parser.parse_args()
   if args.serve:
     serve(make_tables(), args.unix_socket)

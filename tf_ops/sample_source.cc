@@ -198,9 +198,12 @@ SourceStatus SampleSource::Open(const SourceOptions& options,
 }
 
 bool SampleSource::State::CheckedSignature(absl::Time deadline) {
+  int64_t timeout_ms = options.signature_timeout_ms;
+  if (options.rate_limiter_timeout_ms > 0) {
+    timeout_ms = std::min(timeout_ms, options.rate_limiter_timeout_ms);
+  }
   if (signature_deadline == absl::InfiniteFuture()) {
-    signature_deadline =
-        absl::Now() + absl::Milliseconds(options.signature_timeout_ms);
+    signature_deadline = absl::Now() + absl::Milliseconds(timeout_ms);
   }
   absl::StatusOr<ServerInfoResponse> info =
       client->ServerInfo(std::min(deadline, signature_deadline) - absl::Now());
@@ -212,7 +215,7 @@ bool SampleSource::State::CheckedSignature(absl::Time deadline) {
   if (absl::IsDeadlineExceeded(info.status())) {
     error = absl::UnavailableError(absl::StrCat(
         "The Reverb server did not answer within ",
-        absl::FormatDuration(absl::Milliseconds(options.signature_timeout_ms)),
+        absl::FormatDuration(absl::Milliseconds(timeout_ms)),
         " (to check the signature of table '", options.table, "')."));
     return true;
   }

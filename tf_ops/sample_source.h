@@ -56,7 +56,9 @@ struct SourceOptions {
   int64_t max_wait_ms = 100;
   // How long the signature check waits for the server in all: a server
   // that has not answered by then fails the source with UNAVAILABLE (as
-  // any client call without a timeout, kConnectTimeout).
+  // any client call without a timeout, kConnectTimeout). A positive
+  // rate_limiter_timeout_ms that is shorter bounds it too: the check is
+  // part of the wait for the first sample.
   int64_t signature_timeout_ms = 10'000;
 };
 

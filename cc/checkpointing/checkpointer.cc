@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -35,6 +38,17 @@ absl::Status FsError(absl::string_view what, const fs::path& path,
                      const std::error_code& error) {
   return absl::InternalError(
       absl::StrCat(what, " ", path.string(), ": ", error.message()));
+}
+
+// Test hook: a save stops its own process (SIGSTOP) at the point named by
+// the environment variable REVERB_CHECKPOINT_STOP_AT, so that a test can
+// kill it exactly there (tests/python/checkpoint_test.py). Read at every
+// point, so a process can set it between saves.
+void StopHereForTest(const char* point) {
+  const char* stop_at = std::getenv("REVERB_CHECKPOINT_STOP_AT");
+  if (stop_at != nullptr && std::strcmp(stop_at, point) == 0) {
+    std::raise(SIGSTOP);
+  }
 }
 
 // Makes a directory entry durable (after a rename into it).
@@ -165,6 +179,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
   const fs::path tmp_dir = root / absl::StrCat(".", name, ".tmp");
   fs::create_directories(tmp_dir, error);
   if (error) return FsError("Could not create", tmp_dir, error);
+  StopHereForTest("started");
 
   // Snapshots (each under its table's lock only while it is taken), then
   // the files.
@@ -179,6 +194,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
     }
     REVERB_RETURN_IF_ERROR(
         WriteFile(tmp_dir / kTablesFile, options_.zlib_level, records));
+    StopHereForTest("tables");
     records.clear();
     for (const auto& snapshot : snapshots) {
       for (const auto& item : snapshot.items) {
@@ -187,6 +203,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
     }
     REVERB_RETURN_IF_ERROR(
         WriteFile(tmp_dir / kItemsFile, options_.zlib_level, records));
+    StopHereForTest("items");
     records.clear();
     REVERB_ASSIGN_OR_RETURN(
         auto chunks, RecordWriter::Create((tmp_dir / kChunksFile).string(),
@@ -206,6 +223,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
                          total);
     for (const Chunk* chunk : unique) {
       REVERB_RETURN_IF_ERROR(chunks->Write(std::string(chunk->wire())));
+      if (chunk == unique.front()) StopHereForTest("chunk");
       progress.Add(chunk->wire().size());
     }
     REVERB_RETURN_IF_ERROR(chunks->Close());
@@ -221,6 +239,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
   snapshots.clear();
   if (status.ok()) {
     SyncDirectory(tmp_dir);
+    StopHereForTest("done");
     fs::rename(tmp_dir, final_dir, error);
     if (error) status = FsError("Could not publish", final_dir, error);
   }
@@ -229,6 +248,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
     return status;
   }
   SyncDirectory(root);
+  StopHereForTest("renamed");
 
   // Older checkpoints, and what crashed saves left behind.
   REVERB_ASSIGN_OR_RETURN(std::vector<std::string> complete, ListCheckpoints());
@@ -304,9 +324,9 @@ absl::Status Checkpointer::Load(
   absl::flat_hash_map<std::string, std::vector<TableItem>> table_items;
   for (PrioritizedItem& item : items) {
     if (!by_name.contains(item.table())) {
-      return absl::DataLossError(
-          absl::StrCat("Checkpoint ", path, " has an item of table ",
-                       item.table(), ", which it does not describe."));
+      return absl::DataLossError(absl::StrCat(
+          "Checkpoint ", path, " has an item (", kItemsFile, ") of table ",
+          item.table(), ", which its ", kTablesFile, " does not describe."));
     }
     TableItem table_item;
     for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {

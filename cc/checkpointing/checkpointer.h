@@ -19,6 +19,10 @@
 //    LoadLatest falls back to the next older complete checkpoint;
 //  - each table's lock is held only while its snapshot is taken; inserts
 //    and samples go on while the files are written;
+//  - for crash tests, the environment variable REVERB_CHECKPOINT_STOP_AT
+//    (started, tables, items, chunk, done or renamed) makes Save stop its
+//    process (SIGSTOP) at that point: after creating the hidden directory,
+//    after each file, after the first chunk, before and after the rename;
 //  - loading can keep the server's table options (max_size, selectors,
 //    rate limiter settings) instead of the checkpoint's (see Table::Restore).
 #ifndef REVERB_CC_CHECKPOINTING_CHECKPOINTER_H_

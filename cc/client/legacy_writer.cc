@@ -156,7 +156,7 @@ absl::Status Writer::AppendSequence(std::vector<Tensor> sequence) {
 }
 
 absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
-                                double priority) {
+                                double priority, bool hold) {
   REVERB_RETURN_IF_ERROR(CheckOpen("CreateItem"));
   if (num_timesteps < 1) {
     return absl::InvalidArgumentError(
@@ -172,17 +172,59 @@ absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
     return absl::InvalidArgumentError("`priority` must not be nan.");
   }
   pending_items_.push_back(
-      {table, num_steps_ - num_timesteps, num_timesteps, priority});
+      {table, num_steps_ - num_timesteps, num_timesteps, priority, hold});
   return SendReadyItems();
+}
+
+absl::Status Writer::ReleaseHeldItems(const std::vector<bool>& keep) {
+  REVERB_RETURN_IF_ERROR(CheckOpen("ReleaseHeldItems"));
+  const size_t held =
+      std::count_if(pending_items_.begin(), pending_items_.end(),
+                    [](const PendingItem& item) { return item.held; });
+  if (keep.size() != held) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReleaseHeldItems needs one flag per held item (", held,
+                     "), got ", keep.size(), "."));
+  }
+  std::deque<PendingItem> items;
+  size_t next = 0;
+  for (PendingItem& item : pending_items_) {
+    if (item.held && !keep[next++]) continue;
+    item.held = false;
+    items.push_back(std::move(item));
+  }
+  pending_items_ = std::move(items);
+  return SendReadyItems();
+}
+
+bool Writer::Connected(absl::Duration wait) {
+  return stream_ != nullptr ||
+         shard_.connection()->WaitForConnection(wait).ok();
 }
 
 absl::Status Writer::Flush(absl::Duration timeout) {
   REVERB_RETURN_IF_ERROR(CheckOpen("Flush"));
+  const absl::Time deadline = absl::Now() + timeout;
+  if (std::any_of(pending_items_.begin(), pending_items_.end(),
+                  [](const PendingItem& item) { return item.held; })) {
+    return absl::FailedPreconditionError(
+        "Items are held: release them before Flush.");
+  }
   // Pending items wait for buffered steps; steps no item references stay
   // buffered (their chunk may still grow), as in dm-reverb.
-  if (!pending_items_.empty()) REVERB_RETURN_IF_ERROR(FinalizeChunk());
-  REVERB_RETURN_IF_ERROR(SendReadyItems());
-  const absl::Time deadline = absl::Now() + timeout;
+  if (!pending_items_.empty() &&
+      pending_items_.back().first_step + pending_items_.back().num_steps >
+          chunked_steps_) {
+    REVERB_RETURN_IF_ERROR(FinalizeChunk());
+  }
+  // A timeout shorter than the connect timeout bounds the wait for the
+  // connection too; the items stay pending.
+  if (stream_ == nullptr && !shard_.sharded() && timeout < kConnectTimeout &&
+      !pending_items_.empty() &&
+      !shard_.connection()->WaitForConnection(timeout).ok()) {
+    return WriterTimeout(static_cast<int64_t>(pending_items_.size()), 0);
+  }
+  REVERB_RETURN_IF_ERROR(SendReadyItems(/*flushing=*/true));
   while (stream_ != nullptr) {
     size_t awaiting = 0;
     {
@@ -295,10 +337,26 @@ absl::Status Writer::FinalizeChunk() {
   return absl::OkStatus();
 }
 
-absl::Status Writer::SendReadyItems() {
+int Writer::ReadyItems() const {
+  int ready = 0;
+  for (const PendingItem& item : pending_items_) {
+    if (item.held || item.first_step + item.num_steps > chunked_steps_) break;
+    ++ready;
+  }
+  return ready;
+}
+
+absl::Status Writer::SendReadyItems(bool flushing) {
+  if (stream_ == nullptr && !shard_.sharded() && !flushing) {
+    const int ready = ReadyItems();
+    if (ready > 0 && ready < options_.max_in_flight_items && !Connected()) {
+      PruneChunks();
+      return absl::OkStatus();
+    }
+  }
   while (!pending_items_.empty()) {
     const PendingItem& item = pending_items_.front();
-    if (item.first_step + item.num_steps > chunked_steps_) break;
+    if (item.held || item.first_step + item.num_steps > chunked_steps_) break;
     absl::Status status = SendItem(item);
     pending_items_.pop_front();
     if (!status.ok()) {

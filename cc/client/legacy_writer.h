@@ -14,7 +14,11 @@
 // most `max_in_flight_items` items are unsent or unconfirmed at any time;
 // creating one more waits, without timeout, so Append and CreateItem block
 // while the table's rate limiter holds inserts back. The stream is opened
-// with the first item, once the channel is connected. The call, its
+// with the first item if the channel is connected; otherwise the items wait
+// (without waiting for the server) until Flush, or until
+// `max_in_flight_items` of them are ready to go, which then waits for the
+// connection. So a Flush with a timeout bounds CreateItem + Flush. The
+// call, its
 // confirmations and its final status are an InsertStream's
 // (insert_stream.h).
 //
@@ -86,12 +90,26 @@ class REVERB_EXPORT Writer {
   // An item over the last `num_timesteps` steps. INVALID_ARGUMENT if
   // num_timesteps < 1, > max_timesteps or > the steps appended, or if the
   // priority is NaN.
+  // A held item (`hold`), and every item created after it, is not sent
+  // until ReleaseHeldItems: how the Python writer creates items it cannot
+  // check against the table's signature yet.
   absl::Status CreateItem(const std::string& table, int num_timesteps,
-                          double priority);
+                          double priority, bool hold = false);
+
+  // Ends the hold of the held items, in the order created: those whose
+  // `keep` is true are sent as the others, the others dropped.
+  // INVALID_ARGUMENT unless `keep` has one flag per held item.
+  absl::Status ReleaseHeldItems(const std::vector<bool>& keep);
+
+  // Whether the stream is open or the channel connects within `wait`:
+  // whether an item would be sent without waiting for a connection.
+  bool Connected(absl::Duration wait = absl::ZeroDuration());
 
   // Chunks the buffered steps if a pending item needs them, sends every
   // pending item and waits for all confirmations. DEADLINE_EXCEEDED ("Timeout
-  // exceeded ...") on timeout.
+  // exceeded ...") on timeout, including one that passes before the channel
+  // connects (the items then stay pending). FAILED_PRECONDITION while items
+  // are held.
   absl::Status Flush(absl::Duration timeout = absl::InfiniteDuration());
 
   // dm-reverb's description: "Writer(chunk_length=.., max_timesteps=..,
@@ -122,6 +140,7 @@ class REVERB_EXPORT Writer {
     int64_t first_step;
     int num_steps;
     double priority;
+    bool held;
   };
 
   // An item sent and not yet confirmed; over several shards, what it takes
@@ -139,8 +158,12 @@ class REVERB_EXPORT Writer {
   // dm-reverb) once the writer is closed.
   absl::Status CheckOpen(absl::string_view method) const;
   absl::Status FinalizeChunk();
-  // Sends the pending items whose steps are all in chunks.
-  absl::Status SendReadyItems();
+  // Sends the pending items whose steps are all in chunks, up to the first
+  // held one. Without a stream, over one server and unless `flushing`, only
+  // if the channel is connected or `max_in_flight_items` items are ready.
+  absl::Status SendReadyItems(bool flushing = false);
+  // Pending items that are not held and whose steps are all in chunks.
+  int ReadyItems() const;
   absl::Status SendItem(const PendingItem& pending);
   // Drops chunks no future or pending item can reference.
   void PruneChunks();

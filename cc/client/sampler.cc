@@ -170,7 +170,8 @@ void Sampler::Unreserve(int64_t n) {
   requested_ -= n;
 }
 
-absl::Status Sampler::RunStream(int index, int64_t* delivered) {
+absl::Status Sampler::RunStream(int index, int64_t* delivered,
+                                absl::Time* progress) {
   REVERB_ASSIGN_OR_RETURN(std::unique_ptr<SampleStreamInterface> opened,
                           open_stream_());
   SampleStreamInterface& stream = *opened;
@@ -203,6 +204,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
       const int64_t n =
           Reserve(window - outstanding, stream_left, outstanding == 0);
       if (n > 0) {
+        *progress = absl::Now();
         status = stream.Request(n, options_.rate_limiter_timeout);
         if (!status.ok()) {
           Unreserve(n);
@@ -218,6 +220,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
       break;
     }
     ++*delivered;
+    *progress = absl::Now();
     int64_t bytes = 0;
     for (const ChunkData* chunk : packed->chunks) {
       bytes += chunk->data_uncompressed_size();
@@ -255,12 +258,19 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered) {
 }
 
 void Sampler::RunWorker(int index) {
+  // With a rate limiter timeout, the wait it bounds (since the last request
+  // or sample) ends the reconnects too.
+  const absl::Duration timeout = options_.rate_limiter_timeout;
+  const absl::Duration wait_bound =
+      timeout > absl::ZeroDuration() ? timeout : absl::InfiniteDuration();
+  absl::Time progress = absl::Now();
   absl::Time failing_since = absl::InfiniteFuture();
+  absl::Time give_up = absl::InfiniteFuture();
   absl::Duration backoff = absl::Milliseconds(1);
   absl::Status final_status;
   while (true) {
     int64_t delivered = 0;
-    absl::Status status = RunStream(index, &delivered);
+    absl::Status status = RunStream(index, &delivered, &progress);
     MutexLock lock(&mu_);
     if (closed_) break;
     if (status.ok()) {
@@ -276,13 +286,16 @@ void Sampler::RunWorker(int index) {
     const absl::Time now = absl::Now();
     if (delivered > 0 || failing_since == absl::InfiniteFuture()) {
       failing_since = now;
+      give_up =
+          std::min(now + options_.reconnect_window, progress + wait_bound);
       backoff = absl::Milliseconds(1);
     }
-    if (now - failing_since > options_.reconnect_window) {
+    if (now >= give_up) {
       final_status = status;
       break;
     }
-    mu_.AwaitWithTimeout(absl::Condition(&closed_), backoff);
+    mu_.AwaitWithTimeout(absl::Condition(&closed_),
+                         std::min(backoff, give_up - now));
     backoff = std::min(2 * backoff, absl::Seconds(1));
   }
   MutexLock lock(&mu_);

@@ -26,7 +26,10 @@
 // UNAVAILABLE (the server cannot be reached, or stopped answering the
 // channel's keepalive pings, connection.h) reconnects with a backoff from
 // 1 ms to 1 s; a worker that has failed continuously for `reconnect_window`
-// gives up and its error reaches the consumer. A finite
+// gives up and its error reaches the consumer. With a finite
+// `rate_limiter_timeout` it gives up sooner: once that timeout has passed
+// since it last asked for samples or received one, so that the wait and
+// the reconnects together stay within the timeout. A finite
 // `rate_limiter_timeout` also bounds the streams' reads on the client
 // (sample_stream.h): a server that does not answer in time ends them with
 // DEADLINE_EXCEEDED. Other errors, such as the
@@ -132,8 +135,9 @@ class REVERB_EXPORT Sampler {
 
   void RunWorker(int index);
   // Serves one stream until it ends; adds the samples delivered to
-  // `*delivered`.
-  absl::Status RunStream(int index, int64_t* delivered);
+  // `*delivered` and sets `*progress` to the time of its last request or
+  // sample.
+  absl::Status RunStream(int index, int64_t* delivered, absl::Time* progress);
   // Reserves queue room for up to `max` more samples of a stream that has
   // `stream_left` samples to go (-1: unlimited). Waits for room if `wait`;
   // 0 when there is nothing more to ask for (or, without `wait`, no room).

@@ -194,11 +194,11 @@ absl::Status ShardedSampleStream::Request(int64_t n, absl::Duration timeout) {
   }
   if (cancelled()) return Fail(Cancelled());
   const Shards::Weights weights = shards_->GetWeights(table_);
-  // As the server takes the timeout: whole milliseconds, 0 for none.
-  const absl::Time deadline =
-      timeout == absl::InfiniteDuration() || timeout < absl::Milliseconds(1)
-          ? absl::InfiniteFuture()
-          : absl::Now() + timeout;
+  // As a SampleStream takes the timeout: none if zero or negative; a
+  // positive one below the server's 1 ms resolution still bounds the wait.
+  const absl::Time deadline = timeout > absl::ZeroDuration()
+                                  ? absl::Now() + timeout
+                                  : absl::InfiniteFuture();
   for (int64_t i = 0; i < n; ++i) {
     Draw& draw = draws_.emplace_back();
     draw.timeout = timeout;

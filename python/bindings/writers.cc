@@ -133,12 +133,26 @@ void BindWriters(py::module_& m) {
       .def(
           "CreateItem",
           [](Writer& self, const std::string& table, int num_timesteps,
-             double priority) {
+             double priority, bool hold) {
             RunWithoutGil([&] {
-              return self.CreateItem(table, num_timesteps, priority);
+              return self.CreateItem(table, num_timesteps, priority, hold);
             });
           },
-          py::arg("table"), py::arg("num_timesteps"), py::arg("priority"))
+          py::arg("table"), py::arg("num_timesteps"), py::arg("priority"),
+          py::arg("hold") = false)
+      .def(
+          "ReleaseHeldItems",
+          [](Writer& self, const std::vector<bool>& keep) {
+            RunWithoutGil([&] { return self.ReleaseHeldItems(keep); });
+          },
+          py::arg("keep"))
+      .def(
+          "Connected",
+          [](Writer& self, int64_t wait_ms) {
+            py::gil_scoped_release release;
+            return self.Connected(absl::Milliseconds(wait_ms));
+          },
+          py::arg("wait_ms") = 0)
       .def("NewEpisode",
            [](Writer& self) {
              RunWithoutGil([&] { return self.NewEpisode(); });

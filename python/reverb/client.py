@@ -112,12 +112,21 @@ class Writer:
   context manager (exit flushes and closes) or call `close()`.
   """
 
+  # How long create_item waits for a connection to fetch a table's
+  # signature before it holds the item, to be checked by flush.
+  _CONNECT_WAIT_MS = 250
+
   def __init__(self, internal_writer: pybind.Writer, client: 'Client',
-               max_sequence_length: int):
+               max_sequence_length: int, max_held_items: int = 25):
     self._writer = internal_writer
     self._client = client
     # Dtypes and shapes of the last steps, to check items against signatures.
     self._steps = collections.deque(maxlen=max_sequence_length)
+    # Items created while their table's signature could not be fetched
+    # without waiting for the server: (table, step specs or None), in order.
+    # The internal writer holds them (and all later items) until checked.
+    self._held: List[Tuple[str, Optional[List[_StepSpec]]]] = []
+    self._max_held_items = max_held_items
     self._closed = False
 
   def __enter__(self) -> 'Writer':
@@ -163,27 +172,85 @@ class Writer:
   def create_item(self, table: str, num_timesteps: int, priority: float):
     """Inserts an item over the last `num_timesteps` appended steps.
 
+    The item is checked against the table's signature, fetched once from
+    the server. If the writer is not connected (within 250 ms), the item
+    is held, with every item after it, and checked by the next `flush` or
+    `close` (within their timeout), or once `max_in_flight_items` items
+    are held (waiting for the server as `server_info` does): so create_item
+    never waits long for a server, and `flush(timeout)` bounds the two.
+
     Raises:
+      TypeError: If `table` is not a str.
       ValueError: If the table does not exist, the data does not match its
         signature, or the arguments are out of range.
-      RuntimeError: If the table's signature is not known yet and the server
-        does not answer within 10 s.
+      RuntimeError: If items are held and the server does not answer within
+        10 s.
     """
     if num_timesteps < 1:
       raise ValueError(
           f'num_timesteps ({num_timesteps}) must be a positive integer')
-    signature = self._client._flat_signature(table)  # pylint: disable=protected-access
-    if signature is not None and num_timesteps <= len(self._steps):
-      _check_item(table, signature, list(self._steps)[-num_timesteps:])
-    self._writer.CreateItem(table, num_timesteps, priority)
+    if not isinstance(table, str):
+      raise TypeError(f'Table names are str, got {table!r}.')
+    steps = (list(self._steps)[-num_timesteps:]
+             if num_timesteps <= len(self._steps) else None)
+    if not self._held and (
+        table in self._client._signature_cache or  # pylint: disable=protected-access
+        self._writer.Connected(self._CONNECT_WAIT_MS)):
+      self._check(table, steps)
+      self._writer.CreateItem(table, num_timesteps, priority)
+      return
+    self._writer.CreateItem(table, num_timesteps, priority, hold=True)
+    self._held.append((table, steps))
+    if len(self._held) >= self._max_held_items or self._writer.Connected():
+      self._release_held(None)
+
+  def _check(self, table: str, steps: Optional[List[_StepSpec]],
+             timeout: Optional[float] = None):
+    signature = self._client._flat_signature(table, timeout)  # pylint: disable=protected-access
+    if signature is not None and steps is not None:
+      _check_item(table, signature, steps)
+
+  def _release_held(self, timeout: Optional[float]):
+    """Checks the held items (fetching signatures within `timeout`), then
+    lets the internal writer send those that pass; raises the first check's
+    ValueError once it has. On a timeout or UNAVAILABLE the items stay
+    held."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    keep, first_error = [], None
+    for table, steps in self._held:
+      left = None if deadline is None else deadline - time.monotonic()
+      if left is not None and left <= 0:
+        raise errors.DeadlineExceededError(
+            f'Timeout exceeded with {len(self._held)} items waiting to be '
+            'written and 0 items awaiting confirmation.')
+      try:
+        self._check(table, steps, left)
+        keep.append(True)
+      except errors.DeadlineExceededError:
+        raise errors.DeadlineExceededError(
+            f'Timeout exceeded with {len(self._held)} items waiting to be '
+            'written and 0 items awaiting confirmation.') from None
+      except (TypeError, ValueError) as e:
+        keep.append(False)
+        first_error = first_error or e
+    self._held = []
+    self._writer.ReleaseHeldItems(keep)
+    if first_error is not None:
+      raise first_error
 
   def flush(self, timeout: Optional[float] = None):
     """Sends pending items and waits for the server to confirm them all.
 
     Raises:
       DeadlineExceededError: If `timeout` (seconds) passes first.
+      ValueError: If an item held by create_item does not match its table's
+        signature (it is dropped; the others are sent).
     """
-    self._writer.Flush(_timeout_ms(timeout))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    if self._held:
+      self._release_held(timeout)
+    self._writer.Flush(_timeout_ms(
+        None if deadline is None else max(1e-3, deadline - time.monotonic())))
 
   def close(self, retry_on_unavailable: bool = True,
             timeout: Optional[float] = None):
@@ -192,6 +259,15 @@ class Writer:
     if self._closed:
       raise ValueError('close() has already been called on Writer.')
     self._closed = True
+    if self._held:
+      try:
+        self._release_held(timeout)
+      except BaseException:
+        # Neither checked nor sent: dropped with the stream.
+        self._writer.ReleaseHeldItems([False] * len(self._held))
+        self._held = []
+        self._writer.Close(_timeout_ms(timeout))
+        raise
     self._writer.Close(_timeout_ms(timeout))
 
 
@@ -352,7 +428,8 @@ class Client:
         chunk_length=chunk_length,
         max_timesteps=max_sequence_length,
         delta_encoded=delta_encoded,
-        max_in_flight_items=max_in_flight_items), self, max_sequence_length)
+        max_in_flight_items=max_in_flight_items), self, max_sequence_length,
+                  min(max_in_flight_items, 25))
 
   def trajectory_writer(
       self,

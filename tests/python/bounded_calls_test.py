@@ -16,12 +16,14 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 import reverb
+from reverb import errors
 from bounded_matrix import Cell, KEEPALIVE_MS, SCENARIOS, SLACK, TIMEOUT_S
-from bounded_matrix import CONNECT_S, FROZEN_S, GRACE_S, ServerProcess
-from bounded_matrix import check, run_matrix, step
+from bounded_matrix import FROZEN_S, GRACE_S, ServerProcess
+from bounded_matrix import check, free_port, run_matrix, step
 
 def _sample(timeout=None, table='table'):
   def prepare(client, connected):
@@ -121,21 +123,18 @@ CELLS = [
          _trajectory_writer(lambda w: w.end_episode(timeout_ms=_TIMEOUT_MS),
                             validate=False), timeout=True),
     Cell('writer + create_item + flush', _legacy_writer(lambda w: w.flush())),
-    # Without a connection create_item cannot fetch the table's signature:
-    # the connect bound, before flush starts.
+    # Without a connection create_item holds the item (it cannot fetch the
+    # table's signature) for flush to check within its timeout.
     Cell('Writer.flush(timeout)',
-         _legacy_writer(lambda w: w.flush(timeout=TIMEOUT_S)), timeout=True,
-         expected={'no_server': RuntimeError, 'frozen_before': RuntimeError},
-         bound={'no_server': CONNECT_S, 'frozen_before': CONNECT_S}),
+         _legacy_writer(lambda w: w.flush(timeout=TIMEOUT_S)), timeout=True),
     Cell('ReplayIterator()', _iterator_constructor),
     Cell('ReplayIterator next', _iterator()),
-    # The rate limiter's timeout ends the iteration; with no connection the
-    # sampler's reconnect window (10 s) ends it with an error.
+    # The rate limiter's timeout ends the iteration; with no connection it
+    # ends the sampler's reconnects too, with an error.
     Cell('ReplayIterator next(rate_limiter_timeout_ms)',
          _iterator(rate_limiter_timeout_ms=_TIMEOUT_MS), timeout=True,
          expected={'frozen_after': StopIteration,
-                   'no_server': RuntimeError, 'frozen_before': RuntimeError},
-         bound={'no_server': CONNECT_S + 2, 'frozen_before': CONNECT_S + 2}),
+                   'no_server': RuntimeError, 'frozen_before': RuntimeError}),
 ]
 @pytest.fixture(name='matrix', scope='module')
 def matrix_fixture():
@@ -344,3 +343,29 @@ def test_keepalive_ms_is_checked_and_survives_pickling():
       reverb.Client('localhost:1', keepalive_ms=1234)))
   assert client._keepalive_ms == 1234  # pylint: disable=protected-access
   assert client.server_address == 'localhost:1'
+
+
+def test_items_held_without_a_server_are_checked_by_flush():
+  # create_item cannot fetch the signature yet: it holds the items.
+  port = free_port()
+  writer = reverb.Client(f'localhost:{port}', keepalive_ms=0).writer(1)
+  writer.append(np.zeros([3], np.float32))
+  writer.create_item('signed', 1, 1.0)
+  writer.append(np.zeros([4], np.float32))  # Not the signature's shape.
+  writer.create_item('signed', 1, 1.0)
+  with pytest.raises(errors.DeadlineExceededError):
+    writer.flush(timeout=0.2)
+  server = reverb.Server([reverb.Table.queue(
+      'signed', 10,
+      signature=reverb.specs.TensorSpec([3], np.float32))], port=port)
+  try:
+    # The held item that does not match is dropped, with its error; the
+    # other is sent.
+    with pytest.raises(ValueError, match='signature'):
+      writer.flush(timeout=30)
+    writer.flush(timeout=30)
+    writer.close()
+    assert server.localhost_client().server_info(
+        timeout=30)['signed'].current_size == 1
+  finally:
+    server.stop()

@@ -674,23 +674,38 @@ def fill_big_table(client, count, table='table'):
 # The crash test's saver: this many small items in a first, complete
 # checkpoint, then this many MB more in the save that is killed.
 SAVER_GOOD_ITEMS = 3
-SAVER_BIG_ITEMS = 48
+SAVER_BIG_ITEMS = 8
+# Where Save stops its process when REVERB_CHECKPOINT_STOP_AT names the point
+# (checkpointer.h): after making its hidden directory, after writing each of
+# tables.tfrecord and items.tfrecord, after the first chunk of
+# chunks.tfrecord, with DONE written but before the rename, and after the
+# rename but before older checkpoints are removed.
+KILL_POINTS = ('started', 'tables', 'items', 'chunk', 'done', 'renamed')
 
 
-def _saver_main(root):
-  """Saves a small checkpoint, then a big one, in a loop, until killed.
-
-  Prints `SAVED <path>` after the first, `SAVING` before the others.
-  """
+def _saver_main(root, point):
+  """Saves a small checkpoint (printing `SAVED <path>`), then a big one that
+  stops the process at `point` (printing `SAVING` first)."""
   server = reverb.Server([simple_table(max_size=1000)],
                          checkpointer=checkpointers.DefaultCheckpointer(root))
   client = server.localhost_client()
   insert_ids(client, range(SAVER_GOOD_ITEMS))
   print('SAVED', client.checkpoint(), flush=True)
   fill_big_table(client, SAVER_BIG_ITEMS)
+  os.environ['REVERB_CHECKPOINT_STOP_AT'] = point
   print('SAVING', flush=True)
-  while True:
-    client.checkpoint()
+  client.checkpoint()
+  print('SAVED AGAIN (the stop point was not reached)', flush=True)
+
+
+def _stopped(pid):
+  """Whether every thread of process `pid` is stopped (state T)."""
+  tasks = f'/proc/{pid}/task'
+  def state(task):
+    with open(f'{tasks}/{task}/stat') as f:
+      # "pid (comm) state ...", and comm may hold spaces or parentheses.
+      return f.read().rsplit(')', 1)[1].split()[0]
+  return all(state(task) == 'T' for task in os.listdir(tasks))
 
 
 def _wait_for(condition, what, proc, log):
@@ -701,43 +716,79 @@ def _wait_for(condition, what, proc, log):
                   f'{log.read_text()}')
     if time.monotonic() > deadline:
       pytest.fail(f'saver: no {what} in {TIMEOUT} s:\n{log.read_text()}')
-    time.sleep(0.002)
+    time.sleep(0.005)
 
 
-def test_process_killed_mid_save_keeps_the_previous_checkpoint(tmp_path):
-  root = tmp_path / 'checkpoints'
-  log = tmp_path / 'saver.log'
+def kill_mid_save(root, point, log):
+  """Runs the saver until its second save stops at `point`, SIGKILLs it
+  there; the path of its first (complete) checkpoint."""
   env = dict(os.environ, PYTHONUNBUFFERED='1')
+  env.pop('REVERB_CHECKPOINT_STOP_AT', None)
   with open(log, 'w') as out:
     proc = subprocess.Popen(
-        [sys.executable, __file__, '--saver', str(root)], env=env,
+        [sys.executable, __file__, '--saver', str(root), point], env=env,
         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
   try:
     _wait_for(lambda: 'SAVING' in log.read_text(), 'SAVING', proc, log)
-    _wait_for(lambda: hidden_entries(root), 'save in progress', proc, log)
+    _wait_for(lambda: _stopped(proc.pid), f'stop at {point!r}', proc, log)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=TIMEOUT)
   finally:
     if proc.poll() is None:
       proc.kill()
       proc.wait(timeout=TIMEOUT)
-  good = log.read_text().split('SAVED ', 1)[1].split()[0]
+  return log.read_text().split('SAVED ', 1)[1].split()[0]
 
-  # The killed save is left hidden (it never completed): the small one is
-  # the only checkpoint.
-  assert hidden_entries(root), 'the save finished before the kill'
-  assert visible_entries(root) == [os.path.basename(good)]
+
+@pytest.mark.parametrize('point', KILL_POINTS)
+def test_process_killed_mid_save_keeps_the_previous_checkpoint(point,
+                                                               tmp_path):
+  root = tmp_path / 'checkpoints'
+  good = kill_mid_save(root, point, tmp_path / 'saver.log')
+  good_name = os.path.basename(good)
+  intact = snapshot_files(good)
+  restored_items = SAVER_GOOD_ITEMS
+  if point == 'renamed':
+    # The new checkpoint was complete and in place: it is the newest, and the
+    # previous one is still there (not removed yet).
+    assert not hidden_entries(root)
+    assert len(visible_entries(root)) == 2
+    assert visible_entries(root)[0] == good_name
+    assert_complete(root / visible_entries(root)[1])
+    restored_items += SAVER_BIG_ITEMS
+  else:
+    # The killed save is left hidden (it never completed): the first one is
+    # the only checkpoint.
+    assert len(hidden_entries(root)) == 1, 'the killed save left nothing'
+    assert visible_entries(root) == [good_name]
   assert_complete(good)
+  assert snapshot_files(good) == intact
+
   server = start_server([simple_table(max_size=1000)], root)
   try:
     client = server.localhost_client()
-    assert info(client).current_size == SAVER_GOOD_ITEMS
+    assert info(client).current_size == restored_items
     # The next save clears what the killed one left.
     path = checkpoint(client)
   finally:
     stop(server)
   assert not hidden_entries(root)
   assert visible_entries(root) == [os.path.basename(path)]
+
+  # The first checkpoint, as it was, still loads (copied before the save
+  # above removed it).
+  if point != 'renamed':
+    return
+  copy = tmp_path / 'copy'
+  copy.mkdir()
+  for name, data in intact.items():
+    (copy / name).write_bytes(data)
+  server = start_server([simple_table(max_size=1000)], tmp_path / 'empty',
+                        fallback_checkpoint_path=str(copy))
+  try:
+    assert info(server.localhost_client()).current_size == SAVER_GOOD_ITEMS
+  finally:
+    stop(server)
 
 
 def two_checkpoints(root):
@@ -776,25 +827,61 @@ def flip_a_byte(path):
   path.write_bytes(bytes(data))
 
 
+def flip_the_first_byte(path):
+  """The zlib stream's header: not a checkpoint file (wrong magic)."""
+  data = bytearray(path.read_bytes())
+  data[0] ^= 0xff
+  path.write_bytes(bytes(data))
+
+
+def flip_the_last_byte(path):
+  """The stream's final checksum."""
+  data = bytearray(path.read_bytes())
+  data[-1] ^= 0xff
+  path.write_bytes(bytes(data))
+
+
+def garbage(path):
+  """As many random bytes."""
+  size = len(path.read_bytes())
+  path.write_bytes(np.random.default_rng(0).integers(
+      0, 256, size, dtype=np.uint8).tobytes())
+
+
+def wrong_kind(path):
+  """Intact records of another kind: another file of the checkpoint."""
+  other = 'tables.tfrecord' if path.name == 'items.tfrecord' else (
+      'items.tfrecord')
+  path.write_bytes((path.parent / other).read_bytes())
+
+
 def remove(path):
   path.unlink()
 
 
 CHECKPOINT_DATA_FILES = ('chunks.tfrecord', 'items.tfrecord',
                          'tables.tfrecord')
+DAMAGES = (truncate, empty, flip_a_byte, flip_the_first_byte,
+           flip_the_last_byte, garbage, wrong_kind, remove)
+DAMAGE_CASES = [(damage, name) for damage in DAMAGES
+                for name in CHECKPOINT_DATA_FILES]
 
 
-@pytest.mark.parametrize('damage, file_name', [
-    *[(damage, name) for damage in (truncate, flip_a_byte, remove)
-      for name in CHECKPOINT_DATA_FILES],
-    *[(empty, name) for name in CHECKPOINT_DATA_FILES],
-])
-def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(
-    damage, file_name, tmp_path, caplog):
-  root = tmp_path / 'checkpoints'
+def damaged_root(root, damage, file_name):
+  """`root` with two checkpoints (3 items, then 5), the newer damaged; the
+  older's path and files."""
   older, newer = two_checkpoints(root)
   intact = snapshot_files(older)
   damage(pathlib.Path(newer) / file_name)
+  return older, newer, intact
+
+
+@pytest.mark.parametrize('damage, file_name', DAMAGE_CASES,
+                         ids=[f'{d.__name__}-{f}' for d, f in DAMAGE_CASES])
+def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(
+    damage, file_name, tmp_path, caplog):
+  root = tmp_path / 'checkpoints'
+  older, newer, intact = damaged_root(root, damage, file_name)
   caplog.clear()
 
   server = start_server([simple_table()], root)
@@ -812,6 +899,63 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(
   assert snapshot_files(older) == intact
   assert visible_entries(root) == sorted(
       os.path.basename(p) for p in (older, newer))
+
+
+_DMREVERB_PYTHON = (pathlib.Path(__file__).resolve().parents[2] /
+                    '.venv-dmreverb' / 'bin' / 'python')
+
+# What dm-reverb 0.14 restores from the same damaged roots (it never falls
+# back to an older checkpoint): it refuses to start (RuntimeError "corrupted
+# record ..."), except here, where it starts with what it could read:
+# nothing (an empty table) for a missing file, or an empty chunks or items
+# file. Ours falls back to the older checkpoint in every case (above).
+DM_REVERB_RESTORES = {
+    ('empty', 'chunks.tfrecord'): 0,
+    ('empty', 'items.tfrecord'): 0,
+    ('remove', 'chunks.tfrecord'): 0,
+    ('remove', 'items.tfrecord'): 0,
+    ('remove', 'tables.tfrecord'): 0,
+}
+
+_DM_LOADER = """
+import sys
+import reverb
+from reverb import checkpointers
+for root in sys.argv[1:]:
+  table = reverb.Table('table', reverb.selectors.Uniform(),
+                       reverb.selectors.Fifo(), 100,
+                       reverb.rate_limiters.MinSize(1))
+  try:
+    server = reverb.Server(
+        [table], checkpointer=checkpointers.DefaultCheckpointer(root))
+  except RuntimeError:
+    print('RESULT raises', flush=True)
+    continue
+  size = server.localhost_client().server_info()['table'].current_size
+  print('RESULT', size, flush=True)
+  server.stop()
+"""
+
+
+def test_dm_reverb_restores_the_damaged_checkpoints_differently(tmp_path):
+  if not _DMREVERB_PYTHON.exists():
+    pytest.skip(f'dm-reverb venv missing ({_DMREVERB_PYTHON}); run '
+                '.ci/dmreverb_venv')
+  roots = []
+  for damage, file_name in DAMAGE_CASES:
+    root = tmp_path / f'{damage.__name__}-{file_name}'
+    damaged_root(root, damage, file_name)
+    roots.append(str(root))
+  done = subprocess.run(
+      [str(_DMREVERB_PYTHON), '-I', '-c', _DM_LOADER, *roots],
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
+  results = [line.split()[1] for line in done.stdout.splitlines()
+             if line.startswith('RESULT ')]
+  assert len(results) == len(roots), done.stderr[-3000:]
+  cases = [(d.__name__, f) for d, f in DAMAGE_CASES]
+  assert dict(zip(cases, results)) == {
+      case: str(DM_REVERB_RESTORES.get(case, 'raises')) for case in cases}
 
 
 def test_checkpoint_without_done_is_ignored(tmp_path):
@@ -931,4 +1075,4 @@ def test_inserts_and_samples_continue_during_a_save(tmp_path):
 
 if __name__ == '__main__':
   if sys.argv[1:2] == ['--saver']:
-    _saver_main(sys.argv[2])
+    _saver_main(sys.argv[2], sys.argv[3])

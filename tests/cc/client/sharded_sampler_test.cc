@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "cc/client/client.h"
 #include "cc/core/errors.h"
 #include "cc/core/table.h"
@@ -445,6 +446,21 @@ TEST_F(ShardedSamplerTest, NoShardCanServeWithinTheRateLimiterTimeout) {
   EXPECT_FALSE(stream->ok());
 }
 
+TEST_F(ShardedSamplerTest, ATimeoutBelowOneMillisecondStillBoundsTheWait) {
+  Start(UniformTable, {0, 0, 0});
+  auto stream = *client_->NewSampleStream("table", kPatience);
+  ASSERT_TRUE(stream->Request(1, absl::Microseconds(500)).ok());
+  // Were the timeout taken as none, the read would wait until cancelled.
+  absl::Notification read;
+  std::thread watchdog([&] {
+    if (!read.WaitForNotificationWithTimeout(kPatience)) stream->Cancel();
+  });
+  const absl::Status status = stream->Read().status();
+  read.Notify();
+  watchdog.join();
+  EXPECT_EQ(status, RateLimiterTimeout());
+}
+
 TEST_F(ShardedSamplerTest, CancelEndsAWaitForAShardThatCanServe) {
   Start(UniformTable, {0, 0, 0});
   auto stream = *client_->NewSampleStream("table", kPatience);
@@ -530,6 +546,17 @@ TEST(ShardedSamplerNoServerTest, NoShardReachableIsUnavailable) {
   SamplerOptions options;
   options.reconnect_window = absl::Milliseconds(100);
   auto sampler = *client->NewSampler("table", options);
+  EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST(ShardedSamplerNoServerTest, TheRateLimiterTimeoutBoundsTheReconnects) {
+  auto client = *Client::Create({"localhost:1", "localhost:2"});
+  SamplerOptions options;
+  options.reconnect_window = absl::Minutes(10);
+  options.rate_limiter_timeout = absl::Milliseconds(200);
+  auto sampler = *client->NewSampler("table", options);
+  // Not DEADLINE_EXCEEDED: the reconnect window alone would take minutes.
   EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
             absl::StatusCode::kUnavailable);
 }

@@ -29,11 +29,12 @@ _TIMEOUT_MS = int(bounded_matrix.TIMEOUT_S * 1000)
 _TF_FAILED = tf.errors.UnavailableError
 
 
-def _dataset(dataset_class, shape):
+def _dataset(dataset_class, shape, **kwargs):
   def make(address):
     return dataset_class(
         address, 'table', dtypes=(tf.float32,),
-        shapes=(tf.TensorShape(shape),), max_in_flight_samples_per_worker=1)
+        shapes=(tf.TensorShape(shape),), max_in_flight_samples_per_worker=1,
+        **kwargs)
 
   def prepare(client, connected):
     address = client.server_address
@@ -69,6 +70,13 @@ CELLS = [
          expected={s: _TF_FAILED for s in SCENARIOS}),
     Cell('TimestepDataset next', _dataset(reverb.TimestepDataset, [3]),
          expected={s: _TF_FAILED for s in SCENARIOS}),
+    # The rate limiter's timeout ends the iteration, or the keepalive the
+    # stream first; with no connection it ends the reconnects too.
+    Cell('TrajectoryDataset next(rate_limiter_timeout_ms)',
+         _dataset(reverb.TrajectoryDataset, [1, 3],
+                  rate_limiter_timeout_ms=_TIMEOUT_MS), timeout=True,
+         expected={'frozen_after': (StopIteration, _TF_FAILED),
+                   'no_server': _TF_FAILED, 'frozen_before': _TF_FAILED}),
     Cell('TrajectoryDataset.from_table_signature', _from_table_signature()),
     # Its client pings (REVERB_KEEPALIVE_MS): on a frozen connection the
     # keepalive may end it first.
