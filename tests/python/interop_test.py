@@ -21,6 +21,7 @@ import collections
 import contextlib
 import functools
 import importlib.util
+import io
 import json
 import os
 import pathlib
@@ -258,3 +259,16 @@ def test_dmreverb_server_is_a_shard_our_client_samples(dmreverb_python,
       assert seen[1] > 120 and seen[2] > 120, seen
   finally:
     server.stop()
+
+
+def test_reverb_command_shows_a_dmreverb_server(dmreverb_python, tmp_path):
+  # pylint: disable-next=g-import-not-at-top
+  from reverb import cli
+  with _peer_server(dmreverb_python, tmp_path) as port:
+    out = io.StringIO()
+    assert cli.main(['info', '--json', f'localhost:{port}'], out=out) == 0
+  tables = {t['table']: t for t in json.loads(out.getvalue())}
+  assert set(tables) == {name for name, _, _ in peer.TABLES}
+  assert tables['prio']['sampler'] == f'Prioritized({peer.PRIORITY_EXPONENT})'
+  assert tables['queue']['max_size'] == peer.MAX_SIZE
+  assert tables['uniform']['blocks'] == ['samples']  # Empty, MinSize(1).
