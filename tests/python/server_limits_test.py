@@ -246,13 +246,16 @@ def test_chunks_released_by_keep_chunk_keys_are_no_longer_held(pb, start):
   proto.channel.close()
 
 
-def _peak_held_while(server, write_steps):
-  """The largest held_chunk_bytes seen between the steps `write_steps`
-  yields after."""
+def _assert_holds_about_its_window(server, write_steps, window, step_bytes):
+  """While `write_steps` writes (yielding after each step), the server holds
+  between half a window and two windows of `window` steps; afterwards
+  nothing."""
   peak = 0
   for _ in write_steps():
     peak = max(peak, _held(server))
-  return peak
+  assert window * step_bytes * 0.5 <= peak
+  assert peak <= 2 * window * step_bytes * 1.05
+  _wait_for(lambda: _held(server) == 0, 'the writer to release everything')
 
 
 @pytest.mark.parametrize('keep_alive', [4, 32])
@@ -274,10 +277,7 @@ def test_trajectory_writer_holds_about_its_keep_alive_window(start,
         writer.flush(timeout_ms=_TIMEOUT * 1000)
         yield
 
-  peak = _peak_held_while(server, steps)
-  assert keep_alive * step_bytes * 0.5 <= peak
-  assert peak <= 2 * keep_alive * step_bytes * 1.05
-  _wait_for(lambda: _held(server) == 0, 'the writer to release everything')
+  _assert_holds_about_its_window(server, steps, keep_alive, step_bytes)
 
 
 def test_legacy_writer_holds_about_its_max_sequence_length(start):
@@ -294,10 +294,8 @@ def test_legacy_writer_holds_about_its_max_sequence_length(start):
         writer.flush()
         yield
 
-  peak = _peak_held_while(server, steps)
-  assert max_sequence_length * step_bytes * 0.5 <= peak
-  assert peak <= 2 * max_sequence_length * step_bytes * 1.05
-  _wait_for(lambda: _held(server) == 0, 'the writer to release everything')
+  _assert_holds_about_its_window(server, steps, max_sequence_length,
+                                 step_bytes)
 
 
 def test_trajectory_writer_past_the_cap_raises_naming_it(start):
