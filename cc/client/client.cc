@@ -199,13 +199,18 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskInfo(
   std::vector<absl::StatusOr<ServerInfoResponse>> infos;
   if (shards_->size() == 1) {
     const absl::Time deadline = absl::Now() + timeout;
-    absl::Status connected = shards_->connection(0)->WaitForConnection(timeout);
+    const Connection& connection = *shards_->connection(0);
+    absl::Status connected = connection.WaitForConnection(timeout);
     if (absl::IsUnauthenticated(connected)) return {connected};
     infos = AskServerInfo(shards_->connections(),
                           [deadline](int, grpc::ClientContext* context) {
                             context->set_wait_for_ready(true);
                             context->set_deadline(absl::ToChronoTime(deadline));
                           });
+    // A handshake the server refuses only after the client's side of it
+    // completed (a missing client certificate under TLS 1.3) fails the
+    // call instead of the wait.
+    if (!infos[0].ok()) infos[0] = connection.Explain(infos[0].status());
   } else {
     infos = AskShards(timeout, skip_down);
   }
