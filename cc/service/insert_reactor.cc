@@ -15,7 +15,8 @@
 namespace deepmind::reverb {
 
 InsertReactor::InsertReactor(const ReverbServiceImpl* service)
-    : StreamReactor(service->open_streams()), service_(service) {
+    : StreamReactor(service->open_streams(), service->finishing_streams()),
+      service_(service) {
   Start(&request_bytes_);
 }
 

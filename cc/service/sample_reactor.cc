@@ -30,7 +30,7 @@ int64_t SampledBytes(const std::vector<SampledItem>& samples) {
 }  // namespace
 
 SampleReactor::SampleReactor(ReverbServiceImpl* service)
-    : StreamReactor(service->open_streams()),
+    : StreamReactor(service->open_streams(), service->finishing_streams()),
       service_(service),
       next_batch_size_(ReverbServiceImpl::kInitialSampleBatchSize) {
   Start(&request_bytes_);

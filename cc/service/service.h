@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "cc/checkpointing/checkpointer.h"
 #include "cc/core/table.h"
 #include "cc/support/export.h"
@@ -61,8 +62,12 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
       std::vector<std::shared_ptr<Table>> tables,
       std::shared_ptr<Checkpointer> checkpointer = nullptr);
 
-  // Closes every table: waiting requests end with CANCELLED.
+  // Closes every table: waiting requests end with CANCELLED, which their
+  // streams answer; waits (up to kCloseGrace) for those answers to be
+  // handed to gRPC, so that a server shut down next still delivers them
+  // (and its clients see the end, not a lost connection to retry).
   void Close();
+  static constexpr absl::Duration kCloseGrace = absl::Seconds(2);
 
   // NOT_FOUND "Priority table X was not found" if there is none.
   absl::StatusOr<std::shared_ptr<Table>> FindTable(
@@ -80,6 +85,9 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   }
   // What the stream reactors count themselves in.
   std::atomic<int64_t>* open_streams() const { return &open_streams_; }
+  std::atomic<int64_t>* finishing_streams() const {
+    return &finishing_streams_;
+  }
 
   grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
                                        const CheckpointRequest* request,
@@ -119,6 +127,7 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   // Saves checkpoints, one at a time.
   TaskExecutor checkpoint_executor_;
   mutable std::atomic<int64_t> open_streams_{0};
+  mutable std::atomic<int64_t> finishing_streams_{0};
 };
 
 }  // namespace deepmind::reverb
