@@ -27,6 +27,7 @@
 #include "cc/support/log.h"
 #include "cc/support/mutex.h"
 #include "cc/support/progress_log.h"
+#include "cc/support/quiet_parse.h"
 #include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
@@ -98,7 +99,7 @@ template <typename Message>
 absl::StatusOr<std::vector<Message>> ReadMessages(const fs::path& path) {
   std::vector<Message> messages;
   REVERB_RETURN_IF_ERROR(ReadRecords(path, [&](std::string record) {
-    if (!messages.emplace_back().ParseFromString(record)) {
+    if (!ParseQuietly(record, &messages.emplace_back())) {
       return NotARecordOf(path, Message::descriptor()->full_name());
     }
     return absl::OkStatus();

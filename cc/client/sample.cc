@@ -29,6 +29,8 @@ class ChunkTensors {
   }
 
   // The tensor of `slice`, its rows [offset, offset + length).
+  // INVALID_ARGUMENT once the slices taken hold more than the sample may
+  // unpack to (see UnpackSample).
   absl::StatusOr<Tensor> Take(const FlatTrajectory::ChunkSlice& slice) {
     Entry& entry = Find(slice.chunk_key(), slice.index());
     if (!entry.decoded) {
@@ -43,15 +45,26 @@ class ChunkTensors {
       REVERB_ASSIGN_OR_RETURN(entry.tensor,
                               UnpackChunkTensor(*chunk, entry.index));
       entry.decoded = true;
+      allowed_bytes_ += kMaxSampleExpansion * HeldBytes(entry.tensor);
     }
     const bool last_use = --entry.uses == 0;
     const Tensor& tensor = entry.tensor;
+    Tensor taken;
     if (slice.offset() == 0 && slice.length() == tensor.NumRows() &&
         !tensor.shape.empty()) {
-      if (last_use) return std::move(entry.tensor);
-      return tensor;
+      taken = last_use ? std::move(entry.tensor) : tensor;
+    } else {
+      REVERB_ASSIGN_OR_RETURN(
+          taken, SliceRows(tensor, slice.offset(), slice.length()));
     }
-    return SliceRows(tensor, slice.offset(), slice.length());
+    taken_bytes_ += HeldBytes(taken);
+    if (taken_bytes_ > allowed_bytes_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Sample's slices hold more than ", kMaxSampleExpansion,
+          " times the chunk tensors they reference (", taken_bytes_,
+          " bytes so far): the server sent a broken sample."));
+    }
+    return taken;
   }
 
  private:
@@ -70,8 +83,19 @@ class ChunkTensors {
     return entries_.emplace_back(Entry{key, index});
   }
 
+  // What a tensor holds in memory.
+  static int64_t HeldBytes(const Tensor& tensor) {
+    int64_t bytes = static_cast<int64_t>(tensor.bytes.size());
+    for (const std::string& s : tensor.strings) {
+      bytes += static_cast<int64_t>(sizeof(s) + s.size());
+    }
+    return bytes;
+  }
+
   const absl::Span<const ChunkData* const> chunks_;
   absl::InlinedVector<Entry, 4> entries_;
+  int64_t allowed_bytes_ = kSampleExpansionAllowance;
+  int64_t taken_bytes_ = 0;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #ifndef REVERB_CC_CLIENT_SAMPLE_H_
 #define REVERB_CC_CLIENT_SAMPLE_H_
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -40,8 +41,19 @@ struct REVERB_EXPORT PackedSample {
 REVERB_EXPORT absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk,
                                                        int index);
 
+// What the slices of a sample may hold in all: kMaxSampleExpansion times
+// the decompressed chunk tensors they reference, plus
+// kSampleExpansionAllowance bytes. Slices of an honest server's sample
+// overlap little (two columns of one step's data, as observation and next
+// observation, hold it twice); a hostile or broken server's response whose
+// slices repeat its tensors thousands of times would otherwise make the
+// client allocate that much more memory than the response holds.
+inline constexpr int64_t kMaxSampleExpansion = 64;
+inline constexpr int64_t kSampleExpansionAllowance = 1 << 20;
+
 // INVALID_ARGUMENT if a referenced chunk is missing or its data cannot
-// serve the slices (corrupt data, out-of-range rows, mismatched dtypes).
+// serve the slices (corrupt data, out-of-range rows, mismatched dtypes, or
+// slices holding more than the bound above).
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(
     std::shared_ptr<const SampleInfo> info,
     absl::Span<const ChunkData* const> chunks);

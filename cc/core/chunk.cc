@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "cc/support/quiet_parse.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/wire_reader.h"
 
@@ -30,7 +31,7 @@ absl::Status CheckTensor(const absl::Cord& tensor) {
     if (!ok) return NotAChunk("bad tensor");
   }
   tensorflow::TensorProto proto;
-  if (!proto.ParseFromString(head)) return NotAChunk("bad tensor");
+  if (!ParseQuietly(head, &proto)) return NotAChunk("bad tensor");
   return absl::OkStatus();
 }
 
@@ -95,7 +96,7 @@ absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire) {
     }
   }
   ChunkData header;
-  if (!header.ParseFromString(head)) return NotAChunk("bad header");
+  if (!ParseQuietly(head, &header)) return NotAChunk("bad header");
   return std::shared_ptr<Chunk>(
       new Chunk(std::move(wire), header, num_tensors));
 }

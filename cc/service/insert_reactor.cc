@@ -16,7 +16,7 @@
 namespace deepmind::reverb {
 
 InsertReactor::InsertReactor(const ReverbServiceImpl* service)
-    : StreamReactor(service->open_streams()),
+    : StreamReactor(service->open_streams(), service->finishing_streams()),
       service_(service),
       held_bytes_(service->held_chunk_bytes(),
                   service->limits().max_held_chunk_bytes_per_stream,

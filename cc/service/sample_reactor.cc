@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cc/service/service.h"
 #include "cc/support/mutex.h"
+#include "cc/support/quiet_parse.h"
 #include "cc/support/task_executor.h"
 #include "cc/wire/grpc_status.h"
 
@@ -33,7 +34,7 @@ int64_t SampledBytes(const std::vector<SampledItem>& samples) {
 
 SampleReactor::SampleReactor(ReverbServiceImpl* service,
                              grpc::CallbackServerContext* context)
-    : StreamReactor(service->open_streams()),
+    : StreamReactor(service->open_streams(), service->finishing_streams()),
       service_(service),
       context_(context),
       stall_timeout_(service->limits().stalled_sample_stream_timeout),
@@ -54,9 +55,12 @@ void SampleReactor::OnReadDone(bool ok) {
     MaybeFinishLocked();
     return;
   }
-  const grpc::Status parsed =
-      grpc::SerializationTraits<SampleStreamRequest>::Deserialize(
-          &request_bytes_, &request_);
+  grpc::Status parsed;
+  {
+    QuietProtobufLog quiet;
+    parsed = grpc::SerializationTraits<SampleStreamRequest>::Deserialize(
+        &request_bytes_, &request_);
+  }
   if (!parsed.ok()) {
     FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             "Malformed SampleStreamRequest."));

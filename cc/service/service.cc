@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cc/service/insert_reactor.h"
 #include "cc/service/sample_reactor.h"
 #include "cc/support/status_macros.h"
@@ -88,6 +89,12 @@ ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
 
 void ReverbServiceImpl::Close() {
   for (const auto& table : tables_) table->Close();
+  // The tables' last answers reach the streams through the executor.
+  executor_.AwaitIdle();
+  const absl::Time deadline = absl::Now() + kCloseGrace;
+  while (finishing_streams_.load() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
 }
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::RefuseUnary(

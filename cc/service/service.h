@@ -32,6 +32,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "cc/checkpointing/checkpointer.h"
 #include "cc/core/table.h"
 #include "cc/service/server_limits.h"
@@ -72,8 +73,12 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
       std::shared_ptr<Checkpointer> checkpointer = nullptr,
       ServerLimits limits = ServerLimits(), std::string auth_token = "");
 
-  // Closes every table: waiting requests end with CANCELLED.
+  // Closes every table: waiting requests end with CANCELLED, which their
+  // streams answer; waits (up to kCloseGrace) for those answers to be
+  // handed to gRPC, so that a server shut down next still delivers them
+  // (and its clients see the end, not a lost connection to retry).
   void Close();
+  static constexpr absl::Duration kCloseGrace = absl::Seconds(2);
 
   // NOT_FOUND "Priority table X was not found" if there is none.
   absl::StatusOr<std::shared_ptr<Table>> FindTable(
@@ -91,6 +96,9 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   }
   // What the stream reactors count themselves in.
   std::atomic<int64_t>* open_streams() const { return &open_streams_; }
+  std::atomic<int64_t>* finishing_streams() const {
+    return &finishing_streams_;
+  }
 
   const ServerLimits& limits() const { return limits_; }
   // The chunk bytes insert streams keep, against max_held_chunk_bytes; each
@@ -151,6 +159,7 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   mutable std::atomic<int64_t> open_streams_{0};
   const ServerLimits limits_;
   mutable ByteBudget held_chunk_bytes_;
+  mutable std::atomic<int64_t> finishing_streams_{0};
 };
 
 }  // namespace deepmind::reverb

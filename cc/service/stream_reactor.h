@@ -3,7 +3,9 @@
 //
 // Lifetime: a reactor counts itself in `*open_streams` (the service's count,
 // ReverbServiceImpl::num_open_streams) from its construction until it
-// deletes itself in OnDone, gRPC's last reaction, but
+// deletes itself in OnDone, gRPC's last reaction, and in
+// `*finishing_streams` from its first FinishOnce until then (so that a
+// stopping server can let the statuses it gave go out); but
 // table callbacks it asked for may arrive later. Such callbacks hold the
 // reactor's Guard (a shared_ptr, not the reactor) and reach the reactor only
 // while `Guard::reactor` is set, under `Guard::mu`; Start sets it, OnDone
@@ -47,8 +49,11 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
     Derived* reactor ABSL_GUARDED_BY(mu) = nullptr;
   };
 
-  explicit StreamReactor(std::atomic<int64_t>* open_streams)
-      : guard_(std::make_shared<Guard>()), open_streams_(open_streams) {
+  StreamReactor(std::atomic<int64_t>* open_streams,
+                std::atomic<int64_t>* finishing_streams)
+      : guard_(std::make_shared<Guard>()),
+        open_streams_(open_streams),
+        finishing_streams_(finishing_streams) {
     open_streams_->fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -63,7 +68,10 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
       guard_->reactor = nullptr;
     }
     std::atomic<int64_t>* const open_streams = open_streams_;
+    std::atomic<int64_t>* const finishing_streams =
+        finish_status_.has_value() ? finishing_streams_ : nullptr;
     delete static_cast<Derived*>(this);
+    if (finishing_streams != nullptr) finishing_streams->fetch_sub(1);
     open_streams->fetch_sub(1, std::memory_order_relaxed);
   }
 
@@ -83,6 +91,7 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
   void FinishOnce(const grpc::Status& status) {
     if (finish_status_.has_value()) return;
     finish_status_ = status;
+    finishing_streams_->fetch_add(1);
     if (!status.ok()) static_cast<Derived*>(this)->OnFailingLocked();
     if (!write_in_flight_) this->Finish(status);
   }
@@ -113,6 +122,7 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
 
  private:
   std::atomic<int64_t>* const open_streams_;
+  std::atomic<int64_t>* const finishing_streams_;
   bool write_in_flight_ = false;
   std::optional<grpc::Status> finish_status_;
 };

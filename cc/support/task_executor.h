@@ -43,6 +43,17 @@ class TaskExecutor {
     tasks_.push_back(std::move(task));
   }
 
+  // Returns once no task is queued or running (tasks scheduled meanwhile
+  // are waited for too).
+  void AwaitIdle() {
+    MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](TaskExecutor* self) {
+          return self->tasks_.empty() && self->running_ == 0;
+        },
+        this));
+  }
+
  private:
   void Run() {
     while (true) {
@@ -57,13 +68,17 @@ class TaskExecutor {
         if (tasks_.empty()) return;
         task = std::move(tasks_.front());
         tasks_.pop_front();
+        ++running_;
       }
       task();
+      MutexLock lock(&mu_);
+      --running_;
     }
   }
 
   Mutex mu_;
   std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };

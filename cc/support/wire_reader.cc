@@ -33,9 +33,15 @@ bool WireReader::ReadTag(int* field, WireType* type) {
   return true;
 }
 
+bool WireReader::ReadLength(uint64_t* size) {
+  const size_t before = remaining_;
+  return ReadVarint(size) && before - remaining_ <= 5 && *size <= INT32_MAX &&
+         *size <= remaining_;
+}
+
 bool WireReader::ReadLengthDelimited(absl::Cord* value) {
   uint64_t size;
-  if (!ReadVarint(&size) || size > remaining_) return false;
+  if (!ReadLength(&size)) return false;
   *value = absl::Cord::AdvanceAndRead(&it_, size);
   remaining_ -= size;
   return true;
@@ -53,7 +59,7 @@ bool WireReader::Skip(WireType type) {
       size = 4;
       break;
     case kLengthDelimited:
-      if (!ReadVarint(&size)) return false;
+      if (!ReadLength(&size)) return false;
       break;
   }
   if (size > remaining_) return false;
@@ -88,7 +94,7 @@ bool WireReader::CopyField(int field, WireType type, std::string* out) {
     case kFixed32:
       return ReadBytes(4, out);
     case kLengthDelimited:
-      if (!ReadVarint(&value) || value > remaining_) return false;
+      if (!ReadLength(&value)) return false;
       PutVarint64(value, out);
       return ReadBytes(value, out);
   }

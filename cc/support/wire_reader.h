@@ -33,6 +33,8 @@ class REVERB_EXPORT WireReader {
   bool ReadVarint(uint64_t* value);
 
   // A length-delimited value (after its tag), sharing the input's memory.
+  // False (as protobuf) for a length over 31 bits or longer than 5 bytes,
+  // here and wherever a length is read.
   bool ReadLengthDelimited(absl::Cord* value);
 
   // Skips the value, of wire type `type`, of the field whose tag was just
@@ -46,6 +48,8 @@ class REVERB_EXPORT WireReader {
 
  private:
   bool ReadBytes(size_t n, std::string* out);
+  // A length-delimited value's length, within the input.
+  bool ReadLength(uint64_t* size);
 
   absl::Cord::CharIterator it_;
   size_t remaining_;

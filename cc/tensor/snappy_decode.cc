@@ -95,7 +95,9 @@ bool SnappyUncompress(absl::string_view compressed, char* out, size_t length) {
           size = LoadLittleEndian(ip, bytes);
           ip += bytes;
         }
-        size += 1;
+        // In 32 bits, as libsnappy: a length of 2^32 - 1 wraps to a literal
+        // of 0 bytes.
+        size = static_cast<uint32_t>(size + 1);
         const size_t available = ip_end - ip;
         if (size > available || size > room) return false;
         if (size <= 16 && available >= 16 && room >= 16) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "cc/core/chunk.h"
+#include "cc/support/quiet_parse.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/wire_reader.h"
 #include "cc/wire/chunk_encoding.h"
@@ -111,10 +112,9 @@ absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
     } else {
       PrioritizedItem& item = request->items.emplace_back();
       const absl::optional<absl::string_view> flat = value.TryFlat();
-      const bool parsed =
-          flat.has_value() ? item.ParseFromArray(flat->data(),
-                                                 static_cast<int>(flat->size()))
-                           : item.ParseFromString(std::string(value));
+      const bool parsed = flat.has_value()
+                              ? ParseQuietly(*flat, &item)
+                              : ParseQuietly(std::string(value), &item);
       if (!parsed) return Malformed();
     }
   }

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "cc/support/quiet_parse.h"
 #include "reverb/cc/schema.pb.h"
 
 namespace deepmind::reverb {
@@ -54,7 +55,7 @@ T ValueOrRaise(absl::StatusOr<T> status_or) {
 template <typename Message>
 Message ParseOrRaise(const std::string& bytes, const char* what) {
   Message message;
-  if (!message.ParseFromString(bytes)) {
+  if (!ParseQuietly(bytes, &message)) {
     throw pybind11::value_error(absl::StrCat("Could not parse ", what, "."));
   }
   return message;

@@ -25,6 +25,7 @@ namespace {
 using testing::FifoTable;
 using testing::MakeInt32Item;
 using testing::Values;
+using testing::WaitFor;
 
 constexpr absl::Duration kNever = absl::InfiniteDuration();
 
@@ -284,9 +285,15 @@ TEST_F(SampleStreamTest, CancelEndsABlockedRead) {
 }
 
 TEST_F(SampleStreamTest, StoppingTheServerEndsABlockedRead) {
-  StartServer({FifoTable("empty", *MinSizeRateLimiter(1))});
+  auto table = FifoTable("empty", *MinSizeRateLimiter(1));
+  StartServer({table});
+  const long unused = table.use_count();
   SampleStream stream(connection_, "empty");
   ASSERT_TRUE(stream.Request(1, kNever).ok());
+  // The request waits at the table (its reactor holds the table): stopped
+  // before, the server would not have had the call to end.
+  ASSERT_TRUE(
+      WaitFor([&] { return table.use_count() > unused; }, absl::Seconds(30)));
   std::thread stopper([this] {
     absl::SleepFor(absl::Milliseconds(100));
     server_->Stop();

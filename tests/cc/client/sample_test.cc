@@ -1,5 +1,7 @@
 #include "cc/client/sample.h"
 
+#include <array>
+#include <string>
 #include <vector>
 
 #include "cc/tensor/compression.h"
@@ -96,6 +98,52 @@ TEST(SampleTest, BadReferencesAreErrors) {
       ->mutable_chunk_slices(0)
       ->set_index(3);
   EXPECT_FALSE(UnpackSample(bad_index, chunks).ok());
+}
+
+TEST(SampleTest, OverlappingSlicesUnpackUpToTheBound) {
+  // Observation and next observation: two columns over one chunk's rows.
+  ChunkData a = MakeChunk(1, 0, 4);
+  std::vector<const ChunkData*> chunks = {&a};
+  auto sample = UnpackSample(Info({{{1, 0, 3}}, {{1, 1, 3}}}), chunks);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(Values<int32_t>(sample->columns[0]),
+            (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(Values<int32_t>(sample->columns[1]),
+            (std::vector<int32_t>{1, 2, 3}));
+
+  // A 256 KiB tensor, taken kMaxSampleExpansion times whole: the most
+  // allowed.
+  const int32_t rows = 1 << 16;
+  ChunkData big = MakeChunk(2, 0, rows);
+  chunks = {&big};
+  std::vector<std::array<int, 3>> whole(kMaxSampleExpansion, {2, 0, rows});
+  sample = UnpackSample(Info({whole}), chunks);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->columns[0].shape,
+            (std::vector<int64_t>{kMaxSampleExpansion * rows, 1}));
+}
+
+TEST(SampleTest, SlicesThatRepeatTheirTensorsBeyondTheBoundAreRefused) {
+  // A hostile server's sample: a 256 KiB tensor (delta-encoded and
+  // compressed to a few KiB) and 20,000 slices of all of it, in a response
+  // of about 200 KiB that would unpack to 5 GiB.
+  const int32_t rows = 1 << 16;
+  ChunkData big = MakeChunk(1, 0, rows, /*delta=*/true);
+  std::vector<const ChunkData*> chunks = {&big};
+  std::shared_ptr<SampleInfo> info =
+      Info({std::vector<std::array<int, 3>>(20'000, {1, 0, rows})});
+  ASSERT_LT(info->ByteSizeLong() + big.ByteSizeLong(), 300 << 10);
+  auto sample = UnpackSample(info, chunks);
+  EXPECT_EQ(sample.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(sample.status().message().find("times the chunk tensors"),
+            std::string::npos)
+      << sample.status();
+
+  // Across columns too.
+  std::vector<std::vector<std::array<int, 3>>> columns(2 * kMaxSampleExpansion,
+                                                       {{1, 0, rows}});
+  EXPECT_EQ(UnpackSample(Info(columns), chunks).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -236,10 +236,16 @@ TEST_F(SamplerTest, AnUnreachableServerIsRetriedThenUnavailable) {
 TEST_F(SamplerTest, AStoppingServerEndsEveryWorkerWithCancelled) {
   auto table = FifoTable("empty", *MinSizeRateLimiter(1));
   StartServer({table});
+  const long unused = table.use_count();
   SamplerOptions options;
   options.num_workers = 3;
   options.reconnect_window = absl::Hours(1);
   auto sampler = NewSampler("empty", options);
+  // Each worker's request waits at the table (its reactor holds the table).
+  // A server stopped before a request reached it would look like one not up
+  // yet, which that worker would retry.
+  ASSERT_TRUE(
+      WaitFor([&] { return table.use_count() >= unused + 3; }, kPatience));
   EXPECT_EQ(sampler->GetNextSample(absl::Milliseconds(200)).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   server_->Stop();

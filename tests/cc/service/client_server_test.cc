@@ -22,6 +22,7 @@ using testing::FifoTable;
 using testing::Int32;
 using testing::StartLoopbackServer;
 using testing::Values;
+using testing::WaitFor;
 
 class ClientServerTest : public testing::ServerTest {
  protected:
@@ -303,11 +304,17 @@ TEST_F(ClientServerTest, StoppingTheServerEndsWaitingCalls) {
 }
 
 TEST_F(ClientServerTest, SamplerEndsWhenTheServerStops) {
-  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
+  auto table = FifoTable("t", *MinSizeRateLimiter(1));
+  StartServer({table});
+  const long unused = table.use_count();
   SamplerOptions options;
   options.reconnect_window = absl::Seconds(60);
   auto sampler = *client_->NewSampler("t", options);
-  // Waits on the rate limiter of the empty table.
+  // The stream's request waits on the rate limiter of the empty table (its
+  // reactor holds the table). A server stopped before the request reached
+  // it would look like one not up yet: the sampler would retry.
+  ASSERT_TRUE(
+      WaitFor([&] { return table.use_count() > unused; }, absl::Seconds(30)));
   auto sample = sampler->GetNextSample(absl::Milliseconds(200));
   ASSERT_TRUE(absl::IsDeadlineExceeded(sample.status())) << sample.status();
   EXPECT_TRUE(sampler->error().ok());

@@ -114,7 +114,7 @@ class InsertReactorScalingTest : public StreamTest {
     InsertStreamResponse response;
     EXPECT_TRUE(call->stream->Read(&response));
     EXPECT_EQ(response.keys_size(), 1);
-    EXPECT_TRUE(call->stream->Finish().ok());
+    EXPECT_TRUE(call->Finish().ok());
     return allocations.load() - before;
   }
 };

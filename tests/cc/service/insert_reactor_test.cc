@@ -48,7 +48,7 @@ class InsertReactorTest : public StreamTest {
     call.stream->WritesDone();
     InsertStreamResponse response;
     EXPECT_FALSE(call.stream->Read(&response)) << response.DebugString();
-    return call.stream->Finish();
+    return call.Finish();
   }
 
   // Writes `requests` and expects the call to end with `code` and a message
@@ -122,7 +122,7 @@ TEST_F(InsertReactorTest, ConfirmsAnItemOnlyOnceItsTableHasInsertedIt) {
       std::vector<uint64_t>{2});
   EXPECT_TRUE(queue_->Get(2).ok());
   EXPECT_FALSE(call->stream->Read(&response));
-  EXPECT_TRUE(call->stream->Finish().ok());
+  EXPECT_TRUE(call->Finish().ok());
 }
 
 // A writer that saw no confirmation sends the items again elsewhere: a
@@ -138,7 +138,7 @@ TEST_F(InsertReactorTest, ACancelledStreamWithdrawsItsQueuedItems) {
   EXPECT_EQ(ReadKeys(*call, 1), std::vector<uint64_t>{1});
   // Items 2 and 3 wait for the rate limiter.
   call->context.TryCancel();
-  EXPECT_EQ(call->stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(call->Finish().error_code(), grpc::StatusCode::CANCELLED);
   AwaitUseCount(queue_, unused);  // The server has let the stream go.
 
   // The rate limiter lets one item in: the next insert, not item 2.

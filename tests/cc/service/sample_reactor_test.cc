@@ -52,7 +52,7 @@ class SampleReader {
     SampleStreamResponse response;
     while (call_->stream->Read(&response)) Add(response);
     EXPECT_FALSE(in_sample_) << "The stream ended inside a sample.";
-    return call_->stream->Finish();
+    return call_->Finish();
   }
 
   const std::vector<ReceivedSample>& samples() const { return samples_; }
@@ -179,6 +179,7 @@ TEST_F(SampleReactorTest, EachSampleCarriesTheChunksOfItsItemOnce) {
   EXPECT_EQ(first.info.item().table(), "table");
   EXPECT_EQ(first.info.item().priority(), 1.5);
   EXPECT_EQ(first.info.item().times_sampled(), 1);
+  ASSERT_EQ(first.info.item().flat_trajectory().columns_size(), 1);
   EXPECT_EQ(first.info.item().flat_trajectory().columns(0).chunk_slices_size(),
             3);
   EXPECT_EQ(first.info.probability(), 1);
@@ -215,7 +216,7 @@ TEST_F(SampleReactorTest, SamplesOfOneItemSpanResponsesOfAboutTwoMegabytes) {
   EXPECT_TRUE(reader.Close().ok());
   EXPECT_EQ(reader.responses(), 2);
   ASSERT_EQ(reader.samples().size(), 1);
-  EXPECT_EQ(ChunkKeys(reader.samples()[0]), (std::vector<uint64_t>{1, 2, 3}));
+  ASSERT_EQ(ChunkKeys(reader.samples()[0]), (std::vector<uint64_t>{1, 2, 3}));
   EXPECT_EQ(reader.samples()[0].chunks[2].SerializeAsString(),
             MakeChunkData(3, 1, rows).SerializeAsString());
 }
@@ -277,7 +278,7 @@ TEST_F(SampleReactorTest, RateLimiterTimeoutIsDeadlineExceeded) {
   EXPECT_FALSE(reader.ReadUntil(3));
   // The samples there were are delivered before the error.
   EXPECT_EQ(reader.keys(), Range(1, 2));
-  const grpc::Status status = call->stream->Finish();
+  const grpc::Status status = call->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_EQ(status.error_message(), RateLimiterTimeout().message());
   ExpectSamplesStillWork();
@@ -315,7 +316,7 @@ TEST_F(SampleReactorTest, CancellingAStreamWithdrawsItsRequestFromTheTable) {
   ASSERT_TRUE(call->stream->Write(SampleRequest("fifo", 1)));
   AwaitUseCount(table, unused + 1);  // The request waits at the table.
   call->context.TryCancel();
-  EXPECT_EQ(call->stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(call->Finish().error_code(), grpc::StatusCode::CANCELLED);
   AwaitUseCount(table, unused);  // The server has let the stream go.
 
   // A request still queued would take the item (and the stream is gone).

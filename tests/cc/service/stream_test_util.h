@@ -86,11 +86,27 @@ inline grpc::ByteBuffer SampleRequest(const std::string& table,
 template <typename Response>
 using RawStream = grpc::ClientReaderWriter<grpc::ByteBuffer, Response>;
 
-// A call of a stream, with its context.
+// A call of a stream, with its context. A call that a test leaves
+// unfinished (a failed ASSERT returns early) is cancelled and finished when
+// it goes: gRPC must not see a stream destroyed before Finish().
 template <typename Response>
 struct Call {
+  ~Call() {
+    if (stream != nullptr && !finished) {
+      context.TryCancel();
+      Finish().IgnoreError();
+    }
+  }
+
+  // The call's status: stream->Finish(), once.
+  grpc::Status Finish() {
+    finished = true;
+    return stream->Finish();
+  }
+
   grpc::ClientContext context;
   std::unique_ptr<RawStream<Response>> stream;
+  bool finished = false;
 };
 
 // Finishes `call` and expects it to have ended with `code` and a message
@@ -98,7 +114,7 @@ struct Call {
 template <typename Response>
 void ExpectFinishesWith(Call<Response>& call, grpc::StatusCode code,
                         const std::string& message) {
-  const grpc::Status status = call.stream->Finish();
+  const grpc::Status status = call.Finish();
   EXPECT_EQ(status.error_code(), code) << status.error_message();
   EXPECT_TRUE(absl::StartsWith(status.error_message(), message))
       << status.error_message();

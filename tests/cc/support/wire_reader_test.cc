@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "gtest/gtest.h"
+#include "tensorflow/core/framework/tensor_shape.pb.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -100,6 +101,25 @@ TEST(WireReaderTest, MalformedInputIsRefused) {
   EXPECT_FALSE(WireReader(absl::Cord("\x05"
                                      "ab"))
                    .CopyField(1, kLengthDelimited, &out));
+}
+
+TEST(WireReaderTest, LengthsLongerThanFiveBytesAreRefused) {
+  // Length 1 padded to six bytes, then its byte: protobuf refuses it
+  // (found by chunk_fuzzer: Chunk::Parse accepted what protobuf did not).
+  const std::string padded("\x81\x80\x80\x80\x80\x00x", 7);
+  absl::Cord value;
+  std::string out;
+  EXPECT_FALSE(WireReader(absl::Cord(padded)).ReadLengthDelimited(&value));
+  EXPECT_FALSE(WireReader(absl::Cord(padded)).Skip(kLengthDelimited));
+  EXPECT_FALSE(
+      WireReader(absl::Cord(padded)).CopyField(1, kLengthDelimited, &out));
+  // Padded to five bytes, protobuf reads it; so does the reader.
+  const std::string five("\x81\x80\x80\x80\x00x", 6);
+  ASSERT_TRUE(WireReader(absl::Cord(five)).ReadLengthDelimited(&value));
+  EXPECT_EQ(std::string(value), "x");
+  tensorflow::TensorShapeProto::Dim dim;
+  EXPECT_FALSE(dim.ParseFromString("\x12" + padded));
+  EXPECT_TRUE(dim.ParseFromString("\x12" + five));
 }
 
 }  // namespace

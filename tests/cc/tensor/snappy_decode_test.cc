@@ -187,6 +187,20 @@ TEST(SnappyDecodeTest, RejectsCorruptStreams) {
   }
 }
 
+// A literal whose 4-byte length is 2^32 - 1: libsnappy adds 1 in 32 bits,
+// which makes a literal of 0 bytes, and decodes the rest (found by
+// snappy_fuzzer: we refused the stream).
+TEST(SnappyDecodeTest, LiteralLengthWrapsAt32BitsAsInLibsnappy) {
+  const std::string stream("\x02\xfc\xff\xff\xff\xff\x00.\x00\x00", 10);
+  std::string theirs(2, '\0');
+  ASSERT_TRUE(
+      snappy::RawUncompress(stream.data(), stream.size(), theirs.data()));
+  std::string ours;
+  ASSERT_TRUE(Decode(stream, &ours));
+  EXPECT_EQ(ours, theirs);
+  EXPECT_EQ(ours, std::string(".\0", 2));
+}
+
 // Random damage to valid streams: our decoder accepts exactly what
 // libsnappy accepts and produces the same bytes (run under sanitizers, it
 // also shows nothing is touched out of bounds).

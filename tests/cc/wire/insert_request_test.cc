@@ -8,6 +8,7 @@
 
 #include "cc/core/chunk.h"
 #include "cc/support/varint.h"
+#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/support/slice.h"
 #include "gtest/gtest.h"
@@ -298,6 +299,46 @@ TEST(InsertRequestTest, MalformedRequestsAreInvalidArguments) {
     EXPECT_EQ(DecodeInsertRequest(InPieces(input, 7), &decoded).code(),
               absl::StatusCode::kInvalidArgument);
   }
+}
+
+// Protobuf's log, while a test runs.
+class CapturedProtobufLog {
+ public:
+  CapturedProtobufLog() { previous_ = google::protobuf::SetLogHandler(&Log); }
+  ~CapturedProtobufLog() { google::protobuf::SetLogHandler(previous_); }
+  static std::vector<std::string>& lines() {
+    static auto* lines = new std::vector<std::string>;
+    return *lines;
+  }
+
+ private:
+  static void Log(google::protobuf::LogLevel, const char*, int,
+                  const std::string& message) {
+    lines().push_back(message);
+  }
+  google::protobuf::LogHandler* previous_;
+};
+
+TEST(InsertRequestTest, InvalidUtf8IsAnInvalidArgumentNotALogLine) {
+  // An item's table (a proto3 string) that is not UTF-8.
+  InsertStreamRequest request = ItemsAndKeys();
+  request.mutable_items(0)->set_table("\xff\xfe");
+  *request.add_chunks() = *Chunk(3, {Tensor(50, 3)});
+  const std::string bytes = request.SerializeAsString();
+  CapturedProtobufLog log;
+  CapturedProtobufLog::lines().clear();
+  {
+    // Protobuf itself logs the error.
+    InsertStreamRequest parsed;
+    EXPECT_FALSE(parsed.ParseFromString(bytes));
+    EXPECT_EQ(CapturedProtobufLog::lines().size(), 1);
+  }
+  CapturedProtobufLog::lines().clear();
+  DecodedInsertRequest decoded;
+  EXPECT_EQ(DecodeInsertRequest(InPieces(bytes, 7), &decoded).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CapturedProtobufLog::lines().empty())
+      << CapturedProtobufLog::lines().front();
 }
 
 TEST(InsertRequestTest, MutatedRequestsDecodeOrAreInvalidArguments) {
