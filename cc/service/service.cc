@@ -65,9 +65,9 @@ absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
                        "' is used more than once."));
     }
   }
-  return std::unique_ptr<ReverbServiceImpl>(new ReverbServiceImpl(
-      std::move(tables), std::move(checkpointer), limits,
-      std::move(auth_token)));
+  return std::unique_ptr<ReverbServiceImpl>(
+      new ReverbServiceImpl(std::move(tables), std::move(checkpointer), limits,
+                            std::move(auth_token)));
 }
 
 ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
