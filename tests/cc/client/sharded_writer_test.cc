@@ -16,6 +16,7 @@
 #include "cc/client/client.h"
 #include "cc/rate_limiters/presets.h"
 #include "cc/selectors/uniform.h"
+#include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
 #include "gtest/gtest.h"
@@ -256,10 +257,26 @@ class LegacyTestWriter : public TestWriter {
 
 TEST_F(ShardedWriterTest, SixTrajectoryWritersWriteTwoToAShardEachItemOnce) {
   constexpr int kItems = 100;
-  std::vector<absl::Status> statuses = RunWriters(6, [&](int w) {
+  constexpr int kWriters = 6;
+  // Every writer holds its shard (from its first item) before any finishes
+  // and gives its shard back: on a slow machine a writer could otherwise
+  // be done before the last one starts.
+  Mutex mu;
+  int placed = 0;
+  std::vector<absl::Status> statuses = RunWriters(kWriters, [&](int w) {
     auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
     if (!writer.ok()) return writer.status();
-    return WriteTrajectories(**writer, w * kItems, kItems);
+    REVERB_RETURN_IF_ERROR(WriteTrajectories(**writer, w * kItems, 1));
+    {
+      MutexLock lock(&mu);
+      ++placed;
+      const auto all_placed = +[](int* n) { return *n == kWriters; };
+      if (!mu.AwaitWithTimeout(absl::Condition(all_placed, &placed),
+                               kTimeout)) {
+        return absl::DeadlineExceededError("The writers were not placed.");
+      }
+    }
+    return WriteTrajectories(**writer, w * kItems + 1, kItems - 1);
   });
   for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(Copies({0, 1, 2}, 6 * kItems), (std::map<int, int>{{1, 600}}));
