@@ -178,7 +178,7 @@ absl::StatusOr<std::string> Checkpointer::Save(
     for (const auto& snapshot : snapshots) {
       for (const auto& chunk : snapshot.chunks) {
         if (written.insert(chunk->key()).second) {
-          REVERB_RETURN_IF_ERROR(chunks->Write(std::string(chunk->wire())));
+          REVERB_RETURN_IF_ERROR(chunks->Write(chunk->Serialize()));
         }
       }
     }

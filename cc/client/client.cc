@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/client/ask_server_info.h"
+#include "cc/client/local_sample_stream.h"
 #include "cc/client/sample_stream.h"
 #include "cc/client/server_info.h"
 #include "cc/client/sharded_sample_stream.h"
@@ -229,6 +230,9 @@ absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
   }
   const auto& connection = shards_->connection(0);
   REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
+  if (auto local = connection->LocalTable(table)) {
+    return std::make_unique<LocalSampleStream>(std::move(local));
+  }
   return std::make_unique<SampleStream>(connection, table);
 }
 

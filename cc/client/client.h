@@ -88,7 +88,9 @@ class REVERB_EXPORT Client {
       const std::string& table, const SamplerOptions& options);
 
   // A stream driven from the calling thread: over one server a
-  // SampleStream (sample_stream.h), once the channel is connected
+  // SampleStream (sample_stream.h), or a LocalSampleStream
+  // (local_sample_stream.h) if the server is in this process, once the
+  // channel is connected
   // (UNAVAILABLE if not within `connect_timeout`); over several a
   // ShardedSampleStream (sharded_sample_stream.h), at once (its reads fail
   // with UNAVAILABLE if no shard can be reached).

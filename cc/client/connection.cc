@@ -1,6 +1,10 @@
 #include "cc/client/connection.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
+#include "cc/client/local_table.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -9,6 +13,14 @@ namespace deepmind::reverb {
 namespace {
 
 constexpr int kMaxReconnectBackoffMs = 30 * 1000;
+
+// How long LocalTable() waits for the server's answer.
+constexpr absl::Duration kLocalTableTimeout = absl::Seconds(5);
+
+bool InProcessAllowed() {
+  const char* value = std::getenv("REVERB_IN_PROCESS");
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   grpc::ChannelArguments args;
@@ -27,7 +39,8 @@ Connection::Connection(const std::string& server_address)
       channel_(MakeChannel(server_address)),
       stub_(ReverbService::NewStub(channel_)),
       insert_stream_("/deepmind.reverb.ReverbService/InsertStream",
-                     grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}
+                     grpc::internal::RpcMethod::BIDI_STREAMING, channel_),
+      in_process_allowed_(InProcessAllowed()) {}
 
 std::unique_ptr<
     grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
@@ -54,6 +67,24 @@ absl::Status Connection::WaitForConnection(absl::Duration timeout) const {
 
 void Connection::ResetConnectBackoff() const {
   grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
+}
+
+std::shared_ptr<Table> Connection::LocalTable(const std::string& table) const {
+  if (!in_process_allowed_) return nullptr;
+  MutexLock lock(&local_mu_);
+  auto it = local_tables_.find(table);
+  if (it != local_tables_.end()) {
+    if (!it->second.local) return nullptr;
+    std::shared_ptr<Table> local = it->second.table.lock();
+    if (local != nullptr && !local->closed()) return local;
+  }
+  auto asked = AskLocalTable(stub_.get(), table, kLocalTableTimeout);
+  if (!asked.ok()) {
+    local_tables_.erase(table);
+    return nullptr;
+  }
+  local_tables_[table] = LocalTableEntry{*asked != nullptr, *asked};
+  return *asked;
 }
 
 }  // namespace deepmind::reverb

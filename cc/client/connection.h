@@ -4,15 +4,24 @@
 // The channel is insecure, has unlimited message sizes, a 30 s reconnect
 // backoff cap and the round_robin load-balancing policy (as dm-reverb), so
 // an address that resolves to several servers spreads streams over them.
+//
+// A server in this process hands its tables over (InitializeConnection,
+// cc/client/local_table.h): LocalTable() learns, per table and lazily,
+// whether writers and samplers can use the table directly instead of
+// streams. Setting the environment variable REVERB_IN_PROCESS=0 turns this
+// off (every call goes through gRPC).
 #ifndef REVERB_CC_CLIENT_CONNECTION_H_
 #define REVERB_CC_CLIENT_CONNECTION_H_
 
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "cc/core/table.h"
 #include "cc/support/export.h"
+#include "cc/support/mutex.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -49,11 +58,29 @@ class REVERB_EXPORT Connection {
   // the reconnect backoff (up to 30 s after repeated failures).
   void ResetConnectBackoff() const;
 
+  // `table` of the server, if the server runs in this process (and this
+  // libreverb); null otherwise, and on any error (the gRPC path then
+  // reports it). Asked once per table, with the channel connected: a
+  // server found elsewhere is remembered as such, one in the process until
+  // its table closes (then the server is asked again). Thread-safe.
+  std::shared_ptr<Table> LocalTable(const std::string& table) const
+      ABSL_LOCKS_EXCLUDED(local_mu_);
+
  private:
   const std::string server_address_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ReverbService::StubInterface> stub_;
   const grpc::internal::RpcMethod insert_stream_;
+  const bool in_process_allowed_;
+
+  struct LocalTableEntry {
+    bool local;  // False: the server is not in this process.
+    std::weak_ptr<Table> table;
+  };
+  mutable Mutex local_mu_;
+  // What LocalTable() has learnt, per table.
+  mutable absl::flat_hash_map<std::string, LocalTableEntry> local_tables_
+      ABSL_GUARDED_BY(local_mu_);
 };
 
 }  // namespace deepmind::reverb

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/client/local_sample_stream.h"
 #include "cc/client/sample_stream.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
@@ -20,6 +21,9 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
         // Short waits, so that Close() is not held up; RunWorker retries.
         REVERB_RETURN_IF_ERROR(
             connection->WaitForConnection(absl::Milliseconds(250)));
+        if (auto local = connection->LocalTable(table)) {
+          return std::make_unique<LocalSampleStream>(std::move(local));
+        }
         return std::make_unique<SampleStream>(connection, table);
       },
       options);

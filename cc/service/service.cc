@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "cc/service/initialize_connection_reactor.h"
 #include "cc/service/insert_reactor.h"
 #include "cc/service/sample_reactor.h"
 #include "cc/wire/grpc_status.h"
@@ -13,30 +14,6 @@ namespace deepmind::reverb {
 namespace {
 
 constexpr int kNumExecutorThreads = 4;
-
-// Reads the first request and answers address 0, then finishes.
-class InitializeConnectionReactor
-    : public grpc::ServerBidiReactor<InitializeConnectionRequest,
-                                     InitializeConnectionResponse> {
- public:
-  InitializeConnectionReactor() { StartRead(&request_); }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    // Address 0: no table pointer is handed over; use the gRPC path.
-    response_.set_address(0);
-    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  InitializeConnectionRequest request_;
-  InitializeConnectionResponse response_;
-};
 
 grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
                                       const absl::Status& status) {
@@ -148,8 +125,8 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::ServerInfo(
 
 grpc::ServerBidiReactor<InitializeConnectionRequest,
                         InitializeConnectionResponse>*
-ReverbServiceImpl::InitializeConnection(grpc::CallbackServerContext*) {
-  return new InitializeConnectionReactor();
+ReverbServiceImpl::InitializeConnection(grpc::CallbackServerContext* context) {
+  return new InitializeConnectionReactor(this, context->peer());
 }
 
 }  // namespace deepmind::reverb
