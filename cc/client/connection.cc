@@ -69,22 +69,40 @@ void Connection::ResetConnectBackoff() const {
   grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
 }
 
+void Connection::LearnLocalTablesLocked() const {
+  if (local_known_) {
+    bool all_open = true;
+    for (const auto& [name, weak] : local_tables_) {
+      std::shared_ptr<Table> table = weak.lock();
+      if (table == nullptr || table->closed()) all_open = false;
+    }
+    if (all_open) return;
+  }
+  local_known_ = false;
+  local_tables_.clear();
+  auto tables = AskLocalTables(stub_.get(), kLocalTableTimeout);
+  if (!tables.ok()) return;
+  local_known_ = true;
+  for (const auto& table : *tables) local_tables_[table->name()] = table;
+}
+
+Connection::TablesByName Connection::LocalTables() const {
+  TablesByName tables;
+  if (!in_process_allowed_) return tables;
+  MutexLock lock(&local_mu_);
+  LearnLocalTablesLocked();
+  for (const auto& [name, weak] : local_tables_) {
+    if (auto table = weak.lock()) tables[name] = std::move(table);
+  }
+  return tables;
+}
+
 std::shared_ptr<Table> Connection::LocalTable(const std::string& table) const {
   if (!in_process_allowed_) return nullptr;
   MutexLock lock(&local_mu_);
+  LearnLocalTablesLocked();
   auto it = local_tables_.find(table);
-  if (it != local_tables_.end()) {
-    if (!it->second.local) return nullptr;
-    std::shared_ptr<Table> local = it->second.table.lock();
-    if (local != nullptr && !local->closed()) return local;
-  }
-  auto asked = AskLocalTable(stub_.get(), table, kLocalTableTimeout);
-  if (!asked.ok()) {
-    local_tables_.erase(table);
-    return nullptr;
-  }
-  local_tables_[table] = LocalTableEntry{*asked != nullptr, *asked};
-  return *asked;
+  return it == local_tables_.end() ? nullptr : it->second.lock();
 }
 
 }  // namespace deepmind::reverb

@@ -6,8 +6,8 @@
 // an address that resolves to several servers spreads streams over them.
 //
 // A server in this process hands its tables over (InitializeConnection,
-// cc/client/local_table.h): LocalTable() learns, per table and lazily,
-// whether writers and samplers can use the table directly instead of
+// cc/client/local_table.h): LocalTables() and LocalTable() learn, lazily,
+// whether writers and samplers can use the tables directly instead of
 // streams. Setting the environment variable REVERB_IN_PROCESS=0 turns this
 // off (every call goes through gRPC).
 #ifndef REVERB_CC_CLIENT_CONNECTION_H_
@@ -58,11 +58,16 @@ class REVERB_EXPORT Connection {
   // the reconnect backoff (up to 30 s after repeated failures).
   void ResetConnectBackoff() const;
 
-  // `table` of the server, if the server runs in this process (and this
-  // libreverb); null otherwise, and on any error (the gRPC path then
-  // reports it). Asked once per table, with the channel connected: a
-  // server found elsewhere is remembered as such, one in the process until
-  // its table closes (then the server is asked again). Thread-safe.
+  // The server's tables by name if it runs in this process (and this
+  // libreverb): InitializeConnection handed them over. Empty otherwise.
+  // Asked once, with the channel connected: a server found elsewhere is
+  // remembered as such, one in the process until one of its tables closes
+  // (then the server is asked again); an error is not remembered (empty).
+  // Thread-safe.
+  using TablesByName =
+      absl::flat_hash_map<std::string, std::shared_ptr<Table>>;
+  TablesByName LocalTables() const ABSL_LOCKS_EXCLUDED(local_mu_);
+  // `table` of LocalTables(); null if there is none. Thread-safe.
   std::shared_ptr<Table> LocalTable(const std::string& table) const
       ABSL_LOCKS_EXCLUDED(local_mu_);
 
@@ -73,13 +78,14 @@ class REVERB_EXPORT Connection {
   const grpc::internal::RpcMethod insert_stream_;
   const bool in_process_allowed_;
 
-  struct LocalTableEntry {
-    bool local;  // False: the server is not in this process.
-    std::weak_ptr<Table> table;
-  };
+  // Asks the server for its tables unless known (see LocalTables).
+  void LearnLocalTablesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(local_mu_);
+
   mutable Mutex local_mu_;
-  // What LocalTable() has learnt, per table.
-  mutable absl::flat_hash_map<std::string, LocalTableEntry> local_tables_
+  // Whether the server has answered InitializeConnection, and its tables if
+  // it is in this process (by name; none if elsewhere).
+  mutable bool local_known_ ABSL_GUARDED_BY(local_mu_) = false;
+  mutable absl::flat_hash_map<std::string, std::weak_ptr<Table>> local_tables_
       ABSL_GUARDED_BY(local_mu_);
 };
 

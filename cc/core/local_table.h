@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "cc/core/table.h"
 #include "cc/support/export.h"
@@ -30,7 +31,10 @@ REVERB_EXPORT uint64_t LibreverbIdentity();
 struct REVERB_EXPORT LocalTableHandle {
   // LibreverbIdentity() of the server that made the handle.
   uint64_t identity;
+  // The table asked for; null if the request named none (our extension).
   std::shared_ptr<Table> table;
+  // Every table of the server (our extension: writers insert into any).
+  std::vector<std::shared_ptr<Table>> tables;
 };
 
 }  // namespace deepmind::reverb

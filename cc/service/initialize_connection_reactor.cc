@@ -44,13 +44,18 @@ void InitializeConnectionReactor::OnReadDone(bool ok) {
     StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
     return;
   }
-  auto table = service_->FindTable(request_.table_name());
-  if (!table.ok()) {
-    Finish(ToGrpcStatus(table.status()));
-    return;
+  std::shared_ptr<Table> table;
+  if (!request_.table_name().empty()) {
+    auto found = service_->FindTable(request_.table_name());
+    if (!found.ok()) {
+      Finish(ToGrpcStatus(found.status()));
+      return;
+    }
+    table = *std::move(found);
   }
   handle_ = std::make_unique<LocalTableHandle>(
-      LocalTableHandle{LibreverbIdentity(), *std::move(table)});
+      LocalTableHandle{LibreverbIdentity(), std::move(table),
+                       service_->tables()});
   response_.set_address(
       static_cast<int64_t>(reinterpret_cast<intptr_t>(handle_.get())));
   StartWrite(&response_);

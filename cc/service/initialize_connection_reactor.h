@@ -8,8 +8,9 @@
 //  - The first request: if its `pid` is not this process's, or it lacks
 //    this libreverb's identity (a dm-reverb client, which could not use our
 //    Table), the answer is address 0 and the call ends with OK. Otherwise
-//    an unknown `table_name` ends it with NOT_FOUND; a known one is answered
-//    with the address of a new LocalTableHandle of the table.
+//    an unknown `table_name` ends it with NOT_FOUND; a known one, or none
+//    (our client asks so for all tables at once), is answered with the
+//    address of a new LocalTableHandle of the table and all the others.
 //  - The second request must say `ownership_transferred` (the client has
 //    copied the table out), else the call ends with INTERNAL; then it ends
 //    with OK. The handle is freed when the call ends, however it ends.

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
 #include "cc/core/table_item.h"
 #include "cc/service/service.h"
 #include "cc/support/mutex.h"
@@ -15,7 +13,9 @@
 namespace deepmind::reverb {
 
 InsertReactor::InsertReactor(const ReverbServiceImpl* service)
-    : service_(service) {
+    : session_([service](const std::string& name) {
+        return service->FindTable(name);
+      }) {
   Start(&request_bytes_);
 }
 
@@ -50,71 +50,39 @@ void InsertReactor::OnWriteDone(bool ok) {
 absl::Status InsertReactor::ProcessRequest() {
   REVERB_RETURN_IF_ERROR(DecodeInsertRequest(request_bytes_, &request_));
   request_bytes_.Clear();
-  if (request_.chunks.empty() && request_.items.empty()) {
-    return absl::InvalidArgumentError(
-        "InsertStreamRequest has neither chunks nor items.");
-  }
-  for (std::shared_ptr<Chunk>& chunk : request_.chunks) {
-    chunks_.try_emplace(chunk->key(), std::move(chunk));
-  }
-  if (request_.items.empty()) return absl::OkStatus();
-
   // Confirmations of the inserts made right away (on this thread) go out
   // together once every item of the request is in, not one response each.
   {
     MutexLock lock(&guard_->mu);
     holding_confirmations_ = true;
   }
-  absl::Status status = InsertItems();
+  absl::Status status = session_.Process(
+      std::move(request_.chunks), absl::MakeSpan(request_.items),
+      request_.keep_chunk_keys,
+      [this](const std::shared_ptr<Table>& table, TableItem item) {
+        Insert(*table, std::move(item));
+      });
   MutexLock lock(&guard_->mu);
   holding_confirmations_ = false;
   MaybeWriteLocked();
   return status;
 }
 
-absl::Status InsertReactor::InsertItems() {
-  for (PrioritizedItem& item : request_.items) {
-    auto table = service_->FindTable(item.table());
-    if (!table.ok()) return table.status();
-    TableItem table_item;
-    for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {
-      auto it = chunks_.find(key);
-      if (it == chunks_.end()) {
-        return absl::InternalError(absl::StrCat(
-            "Could not find sequence chunk ", key, " for item ", item.key(),
-            ": it was not sent on this stream or not kept."));
-      }
-      table_item.chunks.push_back(it->second);
-    }
-    const uint64_t key = item.key();
-    table_item.item = std::move(item);
-    {
-      MutexLock lock(&guard_->mu);
-      ++pending_inserts_;
-      // As dm-reverb: pause reading at 10% of the table (1..1000 items).
-      max_pending_inserts_ = std::max<int64_t>(
-          1, std::min<int64_t>((*table)->max_size() / 10, 1000));
-    }
-    (*table)->InsertOrAssignAsync(std::move(table_item),
-                                  [guard = guard_, key](const absl::Status& s) {
-                                    MutexLock lock(&guard->mu);
-                                    if (guard->reactor != nullptr)
-                                      guard->reactor->OnInserted(key, s);
-                                  });
+void InsertReactor::Insert(Table& table, TableItem item) {
+  const uint64_t key = item.item.key();
+  {
+    MutexLock lock(&guard_->mu);
+    ++pending_inserts_;
+    // As dm-reverb: pause reading at 10% of the table (1..1000 items).
+    max_pending_inserts_ = std::max<int64_t>(
+        1, std::min<int64_t>(table.max_size() / 10, 1000));
   }
-
-  absl::flat_hash_set<uint64_t> keep(request_.keep_chunk_keys.begin(),
-                                     request_.keep_chunk_keys.end());
-  absl::erase_if(chunks_, [&keep](const auto& entry) {
-    return !keep.contains(entry.first);
-  });
-  if (chunks_.size() != keep.size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("Kept less chunks than expected: ", keep.size(),
-                     " keep_chunk_keys but only ", chunks_.size(),
-                     " of them were sent on this stream."));
-  }
-  return absl::OkStatus();
+  table.InsertOrAssignAsync(std::move(item),
+                            [guard = guard_, key](const absl::Status& s) {
+                              MutexLock lock(&guard->mu);
+                              if (guard->reactor != nullptr)
+                                guard->reactor->OnInserted(key, s);
+                            });
 }
 
 void InsertReactor::OnInserted(uint64_t key, const absl::Status& status) {

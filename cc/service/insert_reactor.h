@@ -4,20 +4,16 @@
 // On the wire: reads InsertStreamRequests as raw bytes (DecodeInsertRequest
 // keeps large chunks in the memory gRPC received them in) and writes
 // InsertStreamResponses with the keys of the items their tables inserted.
-//  - The chunks of a request go into a map of this stream (a key already
-//    there is ignored). A request with items then queues each item into its
-//    table with the chunks it references, in order, and afterwards drops
-//    from the map every chunk not in its `keep_chunk_keys`. A request
-//    without items releases nothing.
+//  - Each request goes to the stream's InsertSession
+//    (cc/core/insert_session.h: the chunk map, the items and their chunks,
+//    keep_chunk_keys, and its errors), which hands each item to its table.
 //  - Each item is confirmed once its table has really inserted it (after
 //    the rate limiter allowed it). The confirmations of the items a request
 //    inserted at once go out together, after its last item; keys that pile
 //    up while a response is being written go out in the next one.
-//  - The first error ends the call with its status: a request with neither
-//    chunks nor items or that does not parse (INVALID_ARGUMENT), an unknown
-//    table (NOT_FOUND), a chunk missing from the map (INTERNAL), a
-//    `keep_chunk_keys` naming a chunk the map lacks (FAILED_PRECONDITION),
-//    or an insert its table fails. Items queued before stay queued.
+//  - The first error ends the call with its status: a request that does not
+//    parse (INVALID_ARGUMENT), an error of the InsertSession, or an insert
+//    its table fails. Items queued before stay queued.
 //  - When the client half-closes, the call ends with OK once every item
 //    read has been inserted and confirmed.
 //
@@ -35,9 +31,9 @@
 #include <memory>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "cc/core/chunk.h"
+#include "cc/core/insert_session.h"
+#include "cc/core/table.h"
 #include "cc/service/stream_reactor.h"
 #include "cc/wire/insert_request.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -58,8 +54,8 @@ class InsertReactor
  private:
   // Decodes request_bytes_ and acts on it. Without the mutex.
   absl::Status ProcessRequest();
-  // Queues request_'s items, then releases the chunks not kept.
-  absl::Status InsertItems();
+  // Queues `item` into `table`, counting it as pending. Without the mutex.
+  void Insert(Table& table, TableItem item);
   // The insert of item `key` is done.
   void OnInserted(uint64_t key, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
@@ -69,11 +65,10 @@ class InsertReactor
   // Finishes with OK once the client is done and everything is confirmed.
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
 
-  const ReverbServiceImpl* const service_;
   grpc::ByteBuffer request_bytes_;
   DecodedInsertRequest request_;
-  // Chunks this stream sent and still keeps. Used by OnReadDone only.
-  absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks_;
+  // Used by OnReadDone only.
+  InsertSession session_;
 
   grpc::ByteBuffer response_ ABSL_GUARDED_BY(guard_->mu);
   std::vector<uint64_t> confirmed_keys_ ABSL_GUARDED_BY(guard_->mu);

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "cc/core/errors.h"
 #include "cc/service/initialize_connection_reactor.h"
 #include "cc/service/insert_reactor.h"
 #include "cc/service/sample_reactor.h"
@@ -62,8 +63,7 @@ absl::StatusOr<std::shared_ptr<Table>> ReverbServiceImpl::FindTable(
     const std::string& name) const {
   auto it = tables_by_name_.find(name);
   if (it == tables_by_name_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("Priority table ", name, " was not found"));
+    return TableNotFound(name);
   }
   return it->second;
 }

@@ -1,0 +1,54 @@
+#include "cc/core/insert_session.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace deepmind::reverb {
+
+absl::Status InsertSession::Process(std::vector<std::shared_ptr<Chunk>> chunks,
+                                    absl::Span<PrioritizedItem> items,
+                                    absl::Span<const uint64_t> keep_chunk_keys,
+                                    Insert insert) {
+  if (chunks.empty() && items.empty()) {
+    return absl::InvalidArgumentError(
+        "InsertStreamRequest has neither chunks nor items.");
+  }
+  for (std::shared_ptr<Chunk>& chunk : chunks) {
+    chunks_.try_emplace(chunk->key(), std::move(chunk));
+  }
+  if (items.empty()) return absl::OkStatus();
+
+  for (PrioritizedItem& item : items) {
+    auto table = find_table_(item.table());
+    if (!table.ok()) return table.status();
+    TableItem table_item;
+    for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {
+      auto it = chunks_.find(key);
+      if (it == chunks_.end()) {
+        return absl::InternalError(absl::StrCat(
+            "Could not find sequence chunk ", key, " for item ", item.key(),
+            ": it was not sent on this stream or not kept."));
+      }
+      table_item.chunks.push_back(it->second);
+    }
+    table_item.item = std::move(item);
+    insert(*table, std::move(table_item));
+  }
+
+  absl::flat_hash_set<uint64_t> keep(keep_chunk_keys.begin(),
+                                     keep_chunk_keys.end());
+  absl::erase_if(chunks_, [&keep](const auto& entry) {
+    return !keep.contains(entry.first);
+  });
+  if (chunks_.size() != keep.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Kept less chunks than expected: ", keep.size(),
+                     " keep_chunk_keys but only ", chunks_.size(),
+                     " of them were sent on this stream."));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace deepmind::reverb
