@@ -4,8 +4,8 @@
       [--only ours] [--scripts NAME ...] [--same-process]
 
 Runs client_bench, writer_bench, dataset_bench, tf_client_bench,
-checkpoint_bench, prioritized_bench, ratelimit_bench, shard_bench and
-import_bench (each a script of its own: see their docstrings) with our package (this interpreter) and, when
+checkpoint_bench, prioritized_bench, ratelimit_bench, shard_bench,
+unix_socket_bench and import_bench (each a script of its own: see their docstrings) with our package (this interpreter) and, when
 `.venv-dmreverb` exists (`.ci/dmreverb_venv`), with dm-reverb, alternating
 the two (A B A B ...) `--runs` times. Every run validates what it received
 and fails rather than score wrong data. The JSON reports go to `--out`,
@@ -15,7 +15,8 @@ and fails rather than score wrong data. The JSON reports go to `--out`,
 when matplotlib is missing). --same-process is passed on to the scripts:
 those that start a server then run it in the benchmark process instead of a
 child (checkpoint_bench, which restarts its server, shard_bench, which
-measures its servers' CPU, and import_bench, which has none, ignore it).
+measures its servers' CPU, unix_socket_bench, which compares two ways between
+processes, and import_bench, which has none, ignore it).
 """
 
 import argparse
@@ -29,7 +30,7 @@ from bench import compare
 BENCH = pathlib.Path(__file__).resolve().parent
 SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'tf_client_bench',
            'checkpoint_bench', 'prioritized_bench', 'ratelimit_bench',
-           'shard_bench', 'import_bench']
+           'shard_bench', 'unix_socket_bench', 'import_bench']
 DMREVERB_PYTHON = BENCH.parent / '.venv-dmreverb' / 'bin' / 'python'
 
 

@@ -11,10 +11,13 @@ processes. `main` gives every script the same command line:
   --same-process
                 run the server in the benchmark process (`server` below)
                 instead of a child; scripts that start no server
-                (import_bench), one per phase (checkpoint_bench) or several
-                (shard_bench) ignore it
+                (import_bench), one per phase (checkpoint_bench), several
+                (shard_bench) or one for two processes (unix_socket_bench)
+                ignore it
   --serve       (internal) be the server: print `PORT n`, serve until stdin
                 closes
+  --unix-socket PATH
+                (internal, with --serve) also listen on this unix socket
   --worker N    (internal, with `worker`) be client process N
 
 `server(args, make_tables)` is the server of a workload: by default a
@@ -124,10 +127,12 @@ class ChildProcess:
 
 
 class ServerProcess(ChildProcess):
-  """The running script with --serve; `port` is where it listens."""
+  """The running script with --serve; `port` is where it listens (and
+  `unix_socket_path` too, if given)."""
 
-  def __init__(self):
-    super().__init__(['--serve'], 'benchmark server')
+  def __init__(self, unix_socket_path=None):
+    unix = ['--unix-socket', unix_socket_path] if unix_socket_path else []
+    super().__init__(['--serve'] + unix, 'benchmark server')
     self.port = int(self.read('PORT '))
 
 
@@ -158,6 +163,17 @@ def server(args, make_tables):
   if getattr(args, 'same_process', False):
     return InProcessServer(make_tables())
   return ServerProcess()
+
+
+def children_cpu(children):
+  """The CPU seconds that the processes of `children` (ChildProcess) have
+  used (utime + stime)."""
+  total = 0
+  for child in children:
+    with open(f'/proc/{child.pid}/stat') as f:
+      fields = f.read().rsplit(')', 1)[1].split()
+    total += int(fields[11]) + int(fields[12])  # Fields 14 and 15 of stat.
+  return total / os.sysconf('SC_CLK_TCK')
 
 
 def latency_ms(seconds):
@@ -218,10 +234,12 @@ def fifo_table(name, max_size):
                       rate_limiter=reverb.rate_limiters.MinSize(1))
 
 
-def serve(tables):
-  """--serve: a server with `tables`; prints its port, then serves until
-  stdin closes (the parent ended or let go)."""
-  server = reverb.Server(tables=tables, port=None)
+def serve(tables, unix_socket_path=None):
+  """--serve: a server with `tables` (also on `unix_socket_path` if given);
+  prints its port, then serves until stdin closes (the parent ended or let
+  go)."""
+  unix = {'unix_socket_path': unix_socket_path} if unix_socket_path else {}
+  server = reverb.Server(tables=tables, port=0 if unix else None, **unix)
   print(f'PORT {server.port}', flush=True)
   sys.stdin.read()
   server.stop()
@@ -318,11 +336,12 @@ def main(doc, quick_help, run, make_tables, worker=None):
   parser.add_argument('--same-process', action='store_true',
                       help='run the server in this process, not a child')
   parser.add_argument('--serve', action='store_true', help=argparse.SUPPRESS)
+  parser.add_argument('--unix-socket', help=argparse.SUPPRESS)
   if worker is not None:
     parser.add_argument('--worker', type=int, help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args.serve:
-    serve(make_tables())
+    serve(make_tables(), args.unix_socket)
     return
   if worker is not None and args.worker is not None:
     worker(args.worker)

@@ -70,7 +70,6 @@ _ERROR_CALL = 100
 _ITEM_BYTES = 8
 # Ids of the insert workload: client process n writes n * _ID_CLIENT + step.
 _ID_CLIENT = 10**12
-_CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
 
 
 def make_tables():
@@ -196,16 +195,6 @@ def worker(number):
         ('written', 'items', 'start', 'end', 'cpu'), result))), flush=True)
 
 
-def server_cpu(servers):
-  """The CPU seconds the server processes have used (utime + stime)."""
-  total = 0
-  for server in servers:
-    with open(f'/proc/{server.pid}/stat') as f:
-      fields = f.read().rsplit(')', 1)[1].split()
-    total += int(fields[11]) + int(fields[12])  # Fields 14 and 15 of stat.
-  return total / _CLOCK_TICKS
-
-
 def run_job(workers, servers, job):
   """Runs `job` on every worker, started at once; returns (items written
   in all, timed items, wall seconds, client CPU, server CPU)."""
@@ -213,12 +202,12 @@ def run_job(workers, servers, job):
     child.send(json.dumps(job))
   for child in workers:
     child.read('READY')
-  before = server_cpu(servers)
+  before = harness.children_cpu(servers)
   for child in workers:
     child.send('GO')
   done = [json.loads(child.read('DONE ', timeout=job['seconds'] + 120))
           for child in workers]
-  used = server_cpu(servers) - before
+  used = harness.children_cpu(servers) - before
   wall = max(d['end'] for d in done) - min(d['start'] for d in done)
   return (sum(d['written'] for d in done), sum(d['items'] for d in done),
           wall, sum(d['cpu'] for d in done), used)

@@ -243,7 +243,8 @@ ClientBridge::State::Signature(const std::string& table) {
     auto it = signatures.find(table);
     if (it != signatures.end()) return it->second;
   }
-  absl::StatusOr<ServerInfoResponse> info = client->ServerInfo(kConnectTimeout);
+  absl::StatusOr<ServerInfoResponse> info =
+      client->ServerInfo(absl::InfiniteDuration());
   if (!info.ok()) return info.status();
   std::unordered_map<std::string,
                      std::shared_ptr<const std::vector<SignatureSpec>>>
@@ -398,8 +399,8 @@ ClientStatus ClientBridge::UpdatePriorities(
     updates[i].set_key(keys[i]);
     updates[i].set_priority(priorities[i]);
   }
-  return ToClientStatus(
-      state_->client->MutatePriorities(table, updates, {}, kConnectTimeout));
+  return ToClientStatus(state_->client->MutatePriorities(
+      table, updates, {}, absl::InfiniteDuration()));
 }
 
 }  // namespace deepmind::reverb::tf_ops

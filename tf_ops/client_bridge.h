@@ -9,11 +9,13 @@
 // and the tables' signatures. All methods are thread-safe; concurrent calls
 // run on streams of their own.
 //
-// Waits. Connecting waits up to 10 s for the server (then UNAVAILABLE or
-// DEADLINE_EXCEEDED); a sample waits for the table's rate limiter, and an
-// insert for the server's confirmation (which the rate limiter may hold
-// back), for as long as it takes, as dm-reverb's ops do, unless OpWaits
-// ends them (op_waits.h: the process's exit, SIGINT) with CANCELLED.
+// Waits. Connecting waits up to 10 s for the server (then UNAVAILABLE); a
+// sample waits for the table's rate limiter, and an insert for the server's
+// confirmation (which the rate limiter may hold back), for as long as it
+// takes, as dm-reverb's ops do, unless OpWaits ends them (op_waits.h: the
+// process's exit, SIGINT) with CANCELLED, or the server stops answering
+// (UNAVAILABLE once the channel's keepalive pings go unanswered,
+// cc/client/connection.h).
 #ifndef REVERB_TF_OPS_CLIENT_BRIDGE_H_
 #define REVERB_TF_OPS_CLIENT_BRIDGE_H_
 

@@ -209,7 +209,13 @@ bool SampleSource::State::CheckedSignature(absl::Time deadline) {
     return false;
   }
   signature_checked = true;
-  if (absl::IsDeadlineExceeded(info.status())) return true;  // Unchecked.
+  if (absl::IsDeadlineExceeded(info.status())) {
+    error = absl::UnavailableError(absl::StrCat(
+        "The Reverb server did not answer within ",
+        absl::FormatDuration(absl::Milliseconds(options.signature_timeout_ms)),
+        " (to check the signature of table '", options.table, "')."));
+    return true;
+  }
   if (!info.ok()) {
     error = info.status();
     return true;

@@ -54,9 +54,10 @@ struct SourceOptions {
   bool drop_remainder = false;
   // The longest a Next() call waits (see above).
   int64_t max_wait_ms = 100;
-  // How long the signature check waits for the server in all, after which
-  // samples are checked one by one only (as dm-reverb).
-  int64_t signature_timeout_ms = 30'000;
+  // How long the signature check waits for the server in all: a server
+  // that has not answered by then fails the source with UNAVAILABLE (as
+  // any client call without a timeout, kConnectTimeout).
+  int64_t signature_timeout_ms = 10'000;
 };
 
 // An error: a canonical status code (absl, gRPC and TF_Code agree) and a

@@ -295,10 +295,19 @@ absl::Status Checkpointer::Load(
   }
   items.clear();
   chunks.clear();
-  for (const auto& checkpoint : checkpoints) {
-    REVERB_RETURN_IF_ERROR(by_name[checkpoint.table_name()]->Restore(
-        checkpoint, std::move(table_items[checkpoint.table_name()]),
-        options_.use_checkpoint_table_options));
+  for (size_t i = 0; i < checkpoints.size(); ++i) {
+    const std::string& name = checkpoints[i].table_name();
+    absl::Status status =
+        by_name[name]->Restore(checkpoints[i], std::move(table_items[name]),
+                               options_.use_checkpoint_table_options);
+    if (!status.ok()) {
+      // No table keeps a part of the checkpoint (the one that refused it
+      // holds nothing of it either).
+      for (size_t j = 0; j < i; ++j) {
+        by_name[checkpoints[j].table_name()]->Reset();
+      }
+      return status;
+    }
   }
   return absl::OkStatus();
 }

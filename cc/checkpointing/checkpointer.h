@@ -73,7 +73,9 @@ class REVERB_EXPORT Checkpointer {
   // Restores `tables` from the checkpoint at `path`. Every checkpointed
   // table must be among `tables` (INVALID_ARGUMENT otherwise); others stay
   // empty. Nothing changes unless every file reads back intact (DATA_LOSS
-  // naming the file otherwise).
+  // naming the file otherwise). If a table refuses its part (options or
+  // items it rejects: INVALID_ARGUMENT), the tables restored before it are
+  // reset, so that none holds a part of the checkpoint.
   absl::Status Load(const std::string& path,
                     absl::Span<const std::shared_ptr<Table>> tables) const;
 

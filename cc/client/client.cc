@@ -33,9 +33,10 @@ Client::Client(const std::string& server_address)
 Client::Client(std::shared_ptr<Shards> shards) : shards_(std::move(shards)) {}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(
-    std::vector<std::string> server_addresses) {
-  REVERB_ASSIGN_OR_RETURN(std::shared_ptr<Shards> shards,
-                          Shards::Create(std::move(server_addresses)));
+    std::vector<std::string> server_addresses, absl::Duration keepalive) {
+  REVERB_ASSIGN_OR_RETURN(
+      std::shared_ptr<Shards> shards,
+      Shards::Create(std::move(server_addresses), keepalive));
   return std::unique_ptr<Client>(new Client(std::move(shards)));
 }
 
@@ -47,10 +48,17 @@ absl::Status Client::ShardDown(int shard) const {
 }
 
 template <typename Call>
-absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
+absl::Status Client::OnEveryShard(Call call, absl::Duration timeout,
+                                  bool wait_for_ready, bool down_is_error) {
   if (shards_->size() == 1) {
+    const Connection& connection = *shards_->connection(0);
     grpc::ClientContext context;
-    return call(*shards_->connection(0)->stub(), &context);
+    if (timeout == absl::InfiniteDuration()) {
+      REVERB_RETURN_IF_ERROR(connection.WaitForConnection(kConnectTimeout));
+      wait_for_ready = false;
+    }
+    SetDeadline(&context, timeout, wait_for_ready);
+    return call(0, *connection.stub(), &context);
   }
   absl::Status first_error;
   for (int s = 0; s < shards_->size(); ++s) {
@@ -63,7 +71,8 @@ absl::Status Client::OnEveryShard(Call call, bool down_is_error) {
     });
     absl::Status status = ShardDown(s);
     if (shards_->IsUp(s)) {
-      status = call(*shards_->connection(s)->stub(), &context);
+      SetDeadline(&context, timeout, wait_for_ready);
+      status = call(s, *shards_->connection(s)->stub(), &context);
     } else {
       down = true;
     }
@@ -81,30 +90,56 @@ absl::Status Client::MutatePriorities(const std::string& table,
                                       absl::Span<const KeyWithPriority> updates,
                                       absl::Span<const uint64_t> deletes,
                                       absl::Duration timeout) {
-  MutatePrioritiesRequest request;
-  request.set_table(table);
-  for (const auto& update : updates) *request.add_updates() = update;
-  request.mutable_delete_keys()->Add(deletes.begin(), deletes.end());
+  std::vector<MutatePrioritiesRequest> requests(shards_->size());
+  for (auto& request : requests) request.set_table(table);
+  // Each key to the shard it was sampled from, if known; else to all.
+  auto route = [&](uint64_t key, auto add) {
+    const int shard =
+        shards_->size() > 1 ? shards_->sampled_keys().ShardOf(key) : -1;
+    if (shard >= 0) {
+      add(requests[shard]);
+    } else {
+      for (auto& request : requests) add(request);
+    }
+  };
+  for (const auto& update : updates) {
+    route(update.key(), [&](MutatePrioritiesRequest& request) {
+      *request.add_updates() = update;
+    });
+  }
+  for (uint64_t key : deletes) {
+    route(key, [key](MutatePrioritiesRequest& request) {
+      request.add_delete_keys(key);
+    });
+  }
+  const bool nothing = updates.empty() && deletes.empty();
   return OnEveryShard(
-      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
-        SetDeadline(context, timeout, /*wait_for_ready=*/true);
+      [&](int shard, ReverbService::StubInterface& stub,
+          grpc::ClientContext* context) {
+        const MutatePrioritiesRequest& request = requests[shard];
+        // A shard with nothing to change is not called, unless none has
+        // (each then checks that it has the table).
+        if (!nothing && request.updates().empty() &&
+            request.delete_keys().empty()) {
+          return absl::OkStatus();
+        }
         MutatePrioritiesResponse response;
         return FromGrpcStatus(
             stub.MutatePriorities(context, request, &response));
       },
-      /*down_is_error=*/false);
+      timeout, /*wait_for_ready=*/true, /*down_is_error=*/false);
 }
 
 absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {
   ResetRequest request;
   request.set_table(table);
   return OnEveryShard(
-      [&](ReverbService::StubInterface& stub, grpc::ClientContext* context) {
-        SetDeadline(context, timeout, /*wait_for_ready=*/true);
+      [&](int, ReverbService::StubInterface& stub,
+          grpc::ClientContext* context) {
         ResetResponse response;
         return FromGrpcStatus(stub.Reset(context, request, &response));
       },
-      /*down_is_error=*/true);
+      timeout, /*wait_for_ready=*/true, /*down_is_error=*/true);
 }
 
 std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskShards(
@@ -151,16 +186,37 @@ std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskShards(
   return infos;
 }
 
+std::vector<absl::StatusOr<ServerInfoResponse>> Client::AskInfo(
+    absl::Duration timeout, bool skip_down) {
+  const bool bounded = timeout == absl::InfiniteDuration();
+  if (bounded) timeout = kConnectTimeout;
+  std::vector<absl::StatusOr<ServerInfoResponse>> infos;
+  if (shards_->size() == 1) {
+    const absl::Time deadline = absl::Now() + timeout;
+    infos = AskServerInfo(shards_->connections(),
+                          [deadline](int, grpc::ClientContext* context) {
+                            context->set_wait_for_ready(true);
+                            context->set_deadline(absl::ToChronoTime(deadline));
+                          });
+  } else {
+    infos = AskShards(timeout, skip_down);
+  }
+  if (bounded) {
+    for (int s = 0; s < shards_->size(); ++s) {
+      if (absl::IsDeadlineExceeded(infos[s].status())) {
+        infos[s] = absl::UnavailableError(
+            absl::StrCat("The Reverb server at ", shards_->address(s),
+                         " did not answer within ",
+                         absl::FormatDuration(kConnectTimeout), "."));
+      }
+    }
+  }
+  return infos;
+}
+
 std::vector<absl::StatusOr<ServerInfoResponse>> Client::ShardInfo(
     absl::Duration timeout) {
-  if (shards_->size() == 1) {
-    return AskServerInfo(shards_->connections(),
-                         [timeout](int, grpc::ClientContext* context) {
-                           SetDeadline(context, timeout,
-                                       /*wait_for_ready=*/true);
-                         });
-  }
-  return AskShards(timeout, /*skip_down=*/true);
+  return AskInfo(timeout, /*skip_down=*/true);
 }
 
 absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
@@ -168,7 +224,7 @@ absl::StatusOr<ServerInfoResponse> Client::ServerInfo(absl::Duration timeout) {
   bool any_up = false;
   for (int s = 0; s < shards_->size(); ++s) any_up = any_up || shards_->IsUp(s);
   std::vector<absl::StatusOr<ServerInfoResponse>> infos =
-      AskShards(timeout, /*skip_down=*/any_up);
+      AskInfo(timeout, /*skip_down=*/any_up);
   std::vector<ServerInfoResponse> answered;
   for (auto& info : infos) {
     if (info.ok()) answered.push_back(*std::move(info));
@@ -181,9 +237,8 @@ absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
     absl::Duration timeout) {
   std::vector<std::string> paths;
   REVERB_RETURN_IF_ERROR(OnEveryShard(
-      [&](ReverbService::StubInterface& stub,
+      [&](int, ReverbService::StubInterface& stub,
           grpc::ClientContext* context) -> absl::Status {
-        SetDeadline(context, timeout, /*wait_for_ready=*/false);
         CheckpointResponse response;
         grpc::Status status =
             stub.Checkpoint(context, CheckpointRequest(), &response);
@@ -191,7 +246,7 @@ absl::StatusOr<std::vector<std::string>> Client::Checkpoint(
         paths.push_back(response.checkpoint_path());
         return absl::OkStatus();
       },
-      /*down_is_error=*/true));
+      timeout, /*wait_for_ready=*/false, /*down_is_error=*/true));
   return paths;
 }
 
@@ -224,13 +279,22 @@ absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
 }
 
 absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
-    const std::string& table, absl::Duration connect_timeout) {
+    const std::string& table, absl::Duration timeout) {
   if (shards_->size() > 1) {
     return std::make_unique<ShardedSampleStream>(shards_, table);
   }
   const auto& connection = shards_->connection(0);
-  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
-  if (auto local = connection->LocalTable(table)) {
+  if (timeout < kConnectTimeout) {
+    if (!connection->WaitForConnection(timeout).ok()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("Could not connect to the Reverb server at ",
+                       connection->server_address(), " within the timeout of ",
+                       absl::FormatDuration(timeout), "."));
+    }
+  } else {
+    REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kConnectTimeout));
+  }
+  if (auto local = connection->LocalTable(table, timeout)) {
     return std::make_unique<LocalSampleStream>(std::move(local));
   }
   return std::make_unique<SampleStream>(connection, table);

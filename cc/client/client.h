@@ -2,8 +2,12 @@
 // shards.h and docs/sharding.md), and the calls they serve.
 //
 // Over one address everything goes to that server, as dm-reverb's client.
-// Over several: MutatePriorities, Reset and Checkpoint go to every shard
-// (a shard ignores keys it does not hold), ServerInfo merges the shards'
+// Over several: MutatePriorities sends the update or delete of a key that a
+// sampler of this client drew recently to the shard it came from
+// (sampled_keys.h), and of any other key to every shard (a shard ignores
+// keys it does not hold); a shard with no key to change is not called,
+// unless no shard has (then every shard is, and answers for the table).
+// Reset and Checkpoint go to every shard, ServerInfo merges the shards'
 // tables (ShardInfo keeps them apart), writers write to one shard at a time
 // and samplers draw from all of them (sampler.h, trajectory_writer.h).
 // A shard that is down (shards.h) holds up none of these calls, even
@@ -14,12 +18,18 @@
 // there cannot change while it is down), Reset and Checkpoint act on the
 // others and return UNAVAILABLE.
 //
-// Unary calls wait for the server to become ready until their timeout (an
-// infinite timeout waits forever, as dm-reverb); Checkpoint fails fast
-// (UNAVAILABLE if the server cannot be reached). They return the server's
-// status (docs/wire-protocol.md, "Status codes"), or DEADLINE_EXCEEDED once
-// `timeout` has passed. Writers and samplers made here share the channel and
-// may outlive the Client.
+// Unary calls with a timeout wait for the server to become ready until then
+// (Checkpoint fails fast instead: UNAVAILABLE if the server cannot be
+// reached) and return DEADLINE_EXCEEDED once it has passed. Without one (an
+// infinite timeout), over one server, they fail with UNAVAILABLE if no
+// connection is made within kConnectTimeout, and otherwise wait for the
+// answer, however long it takes a live server; one that stops answering is
+// found by the channel's keepalive (connection.h). Over several, a shard
+// that cannot be reached is found down by the refresher (see above).
+// ServerInfo and ShardInfo without a timeout give every server
+// kConnectTimeout to answer (UNAVAILABLE if it has not). They return the
+// server's status (docs/wire-protocol.md, "Status codes"). Writers and samplers
+// made here share the channel and may outlive the Client.
 //
 // Thread-safe: the calls keep no state besides the shared channel.
 #ifndef REVERB_CC_CLIENT_CLIENT_H_
@@ -39,6 +49,7 @@
 #include "cc/client/shards.h"
 #include "cc/client/trajectory_writer.h"
 #include "cc/support/export.h"
+#include "cc/support/keepalive.h"
 
 namespace deepmind::reverb {
 
@@ -46,8 +57,10 @@ class REVERB_EXPORT Client {
  public:
   explicit Client(const std::string& server_address);
   // INVALID_ARGUMENT for no address, an empty one or one given twice.
+  // `keepalive`: the channels' (connection.h).
   static absl::StatusOr<std::unique_ptr<Client>> Create(
-      std::vector<std::string> server_addresses);
+      std::vector<std::string> server_addresses,
+      absl::Duration keepalive = KeepaliveFromEnvironment());
 
   // The first shard's address (the only one's, over one).
   const std::string& server_address() const { return shards_->address(0); }
@@ -90,12 +103,13 @@ class REVERB_EXPORT Client {
   // A stream driven from the calling thread: over one server a
   // SampleStream (sample_stream.h), or a LocalSampleStream
   // (local_sample_stream.h) if the server is in this process, once the
-  // channel is connected
-  // (UNAVAILABLE if not within `connect_timeout`); over several a
-  // ShardedSampleStream (sharded_sample_stream.h), at once (its reads fail
+  // channel is connected (waited for up to `timeout` or kConnectTimeout,
+  // whichever is shorter: DEADLINE_EXCEEDED if `timeout` ran out, else
+  // UNAVAILABLE); over several a ShardedSampleStream
+  // (sharded_sample_stream.h), at once (its reads fail
   // with UNAVAILABLE if no shard can be reached).
   absl::StatusOr<std::unique_ptr<SampleStreamInterface>> NewSampleStream(
-      const std::string& table, absl::Duration connect_timeout);
+      const std::string& table, absl::Duration timeout);
 
  private:
   explicit Client(std::shared_ptr<Shards> shards);
@@ -103,6 +117,12 @@ class REVERB_EXPORT Client {
   // How long a ServerInfo call to several shards waits before it looks
   // again at which are down (a shard found down meanwhile is dropped).
   static constexpr absl::Duration kServerInfoSlice = Shards::kRefreshTimeout;
+
+  // ShardInfo (ServerInfo with `skip_down` as below): without a timeout,
+  // kConnectTimeout, and a shard that has not answered by then is
+  // UNAVAILABLE.
+  std::vector<absl::StatusOr<ServerInfoResponse>> AskInfo(
+      absl::Duration timeout, bool skip_down);
 
   // ShardInfo over several shards, in slices of kServerInfoSlice; with
   // `skip_down` false, every shard is asked, down or not, for all of
@@ -113,12 +133,15 @@ class REVERB_EXPORT Client {
   // UNAVAILABLE: `shard` is down.
   absl::Status ShardDown(int shard) const;
 
-  // Runs `call` (a status of a stub and a context) on every shard, in turn;
-  // the first error. Over several shards, a shard known to be down is not
-  // called, and a call to one that goes down meanwhile is cancelled: that
-  // shard's status is UNAVAILABLE if `down_is_error`, else OK.
+  // Runs `call` (a status of the shard's index, its stub and a context) on
+  // every shard, in turn, the context set up for `timeout` and `wait_for_ready`
+  // (over one server, without a timeout: see above); the first error. Over
+  // several shards, a shard known to be down is not called, and a call to one
+  // that goes down meanwhile is cancelled: that shard's status is UNAVAILABLE
+  // if `down_is_error`, else OK.
   template <typename Call>
-  absl::Status OnEveryShard(Call call, bool down_is_error);
+  absl::Status OnEveryShard(Call call, absl::Duration timeout,
+                            bool wait_for_ready, bool down_is_error);
 
   const std::shared_ptr<Shards> shards_;
 };

@@ -1,5 +1,7 @@
 #include "cc/client/connection.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -14,7 +16,7 @@ namespace {
 
 constexpr int kMaxReconnectBackoffMs = 30 * 1000;
 
-// How long LocalTable() waits for the server's answer.
+// How long LocalTables() waits for the server's answer at most.
 constexpr absl::Duration kLocalTableTimeout = absl::Seconds(5);
 
 bool InProcessAllowed() {
@@ -22,11 +24,23 @@ bool InProcessAllowed() {
   return value == nullptr || std::strcmp(value, "0") != 0;
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           absl::Duration keepalive) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  if (keepalive != absl::InfiniteDuration()) {
+    const int ms = static_cast<int>(
+        std::max<int64_t>(1, absl::ToInt64Milliseconds(keepalive)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    // Pings go on however long no data is sent (a stream waiting on a rate
+    // limiter sends none), so that a server that freezes later is found.
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    args.SetInt(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, ms);
+  }
   args.SetLoadBalancingPolicyName("round_robin");
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
                                    args);
@@ -34,9 +48,10 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
 
 }  // namespace
 
-Connection::Connection(const std::string& server_address)
+Connection::Connection(const std::string& server_address,
+                       absl::Duration keepalive)
     : server_address_(server_address),
-      channel_(MakeChannel(server_address)),
+      channel_(MakeChannel(server_address, keepalive)),
       stub_(ReverbService::NewStub(channel_)),
       insert_stream_("/deepmind.reverb.ReverbService/InsertStream",
                      grpc::internal::RpcMethod::BIDI_STREAMING, channel_),
@@ -69,7 +84,7 @@ void Connection::ResetConnectBackoff() const {
   grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
 }
 
-void Connection::LearnLocalTablesLocked() const {
+void Connection::LearnLocalTablesLocked(absl::Duration timeout) const {
   if (local_known_) {
     bool all_open = true;
     for (const auto& [name, weak] : local_tables_) {
@@ -80,27 +95,29 @@ void Connection::LearnLocalTablesLocked() const {
   }
   local_known_ = false;
   local_tables_.clear();
-  auto tables = AskLocalTables(stub_.get(), kLocalTableTimeout);
+  auto tables =
+      AskLocalTables(stub_.get(), std::min(timeout, kLocalTableTimeout));
   if (!tables.ok()) return;
   local_known_ = true;
   for (const auto& table : *tables) local_tables_[table->name()] = table;
 }
 
-Connection::TablesByName Connection::LocalTables() const {
+Connection::TablesByName Connection::LocalTables(absl::Duration timeout) const {
   TablesByName tables;
   if (!in_process_allowed_) return tables;
   MutexLock lock(&local_mu_);
-  LearnLocalTablesLocked();
+  LearnLocalTablesLocked(timeout);
   for (const auto& [name, weak] : local_tables_) {
     if (auto table = weak.lock()) tables[name] = std::move(table);
   }
   return tables;
 }
 
-std::shared_ptr<Table> Connection::LocalTable(const std::string& table) const {
+std::shared_ptr<Table> Connection::LocalTable(const std::string& table,
+                                              absl::Duration timeout) const {
   if (!in_process_allowed_) return nullptr;
   MutexLock lock(&local_mu_);
-  LearnLocalTablesLocked();
+  LearnLocalTablesLocked(timeout);
   auto it = local_tables_.find(table);
   return it == local_tables_.end() ? nullptr : it->second.lock();
 }

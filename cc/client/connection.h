@@ -5,6 +5,12 @@
 // backoff cap and the round_robin load-balancing policy (as dm-reverb), so
 // an address that resolves to several servers spreads streams over them.
 //
+// It sends keepalive pings (cc/support/keepalive.h): once a server stops
+// answering (a frozen process, a cut network), the calls and streams on the
+// channel fail with UNAVAILABLE within about twice the keepalive interval,
+// including calls that wait without a deadline. A call that waits on a live
+// server's rate limiter goes on waiting (the server answers the pings).
+//
 // A server in this process hands its tables over (InitializeConnection,
 // cc/client/local_table.h): LocalTables() and LocalTable() learn, lazily,
 // whether writers and samplers can use the tables directly instead of
@@ -21,6 +27,7 @@
 #include "absl/time/time.h"
 #include "cc/core/table.h"
 #include "cc/support/export.h"
+#include "cc/support/keepalive.h"
 #include "cc/support/mutex.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/impl/rpc_method.h"
@@ -30,12 +37,15 @@
 
 namespace deepmind::reverb {
 
-// How long writers and Client.sample wait for a connection.
+// How long a call without a timeout (and the writers, and Client.sample)
+// waits for a connection before it fails with UNAVAILABLE.
 inline constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
 
 class REVERB_EXPORT Connection {
  public:
-  explicit Connection(const std::string& server_address);
+  // `keepalive`: the interval of the keepalive pings (infinite: none).
+  explicit Connection(const std::string& server_address,
+                      absl::Duration keepalive = KeepaliveFromEnvironment());
 
   const std::string& server_address() const { return server_address_; }
   ReverbService::StubInterface* stub() const { return stub_.get(); }
@@ -60,15 +70,18 @@ class REVERB_EXPORT Connection {
 
   // The server's tables by name if it runs in this process (and this
   // libreverb): InitializeConnection handed them over. Empty otherwise.
-  // Asked once, with the channel connected: a server found elsewhere is
+  // Asked once, with the channel connected, waiting at most `timeout` (or
+  // 5 s, whichever is shorter) for the answer: a server found elsewhere is
   // remembered as such, one in the process until one of its tables closes
-  // (then the server is asked again); an error is not remembered (empty).
-  // Thread-safe.
-  using TablesByName =
-      absl::flat_hash_map<std::string, std::shared_ptr<Table>>;
-  TablesByName LocalTables() const ABSL_LOCKS_EXCLUDED(local_mu_);
+  // (then the server is asked again); an error (a frozen server, the
+  // timeout) is not remembered (empty). Thread-safe.
+  using TablesByName = absl::flat_hash_map<std::string, std::shared_ptr<Table>>;
+  TablesByName LocalTables(absl::Duration timeout = absl::InfiniteDuration())
+      const ABSL_LOCKS_EXCLUDED(local_mu_);
   // `table` of LocalTables(); null if there is none. Thread-safe.
-  std::shared_ptr<Table> LocalTable(const std::string& table) const
+  std::shared_ptr<Table> LocalTable(
+      const std::string& table,
+      absl::Duration timeout = absl::InfiniteDuration()) const
       ABSL_LOCKS_EXCLUDED(local_mu_);
 
  private:
@@ -79,7 +92,8 @@ class REVERB_EXPORT Connection {
   const bool in_process_allowed_;
 
   // Asks the server for its tables unless known (see LocalTables).
-  void LearnLocalTablesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(local_mu_);
+  void LearnLocalTablesLocked(absl::Duration timeout) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(local_mu_);
 
   mutable Mutex local_mu_;
   // Whether the server has answered InitializeConnection, and its tables if

@@ -20,9 +20,9 @@ class GrpcInsertStream final : public InsertStream {
                    ConfirmedCallback on_confirmed, EndedCallback on_ended);
   ~GrpcInsertStream() override;
 
-  bool Write(const InsertStreamRequest& request,
-             absl::Span<const std::shared_ptr<const ChunkData>> chunks)
-      override;
+  bool Write(
+      const InsertStreamRequest& request,
+      absl::Span<const std::shared_ptr<const ChunkData>> chunks) override;
   void Cancel() override { context_.TryCancel(); }
   absl::Status Close() override;
   absl::Status Finish() override;
@@ -44,9 +44,9 @@ class GrpcInsertStream final : public InsertStream {
   bool finished_ = false;  // FinishCall() has run.
 };
 
-GrpcInsertStream::GrpcInsertStream(
-    std::shared_ptr<const Connection> connection,
-    ConfirmedCallback on_confirmed, EndedCallback on_ended)
+GrpcInsertStream::GrpcInsertStream(std::shared_ptr<const Connection> connection,
+                                   ConfirmedCallback on_confirmed,
+                                   EndedCallback on_ended)
     : connection_(std::move(connection)),
       on_confirmed_(std::move(on_confirmed)),
       on_ended_(std::move(on_ended)) {
@@ -104,7 +104,7 @@ absl::StatusOr<std::unique_ptr<InsertStream>> InsertStream::Open(
     absl::Duration connect_timeout, ConfirmedCallback on_confirmed,
     EndedCallback on_ended, bool allow_in_process) {
   REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
-  if (auto tables = allow_in_process ? connection->LocalTables()
+  if (auto tables = allow_in_process ? connection->LocalTables(connect_timeout)
                                      : Connection::TablesByName();
       !tables.empty()) {
     return std::unique_ptr<InsertStream>(new LocalInsertStream(

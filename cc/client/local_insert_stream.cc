@@ -13,6 +13,11 @@ void LocalInsertStream::State::End(absl::Status end_status) {
   ended = true;
   status = std::move(end_status);
   cv.SignalAll();
+  if (status.ok()) return;
+  // Table::Cancel neither blocks nor calls back: safe under `mu`.
+  for (const auto& weak : tables) {
+    if (auto table = weak.lock()) table->Cancel(cancellation);
+  }
 }
 
 LocalInsertStream::LocalInsertStream(Connection::TablesByName tables,
@@ -20,6 +25,11 @@ LocalInsertStream::LocalInsertStream(Connection::TablesByName tables,
                                      EndedCallback on_ended)
     : on_confirmed_(std::move(on_confirmed)),
       on_ended_(std::move(on_ended)),
+      server_tables_([&tables] {
+        std::vector<std::shared_ptr<Table>> all;
+        for (const auto& [name, table] : tables) all.push_back(table);
+        return all;
+      }()),
       session_([tables = std::move(tables)](const std::string& name)
                    -> absl::StatusOr<std::shared_ptr<Table>> {
         auto it = tables.find(name);
@@ -42,6 +52,10 @@ bool LocalInsertStream::Write(
     absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
   {
     MutexLock lock(&state_->mu);
+    // Back-pressure, as the server pauses reading the next request.
+    while (!state_->ended && state_->pending >= max_pending_) {
+      state_->cv.Wait(&state_->mu);
+    }
     if (state_->ended) return false;
   }
   std::vector<std::shared_ptr<Chunk>> shared;
@@ -54,30 +68,35 @@ bool LocalInsertStream::Write(
       absl::MakeConstSpan(request.keep_chunk_keys().data(),
                           request.keep_chunk_keys().size()),
       [this](const std::shared_ptr<Table>& table, TableItem item) {
-        Insert(table, std::move(item));
+        return Insert(table, std::move(item));
       });
-  MutexLock lock(&state_->mu);
-  if (!status.ok()) state_->End(std::move(status));
-  // Back-pressure, as the server pauses reading.
-  while (!state_->ended && state_->pending >= max_pending_) {
-    state_->cv.Wait(&state_->mu);
+  if (!status.ok()) {
+    MutexLock lock(&state_->mu);
+    state_->End(std::move(status));
   }
   return true;
 }
 
-void LocalInsertStream::Insert(const std::shared_ptr<Table>& table,
-                               TableItem item) {
+absl::Status LocalInsertStream::Insert(const std::shared_ptr<Table>& table,
+                                       TableItem item) {
   const uint64_t key = item.item.key();
   // As dm-reverb: at most 10% of the table queued (1..1000 items).
   max_pending_ =
       std::max<int64_t>(1, std::min<int64_t>(table->max_size() / 10, 1000));
   {
     MutexLock lock(&state_->mu);
+    // Ended (cancelled, failed): its queued items are withdrawn, so is this.
+    if (state_->ended) return absl::CancelledError("The stream has ended.");
+    const bool known = std::any_of(
+        state_->tables.begin(), state_->tables.end(),
+        [&table](const std::weak_ptr<Table>& t) { return t.lock() == table; });
+    if (!known) state_->tables.push_back(table);
     ++state_->pending;
   }
   table->CountLocalInserts(1);
   table->InsertOrAssignAsync(
-      std::move(item), [state = state_, key](const absl::Status& status) {
+      std::move(item),
+      [state = state_, key](const absl::Status& status) {
         MutexLock lock(&state->mu);
         --state->pending;
         if (!status.ok()) {
@@ -86,7 +105,9 @@ void LocalInsertStream::Insert(const std::shared_ptr<Table>& table,
         }
         state->confirmed.push_back(key);
         state->cv.SignalAll();
-      });
+      },
+      state_->cancellation);
+  return absl::OkStatus();
 }
 
 void LocalInsertStream::Confirm() {
@@ -95,7 +116,10 @@ void LocalInsertStream::Confirm() {
     {
       MutexLock lock(&state_->mu);
       while (state_->confirmed.empty() && !state_->ended) {
-        state_->cv.Wait(&state_->mu);
+        if (state_->cv.WaitWithTimeout(&state_->mu, kStopPoll) &&
+            ServerStopped()) {
+          state_->End(absl::CancelledError("The server has stopped."));
+        }
       }
       if (state_->confirmed.empty()) break;  // Ended, all handed on.
       keys.swap(state_->confirmed);
@@ -104,6 +128,11 @@ void LocalInsertStream::Confirm() {
     keys.clear();
   }
   on_ended_();
+}
+
+bool LocalInsertStream::ServerStopped() const {
+  return std::any_of(server_tables_.begin(), server_tables_.end(),
+                     [](const auto& table) { return table->closed(); });
 }
 
 void LocalInsertStream::Cancel() {

@@ -49,9 +49,10 @@ absl::Status LocalSampleStream::Request(int64_t n, absl::Duration timeout) {
 }
 
 absl::Status LocalSampleStream::TakeBatch() {
-  if (cancelled_) return absl::CancelledError("The sample stream was cancelled.");
-  const int32_t batch = static_cast<int32_t>(
-      std::min<int64_t>(next_batch_size_, outstanding_));
+  if (cancelled_)
+    return absl::CancelledError("The sample stream was cancelled.");
+  const int32_t batch =
+      static_cast<int32_t>(std::min<int64_t>(next_batch_size_, outstanding_));
   next_batch_size_ = static_cast<int32_t>(
       std::min<int64_t>(2 * int64_t{next_batch_size_}, 1 << 20));
   auto delivery = std::make_shared<Delivery>();
@@ -64,7 +65,7 @@ absl::Status LocalSampleStream::TakeBatch() {
       },
       cancellation_);
   // A Cancel() that came before the request was queued.
-  if (cancelled_) table_->CancelSample(cancellation_);
+  if (cancelled_) table_->Cancel(cancellation_);
   absl::StatusOr<std::vector<SampledItem>> samples;
   {
     MutexLock lock(&delivery->mu);
@@ -108,7 +109,7 @@ absl::Status LocalSampleStream::Close() {
 
 void LocalSampleStream::Cancel() {
   cancelled_ = true;
-  table_->CancelSample(cancellation_);
+  table_->Cancel(cancellation_);
 }
 
 }  // namespace deepmind::reverb

@@ -11,7 +11,7 @@
 // rate-limiter timeout (as the server's SampleStream: whole milliseconds,
 // under 1 ms is no timeout); the table's DEADLINE_EXCEEDED, or CANCELLED
 // when the table closes (its server stops), ends the stream. Cancel()
-// withdraws the batch the table holds (Table::CancelSample), so that it
+// withdraws the batch the table holds (Table::Cancel), so that it
 // takes no items that would then be lost.
 //
 // Samples carry the same SampleInfo as over gRPC (the item with its
@@ -80,7 +80,7 @@ class REVERB_EXPORT LocalSampleStream final : public SampleStreamInterface {
   absl::Status Fail(absl::Status status);
 
   const std::shared_ptr<Table> table_;
-  const Table::SampleCancellation cancellation_ =
+  const Table::Cancellation cancellation_ =
       std::make_shared<std::atomic<bool>>(false);
   std::atomic<bool> cancelled_{false};
   absl::Duration timeout_ = absl::InfiniteDuration();

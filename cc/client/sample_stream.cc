@@ -1,8 +1,12 @@
 #include "cc/client/sample_stream.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "cc/client/deadline_watchdog.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
 #include "google/protobuf/arena.h"
@@ -61,9 +65,14 @@ absl::Status SampleStream::Request(int64_t n, absl::Duration timeout) {
   SampleStreamRequest request;
   request.set_table(table_);
   request.set_num_samples(n);
+  const bool bounded =
+      timeout != absl::InfiniteDuration() && timeout > absl::ZeroDuration();
   request.mutable_rate_limiter_timeout()->set_milliseconds(
-      timeout == absl::InfiniteDuration() ? -1
-                                          : absl::ToInt64Milliseconds(timeout));
+      timeout == absl::InfiniteDuration()
+          ? -1
+          : std::max<int64_t>(bounded ? 1 : 0,
+                              absl::ToInt64Milliseconds(timeout)));
+  read_timeout_ = bounded ? timeout + kServerGrace : absl::InfiniteDuration();
   if (!stream_->Write(request)) return Fail(absl::OkStatus());
   outstanding_ += n;
   return absl::OkStatus();
@@ -90,7 +99,9 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
       response_owner_ = holder;
       response_ = holder->response;
       next_entry_ = 0;
-      if (!stream_->Read(response_)) return Fail(absl::OkStatus());
+      if (!ReadResponse()) {
+        return Fail(read_timed_out_ ? ReadTimedOut() : absl::OkStatus());
+      }
       continue;
     }
     auto& entry = *response_->mutable_entries(next_entry_++);
@@ -107,6 +118,24 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
     --outstanding_;
     return packed;
   }
+}
+
+absl::Status SampleStream::ReadTimedOut() const {
+  return absl::DeadlineExceededError(absl::StrCat(
+      "No sample arrived within ", absl::FormatDuration(read_timeout_),
+      " (the request's timeout and ", absl::FormatDuration(kServerGrace),
+      " for the server to answer it)."));
+}
+
+bool SampleStream::ReadResponse() {
+  if (read_timeout_ == absl::InfiniteDuration()) {
+    return stream_->Read(response_);
+  }
+  DeadlineWatchdog& watchdog = DeadlineWatchdog::Get();
+  const int64_t id = watchdog.Arm(&context_, absl::Now() + read_timeout_);
+  const bool ok = stream_->Read(response_);
+  if (watchdog.Disarm(id)) read_timed_out_ = true;
+  return ok;
 }
 
 absl::Status SampleStream::Close() {

@@ -35,8 +35,16 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
 
   // The server answers DEADLINE_EXCEEDED if its rate limiter holds a
   // request longer than `rate_limiter_timeout`; the timeout goes out in
-  // whole milliseconds, infinite as -1.
+  // whole milliseconds (at least 1 if positive), infinite as -1. With a
+  // positive finite timeout, the reads that follow hold it on the client
+  // too: a read that waits more than the timeout plus kServerGrace for a
+  // response (the server froze, or the network was cut) cancels the call
+  // and returns DEADLINE_EXCEEDED.
   absl::Status Request(int64_t n, absl::Duration rate_limiter_timeout) override;
+
+  // How long past a request's timeout the server's own answer is waited
+  // for.
+  static constexpr absl::Duration kServerGrace = absl::Seconds(1);
 
   // A sample that cannot be unpacked cancels the call.
   absl::StatusOr<Sample> Read() override;
@@ -62,6 +70,11 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
  private:
   // Records the call's final status (the first error wins).
   absl::Status Fail(absl::Status status);
+  // Reads the next response into *response_, within read_timeout_; false
+  // once the call has ended (read_timed_out_ if it timed out).
+  bool ReadResponse();
+  // The status of a read that timed out.
+  absl::Status ReadTimedOut() const;
 
   const std::shared_ptr<const Connection> connection_;
   const std::string table_;
@@ -76,6 +89,9 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
   SampleStreamResponse* response_ = nullptr;
   int next_entry_ = 0;  // Next unread entry of *response_.
   int64_t outstanding_ = 0;
+  // The longest a read waits for a response (see Request).
+  absl::Duration read_timeout_ = absl::InfiniteDuration();
+  bool read_timed_out_ = false;
   absl::Status status_;
   bool finished_ = false;  // Finish() has been called.
 };

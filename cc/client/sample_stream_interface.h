@@ -28,9 +28,10 @@ class REVERB_EXPORT SampleStreamInterface {
 
   // Asks for `n` (>= 1) more samples. DEADLINE_EXCEEDED comes (from Read)
   // if the table's rate limiter holds a request longer than
-  // `rate_limiter_timeout` (infinite: never). The timeout goes out in whole
-  // milliseconds; one under 1 ms becomes 0, which the server also takes as
-  // no timeout. Returns the stream's final status if it has ended.
+  // `rate_limiter_timeout` (infinite or zero: never). The timeout goes out
+  // in whole milliseconds, at least 1; a SampleStream also holds it on the
+  // client, should the server not answer (sample_stream.h). Returns the
+  // stream's final status if it has ended.
   virtual absl::Status Request(int64_t n,
                                absl::Duration rate_limiter_timeout) = 0;
 

@@ -23,9 +23,13 @@
 // replaced by a new one after `max_samples_per_stream` samples, so that
 // round_robin channels spread streams over servers.
 //
-// UNAVAILABLE (the server cannot be reached) reconnects with a backoff from
+// UNAVAILABLE (the server cannot be reached, or stopped answering the
+// channel's keepalive pings, connection.h) reconnects with a backoff from
 // 1 ms to 1 s; a worker that has failed continuously for `reconnect_window`
-// gives up and its error reaches the consumer. Other errors, such as the
+// gives up and its error reaches the consumer. A finite
+// `rate_limiter_timeout` also bounds the streams' reads on the client
+// (sample_stream.h): a server that does not answer in time ends them with
+// DEADLINE_EXCEEDED. Other errors, such as the
 // table's rate-limiter timeout (DEADLINE_EXCEEDED) or CANCELLED from a
 // server that stops, reach the consumer at once. Over shards the stream
 // itself goes on without a shard that goes away; its UNAVAILABLE means

@@ -30,6 +30,7 @@ ShardedSampleStream::ShardedSampleStream(std::shared_ptr<Shards> shards,
       table_(std::move(table)),
       streams_(shards_->size()),
       watches_(shards_->size(), -1),
+      epochs_(shards_->size(), 0),
       live_(shards_->size(), nullptr) {}
 
 ShardedSampleStream::~ShardedSampleStream() {
@@ -51,9 +52,10 @@ void ShardedSampleStream::Cancel() {
 
 absl::StatusOr<SampleStream*> ShardedSampleStream::OpenShard(int shard) {
   if (streams_[shard] != nullptr) return streams_[shard].get();
+  epochs_[shard] = shards_->Epoch(shard);
   const std::shared_ptr<const Connection>& connection =
       shards_->connection(shard);
-  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kConnectTimeout));
+  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kShardConnectTimeout));
   auto stream = std::make_unique<SampleStream>(connection, table_);
   {
     MutexLock lock(&mu_);
@@ -100,7 +102,7 @@ void ShardedSampleStream::Redraw(const Shards::Weights& weights, Draw* draw) {
 absl::Status ShardedSampleStream::ShardFailed(int shard, absl::Status status) {
   if (!IsShardGone(status) || cancelled()) return Fail(std::move(status));
   CloseShard(shard);
-  shards_->MarkDown(shard);
+  shards_->MarkDown(shard, epochs_[shard]);
   const Shards::Weights weights = shards_->GetWeights(table_);
   for (Draw& draw : draws_) {
     if (draw.shard == shard) Redraw(weights, &draw);
@@ -217,16 +219,19 @@ absl::StatusOr<PackedSample> ShardedSampleStream::ReadPacked() {
       REVERB_RETURN_IF_ERROR(DrawWhenServable());
       continue;
     }
+    uint64_t key = 0;
     absl::StatusOr<PackedSample> packed =
-        streams_[draw.shard]->ReadPacked([&draw](SampleInfo* info) {
+        streams_[draw.shard]->ReadPacked([&draw, &key](SampleInfo* info) {
           info->set_probability(draw.share * info->probability());
           info->set_table_size(draw.table_size);
+          key = info->item().key();
         });
     if (!packed.ok()) {
       REVERB_RETURN_IF_ERROR(ShardFailed(draw.shard, packed.status()));
       REVERB_RETURN_IF_ERROR(SendRequests());
       continue;
     }
+    shards_->sampled_keys().Record(key, draw.shard);
     draws_.pop_front();
     return packed;
   }

@@ -11,14 +11,16 @@
 // server's. Each sample's SampleInfo is rewritten (in place) so that
 //   probability = weight[shard] / total * the shard's probability
 //                 (round-robin tables: the shard's),
-//   table_size  = the table's size summed over the shards that are up.
+//   table_size  = the table's size summed over the shards that are up;
+// and its key is recorded with its shard (Shards::sampled_keys()).
 //
 // Shards that go away. A shard whose stream ends with UNAVAILABLE or
 // CANCELLED, or that Shards finds down (its watcher cancels the stream), is
-// marked down; the draws that were its and are not read yet are drawn again
-// among the others. Once it is up again and can serve, draws reach it again.
-// When no shard is up, reads fail with UNAVAILABLE (a Sampler then
-// reconnects, within its reconnect_window).
+// marked down (unless it has come back since the stream was opened: the
+// failure is then of the server before); the draws that were its and are not
+// read yet are drawn again among the others. Once it is up again and can serve,
+// draws reach it again. When no shard is up, reads fail with UNAVAILABLE (a
+// Sampler then reconnects, within its reconnect_window).
 //
 // No shard can serve (all weights 0: no shard has min_size_to_sample items,
 // or every rate limiter blocks): the draw waits, re-reading the weights each
@@ -62,8 +64,11 @@ class REVERB_EXPORT ShardedSampleStream final : public SampleStreamInterface {
   // How often a draw that no shard can serve re-reads the weights.
   static constexpr absl::Duration kWeightPoll = absl::Milliseconds(15);
   // How long opening a shard's stream waits for its channel (the shard was
-  // up at the last refresh, so it is normally connected already).
-  static constexpr absl::Duration kConnectTimeout = absl::Milliseconds(250);
+  // up at the last refresh, so it is normally connected already). A shard
+  // not connected by then is marked down (Shards::MarkDown) and its draws
+  // go to the others, without waiting for the refresher to find it down.
+  static constexpr absl::Duration kShardConnectTimeout =
+      absl::Milliseconds(250);
 
   ShardedSampleStream(std::shared_ptr<Shards> shards, std::string table);
   // Cancels the shards' streams unless Close() has ended them.
@@ -128,6 +133,9 @@ class REVERB_EXPORT ShardedSampleStream final : public SampleStreamInterface {
   // its Shards::Watch.
   std::vector<std::unique_ptr<SampleStream>> streams_;
   std::vector<int64_t> watches_;
+  // The shard's Shards::Epoch when its stream was opened: its failure
+  // reports the shard down only if the shard has not come back since.
+  std::vector<int64_t> epochs_;
   absl::Status status_;
 
   // Never held while calling Shards: its watchers take it.

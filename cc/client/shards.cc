@@ -19,7 +19,7 @@ bool HasGlobalMeaning(int selector) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Shards>> Shards::Create(
-    std::vector<std::string> addresses) {
+    std::vector<std::string> addresses, absl::Duration keepalive) {
   if (addresses.empty()) {
     return absl::InvalidArgumentError("At least one server address is needed.");
   }
@@ -33,7 +33,8 @@ absl::StatusOr<std::shared_ptr<Shards>> Shards::Create(
       return absl::InvalidArgumentError(
           absl::StrCat("Server address ", address, " is given twice."));
     }
-    connections.push_back(std::make_shared<Connection>(std::move(address)));
+    connections.push_back(
+        std::make_shared<Connection>(std::move(address), keepalive));
   }
   std::shared_ptr<Shards> shards(new Shards(std::move(connections)));
   if (shards->size() > 1) {
@@ -83,6 +84,7 @@ void Shards::RefreshAll() {
       if (MarkDownLocked(s)) down.push_back(s);
       continue;
     }
+    if (!shard.up) ++shard.epoch;
     shard.up = true;
     shard.tables.clear();
     for (const TableInfo& table : infos[s]->table_info()) {
@@ -130,10 +132,11 @@ void Shards::NotifyDown(int shard) {
   }
 }
 
-void Shards::MarkDown(int shard) {
+void Shards::MarkDown(int shard, std::optional<int64_t> epoch) {
   bool went_down;
   {
     MutexLock lock(&mu_);
+    if (epoch.has_value() && *epoch != shards_[shard].epoch) return;
     went_down = MarkDownLocked(shard);
   }
   if (went_down) NotifyDown(shard);
@@ -142,6 +145,11 @@ void Shards::MarkDown(int shard) {
 bool Shards::IsUp(int shard) const {
   MutexLock lock(&mu_);
   return shards_[shard].up;
+}
+
+int64_t Shards::Epoch(int shard) const {
+  MutexLock lock(&mu_);
+  return shards_[shard].epoch;
 }
 
 Shards::Weights Shards::GetWeights(const std::string& table) {

@@ -10,7 +10,10 @@
 // - Reachability. A shard that fails a refresh, or that a writer or
 //   sampler reports with MarkDown(), is down: writers and samplers skip it
 //   and the streams watching it (Watch) are cancelled. The refresher keeps
-//   trying it and it is up again once it answers.
+//   trying it and it is up again once it answers. Each return starts a new
+//   epoch of the shard: a failure that a writer or sampler reports of a
+//   stream begun in an earlier epoch is of the server that was there then,
+//   and leaves the one now answering up.
 // - Table state per shard: size, priority mass and whether its rate limiter
 //   lets a sample through (TableInfo's extension fields; a dm-reverb server
 //   reports no mass, so a Prioritized table on it weighs by its size).
@@ -22,6 +25,8 @@
 //   fewest writers, then the fewest items; at an episode boundary
 //   RebalanceWriterShard() moves a writer off a shard that holds many more
 //   items than the least loaded one.
+// - Where sampled keys came from (sampled_keys(), recorded by the
+//   samplers), for the Client to route priority updates and deletes.
 // - Keys to delete on rejoin: a writer that sent items again elsewhere
 //   after its shard went down hands their keys to DeleteOnRejoin(); once
 //   that shard answers again they are deleted there, so that an item the
@@ -34,6 +39,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,7 +48,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cc/client/connection.h"
+#include "cc/client/sampled_keys.h"
 #include "cc/support/export.h"
+#include "cc/support/keepalive.h"
 #include "cc/support/mutex.h"
 #include "reverb/cc/schema.pb.h"
 
@@ -54,8 +62,10 @@ class REVERB_EXPORT Shards {
   static constexpr absl::Duration kRefreshTimeout = absl::Seconds(1);
 
   // INVALID_ARGUMENT for no address, an empty one or one given twice.
+  // `keepalive`: each Connection's (connection.h).
   static absl::StatusOr<std::shared_ptr<Shards>> Create(
-      std::vector<std::string> addresses);
+      std::vector<std::string> addresses,
+      absl::Duration keepalive = KeepaliveFromEnvironment());
 
   ~Shards();
 
@@ -88,9 +98,15 @@ class REVERB_EXPORT Shards {
   Weights GetWeights(const std::string& table) ABSL_LOCKS_EXCLUDED(mu_);
 
   bool IsUp(int shard) const ABSL_LOCKS_EXCLUDED(mu_);
+  // How many times `shard` has come up again after being down: what a
+  // writer or sampler notes as it begins a stream there, for MarkDown.
+  int64_t Epoch(int shard) const ABSL_LOCKS_EXCLUDED(mu_);
   // A call to `shard` failed with UNAVAILABLE (or timed out): it is down
-  // until a refresh reaches it.
-  void MarkDown(int shard) ABSL_LOCKS_EXCLUDED(mu_);
+  // until a refresh reaches it. With `epoch` (the Epoch() at which the
+  // failed call or stream began), nothing happens if the shard has come up
+  // again since.
+  void MarkDown(int shard, std::optional<int64_t> epoch = std::nullopt)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Calls `on_down` each time `shard` goes down, from the thread that finds
   // it down, until the returned id is passed to Unwatch(), which waits for
@@ -116,6 +132,8 @@ class REVERB_EXPORT Shards {
   // Items in all tables of `shard` at the latest refresh.
   int64_t NumItems(int shard) const ABSL_LOCKS_EXCLUDED(mu_);
 
+  SampledKeys& sampled_keys() { return sampled_keys_; }
+
   // Deletes `keys` from `table` on `shard` once it answers a refresh.
   void DeleteOnRejoin(int shard, const std::string& table,
                       std::vector<uint64_t> keys) ABSL_LOCKS_EXCLUDED(mu_);
@@ -132,6 +150,8 @@ class REVERB_EXPORT Shards {
   };
   struct ShardState {
     bool up = true;
+    // See Epoch().
+    int64_t epoch = 0;
     absl::flat_hash_map<std::string, TableState> tables;
     int writers = 0;
     // Table -> keys to delete there once the shard answers.
@@ -150,6 +170,7 @@ class REVERB_EXPORT Shards {
   void NotifyDown(int shard) ABSL_LOCKS_EXCLUDED(mu_, watch_mu_);
 
   const std::vector<std::shared_ptr<const Connection>> connections_;
+  SampledKeys sampled_keys_;
 
   mutable Mutex mu_;
   std::vector<ShardState> shards_ ABSL_GUARDED_BY(mu_);

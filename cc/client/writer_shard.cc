@@ -28,6 +28,7 @@ WriterShard::WriterShard(WriterShard&& other)
     : shards_(other.shards_),
       connection_(other.connection_),
       shard_(std::exchange(other.shard_, -1)),
+      epoch_(other.epoch_),
       backoff_(other.backoff_),
       failing_since_(other.failing_since_) {}
 
@@ -36,6 +37,7 @@ WriterShard::~WriterShard() { Leave(); }
 std::shared_ptr<const Connection> WriterShard::connection() {
   if (!sharded()) return connection_;
   if (shard_ < 0) shard_ = shards_->AcquireWriterShard();
+  epoch_ = shards_->Epoch(shard_);
   return shards_->connection(shard_);
 }
 
@@ -52,7 +54,7 @@ absl::StatusOr<absl::Duration> WriterShard::OnStreamFailed(
   }
   if (sharded() && shard_ >= 0) {
     const int failed = shard_;
-    shards_->MarkDown(failed);
+    shards_->MarkDown(failed, epoch_);
     shards_->ReleaseWriterShard(failed);
     shard_ = shards_->AcquireWriterShard(/*avoid=*/failed);
     // Another shard is up: stream there at once.

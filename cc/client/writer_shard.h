@@ -13,7 +13,8 @@
 // first asks for connection(), and streams there until
 // - that shard fails a stream with a transient error, or the refresher
 //   finds it down (Watch cancels the stream then, since a frozen or cut-off
-//   shard answers nothing): FailOver() marks it down and moves the writer
+//   shard answers nothing): FailOver() marks it down (unless it has come
+//   back since the stream began, Shards::Epoch) and moves the writer
 //   to another shard at once while one is up, with the backoff above only
 //   while none is; the error becomes permanent only after kConnectTimeout
 //   of reaching no shard;
@@ -25,9 +26,9 @@
 // (SentTo); once a shard confirms it, Confirmed() hands its key to
 // Shards::DeleteOnRejoin for the other ones, so that a shard that stored
 // the item without confirming it deletes it when it answers again: no item
-// is stored twice. (Not so for an item such a shard still holds queued when
-// the delete comes, its rate limiter holding it back: the server keeps the
-// queued inserts of a cancelled stream, and inserts it afterwards.)
+// is stored twice. (An item such a shard still holds queued behind its rate
+// limiter is not stored there at all: the server withdraws the queued
+// inserts of a stream that is cancelled, insert_reactor.h.)
 //
 // Not thread-safe: the thread of the writer that streams uses it; but
 // sharded() and Confirmed() may be called from any thread, and Watch's
@@ -101,6 +102,9 @@ class WriterShard {
   const std::shared_ptr<Shards> shards_;                // Null over one server.
   const std::shared_ptr<const Connection> connection_;  // Over one server.
   int shard_ = -1;  // Joined shard, -1 if none.
+  // Shards::Epoch of shard_ when connection() was last asked for: a stream
+  // that fails reports the shard down only if it has not come back since.
+  int64_t epoch_ = 0;
   absl::Duration backoff_;
   absl::Time failing_since_ = absl::InfiniteFuture();
 };

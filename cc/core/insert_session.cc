@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
 
@@ -34,7 +35,7 @@ absl::Status InsertSession::Process(std::vector<std::shared_ptr<Chunk>> chunks,
       table_item.chunks.push_back(it->second);
     }
     table_item.item = std::move(item);
-    insert(*table, std::move(table_item));
+    REVERB_RETURN_IF_ERROR(insert(*table, std::move(table_item)));
   }
 
   absl::flat_hash_set<uint64_t> keep(keep_chunk_keys.begin(),

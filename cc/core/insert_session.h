@@ -10,13 +10,14 @@
 // drops from the map every chunk not in its `keep_chunk_keys`. A request
 // without items releases nothing. What `insert` does with the item
 // (queueing it into the table, counting it for back-pressure, confirming
-// it) is the carrier's business.
+// it) is the carrier's business; an error it returns ends the request.
 //
 // Errors (the first ends the stream): a request with neither chunks nor
 // items (INVALID_ARGUMENT), an unknown table (NOT_FOUND, TableNotFound()),
 // a chunk missing from the map (INTERNAL), a `keep_chunk_keys` naming a
-// chunk the map lacks (FAILED_PRECONDITION). Items handed to `insert`
-// before the error stay handed.
+// chunk the map lacks (FAILED_PRECONDITION), an error of `insert`. Items
+// handed to `insert` before the error stay handed (the carrier withdraws
+// them if it must).
 //
 // Not thread-safe: one request at a time.
 #ifndef REVERB_CC_CORE_INSERT_SESSION_H_
@@ -46,7 +47,7 @@ class REVERB_EXPORT InsertSession {
   using FindTable =
       std::function<absl::StatusOr<std::shared_ptr<Table>>(const std::string&)>;
   using Insert =
-      absl::FunctionRef<void(const std::shared_ptr<Table>&, TableItem)>;
+      absl::FunctionRef<absl::Status(const std::shared_ptr<Table>&, TableItem)>;
 
   explicit InsertSession(FindTable find_table)
       : find_table_(std::move(find_table)) {}

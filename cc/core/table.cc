@@ -35,6 +35,31 @@ void RunOutbox(std::vector<std::function<void()>>* callbacks) {
   callbacks->clear();
 }
 
+template <typename Request>
+bool IsCancelled(const Request& request) {
+  return request.cancellation != nullptr && request.cancellation->load();
+}
+
+absl::Status InsertCancelled() {
+  return absl::CancelledError("The insert was cancelled.");
+}
+
+// Hands the cancelled requests of `*queue` to `finish` and keeps the others,
+// in order.
+template <typename Request, typename Finish>
+void DropCancelledRequests(std::deque<Request>* queue, Finish finish) {
+  if (std::none_of(queue->begin(), queue->end(), IsCancelled<Request>)) return;
+  std::deque<Request> kept;
+  for (Request& request : *queue) {
+    if (IsCancelled(request)) {
+      finish(&request);
+    } else {
+      kept.push_back(std::move(request));
+    }
+  }
+  *queue = std::move(kept);
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Table>> Table::Create(
@@ -95,7 +120,8 @@ void Table::Wake() {
   queue_cv_.Signal();
 }
 
-void Table::InsertOrAssignAsync(TableItem item, InsertCallback done) {
+void Table::InsertOrAssignAsync(TableItem item, InsertCallback done,
+                                Cancellation cancellation) {
   absl::Status status = ValidateTableItem(item);
   if (status.ok() && std::isnan(item.item.priority())) {
     status = absl::InvalidArgumentError(
@@ -105,14 +131,16 @@ void Table::InsertOrAssignAsync(TableItem item, InsertCallback done) {
     done(status);
     return;
   }
+  InsertRequest request{std::move(item), std::move(done),
+                        std::move(cancellation)};
   Outbox outbox;
   {
     MutexLock lock(&queue_mu_);
     if (closed_) {
       status = TableClosed();
     } else if (!incoming_inserts_.empty() || worker_inserts_.load() > 0 ||
-               !TryInsertNow(&item, &status, &outbox)) {
-      incoming_inserts_.push_back({std::move(item), std::move(done)});
+               !TryInsertNow(&request, &status, &outbox)) {
+      incoming_inserts_.push_back(std::move(request));
       queue_cv_.Signal();
       return;
     } else if (samples_waiting_) {
@@ -121,14 +149,18 @@ void Table::InsertOrAssignAsync(TableItem item, InsertCallback done) {
     }
   }
   outbox.garbage.clear();
-  done(status);
+  request.done(status);
 }
 
-bool Table::TryInsertNow(TableItem* item, absl::Status* status,
+bool Table::TryInsertNow(InsertRequest* request, absl::Status* status,
                          Outbox* outbox) {
   MutexLock lock(&mu_);
+  if (IsCancelled(*request)) {
+    *status = InsertCancelled();
+    return true;
+  }
   if (!rate_limiter_.CanInsert(1)) return false;
-  *status = InsertOrAssignLocked(std::move(*item), outbox);
+  *status = InsertOrAssignLocked(std::move(request->item), outbox);
   return true;
 }
 
@@ -149,7 +181,7 @@ absl::Status Table::InsertOrAssign(TableItem item, absl::Duration timeout) {
 }
 
 void Table::SampleAsync(int32_t batch_size, absl::Time deadline,
-                        SampleCallback done, SampleCancellation cancellation) {
+                        SampleCallback done, Cancellation cancellation) {
   if (batch_size < 1) {
     done(absl::InvalidArgumentError(
         absl::StrCat("batch_size (", batch_size, ") must be >= 1.")));
@@ -169,8 +201,13 @@ void Table::SampleAsync(int32_t batch_size, absl::Time deadline,
   done(TableClosed());
 }
 
-void Table::CancelSample(const SampleCancellation& cancellation) {
-  cancellation->store(true);
+void Table::Cancel(const Cancellation& cancellation) {
+  {
+    // Under mu_: no request made with it changes the table from here on.
+    MutexLock lock(&mu_);
+    cancellation->store(true);
+    ++cancels_;
+  }
   Wake();
 }
 
@@ -561,39 +598,47 @@ void Table::FinishSampleRequest(SampleRequest* request, absl::Status status,
   }
 }
 
-void Table::DropCancelledSamples(Outbox* outbox) {
-  auto cancelled = [](const SampleRequest& request) {
-    return request.cancellation != nullptr && request.cancellation->load();
-  };
-  if (std::none_of(samples_.begin(), samples_.end(), cancelled)) return;
-  std::deque<SampleRequest> kept;
-  for (SampleRequest& request : samples_) {
-    if (cancelled(request)) {
-      FinishSampleRequest(
-          &request, absl::CancelledError("The sample request was cancelled."),
-          outbox);
-    } else {
-      kept.push_back(std::move(request));
-    }
-  }
-  samples_ = std::move(kept);
+void Table::DropCancelled(Outbox* outbox) {
+  DropCancelledRequests(&samples_, [&](SampleRequest* request) {
+    FinishSampleRequest(
+        request, absl::CancelledError("The sample request was cancelled."),
+        outbox);
+  });
+  // Inserts are many while their rate limiter holds them back: looked
+  // through only after a Cancel (ServeRequests checks each one it does).
+  if (cancels_dropped_ == cancels_) return;
+  cancels_dropped_ = cancels_;
+  DropCancelledRequests(&inserts_, [&](InsertRequest* request) {
+    --worker_inserts_;
+    // Its chunks are released outside the lock, as a removed item's.
+    outbox->garbage.push_back(
+        std::make_shared<TableItem>(std::move(request->item)));
+    outbox->callbacks.push_back(
+        [done = std::move(request->done)] { done(InsertCancelled()); });
+  });
 }
 
 bool Table::ServeRequests(Outbox* outbox) {
   bool progress = false;
   MutexLock lock(&mu_);
-  DropCancelledSamples(outbox);
+  DropCancelled(outbox);
   const absl::Time start = absl::Now();
   for (int round = 0; round < kMaxRoundsPerLock; ++round) {
     bool round_progress = false;
-    if (!inserts_.empty() && rate_limiter_.CanInsert(1)) {
+    if (!inserts_.empty() &&
+        (IsCancelled(inserts_.front()) || rate_limiter_.CanInsert(1))) {
       InsertRequest request = std::move(inserts_.front());
       inserts_.pop_front();
       --worker_inserts_;
-      const absl::Time insert_start = absl::Now();
-      absl::Status status =
-          InsertOrAssignLocked(std::move(request.item), outbox);
-      AddWorkerTime(kInserting, absl::Now() - insert_start);
+      absl::Status status = InsertCancelled();
+      if (IsCancelled(request)) {
+        outbox->garbage.push_back(
+            std::make_shared<TableItem>(std::move(request.item)));
+      } else {
+        const absl::Time insert_start = absl::Now();
+        status = InsertOrAssignLocked(std::move(request.item), outbox);
+        AddWorkerTime(kInserting, absl::Now() - insert_start);
+      }
       outbox->callbacks.push_back(
           [done = std::move(request.done), status = std::move(status)] {
             done(status);

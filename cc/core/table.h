@@ -85,29 +85,33 @@ class REVERB_EXPORT Table {
   Table(const Table&) = delete;
   Table& operator=(const Table&) = delete;
 
+  // Withdraws the queued requests made with it once set (see Cancel).
+  using Cancellation = std::shared_ptr<std::atomic<bool>>;
+
   // Queues an insert. `done` gets OK once the item is in the table (or its
   // priority updated), or the error. Invalid items fail at once, on the
-  // calling thread.
-  void InsertOrAssignAsync(TableItem item, InsertCallback done);
+  // calling thread. With `cancellation`, Cancel withdraws it.
+  void InsertOrAssignAsync(TableItem item, InsertCallback done,
+                           Cancellation cancellation = nullptr);
 
   // Inserts and waits. On timeout returns RateLimiterTimeout(); the insert
   // stays queued and happens when the rate limiter allows.
   absl::Status InsertOrAssign(
       TableItem item, absl::Duration timeout = absl::InfiniteDuration());
 
-  // Withdraws a queued sample request once set (see CancelSample).
-  using SampleCancellation = std::shared_ptr<std::atomic<bool>>;
-
   // Queues a sample request for up to `batch_size` (>= 1) items. With
-  // `cancellation`, CancelSample withdraws it.
+  // `cancellation`, Cancel withdraws it.
   void SampleAsync(int32_t batch_size, absl::Time deadline, SampleCallback done,
-                   SampleCancellation cancellation = nullptr);
+                   Cancellation cancellation = nullptr);
 
-  // Sets `cancellation`: its request, if still queued, ends CANCELLED
-  // without sampling anything more (a stream whose client has gone must
-  // not take items, which a queue would then lose).
-  void CancelSample(const SampleCancellation& cancellation)
-      ABSL_LOCKS_EXCLUDED(queue_mu_);
+  // Sets `cancellation`: the requests made with it that are still queued end
+  // CANCELLED, and none of them changes the table once this returns. A
+  // sample request samples nothing more (a stream whose client has gone must
+  // not take items, which a queue would then lose); an insert is not done
+  // (a stream that ends unconfirmed must not store its items later, or a
+  // writer that sends them again elsewhere stores them twice). A request
+  // made later with it is withdrawn too.
+  void Cancel(const Cancellation& cancellation) ABSL_LOCKS_EXCLUDED(queue_mu_);
 
   // Samples up to `batch_size` items and waits for them (flexible batch).
   absl::StatusOr<std::vector<SampledItem>> SampleFlexibleBatch(
@@ -192,12 +196,13 @@ class REVERB_EXPORT Table {
   struct InsertRequest {
     TableItem item;
     InsertCallback done;
+    Cancellation cancellation;
   };
   struct SampleRequest {
     int32_t batch_size;
     absl::Time deadline;
     SampleCallback done;
-    SampleCancellation cancellation;
+    Cancellation cancellation;
     std::vector<SampledItem> items;
     int64_t bytes = 0;
     bool rate_limited = false;
@@ -231,12 +236,15 @@ class REVERB_EXPORT Table {
   absl::Time AnswerStalledSamples(Outbox* outbox);
   void FinishSampleRequest(SampleRequest* request, absl::Status status,
                            Outbox* outbox);
-  // Ends the cancelled requests of samples_ (CANCELLED). Worker only.
-  void DropCancelledSamples(Outbox* outbox);
-  // Inserts `*item` at once if the rate limiter allows (its status in
-  // `*status`); false (and `*item` untouched) otherwise.
-  bool TryInsertNow(TableItem* item, absl::Status* status, Outbox* outbox)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the cancelled requests of samples_ and, after a Cancel since the
+  // last call, of inserts_ (CANCELLED). Worker only.
+  void DropCancelled(Outbox* outbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inserts `*request` at once if it is cancelled (its status CANCELLED in
+  // `*status`) or the rate limiter allows (the insert's status); false (and
+  // `*request` untouched) otherwise.
+  bool TryInsertNow(InsertRequest* request, absl::Status* status,
+                    Outbox* outbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the requests handed over by other threads to the worker's queues.
   void TakeIncomingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
   void CancelAll(Outbox* outbox) ABSL_LOCKS_EXCLUDED(queue_mu_);
@@ -281,6 +289,10 @@ class REVERB_EXPORT Table {
   int64_t num_unique_samples_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<absl::Duration, kNumWorkerStates> worker_time_
       ABSL_GUARDED_BY(mu_);
+  // Calls of Cancel, and their number when the worker last dropped
+  // cancelled inserts.
+  int64_t cancels_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t cancels_dropped_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Requests handed to the worker.
   mutable Mutex queue_mu_;

@@ -13,7 +13,8 @@
 namespace deepmind::reverb {
 
 InsertReactor::InsertReactor(const ReverbServiceImpl* service)
-    : session_([service](const std::string& name) {
+    : StreamReactor(service->open_streams()),
+      session_([service](const std::string& name) {
         return service->FindTable(name);
       }) {
   Start(&request_bytes_);
@@ -60,7 +61,7 @@ absl::Status InsertReactor::ProcessRequest() {
       std::move(request_.chunks), absl::MakeSpan(request_.items),
       request_.keep_chunk_keys,
       [this](const std::shared_ptr<Table>& table, TableItem item) {
-        Insert(*table, std::move(item));
+        return Insert(table, std::move(item));
       });
   MutexLock lock(&guard_->mu);
   holding_confirmations_ = false;
@@ -68,21 +69,29 @@ absl::Status InsertReactor::ProcessRequest() {
   return status;
 }
 
-void InsertReactor::Insert(Table& table, TableItem item) {
+absl::Status InsertReactor::Insert(const std::shared_ptr<Table>& table,
+                                   TableItem item) {
   const uint64_t key = item.item.key();
   {
     MutexLock lock(&guard_->mu);
+    // Failing: the items queued are being withdrawn, so are these.
+    if (finishing()) return absl::CancelledError("The stream has ended.");
+    if (std::find(tables_.begin(), tables_.end(), table) == tables_.end()) {
+      tables_.push_back(table);
+    }
     ++pending_inserts_;
     // As dm-reverb: pause reading at 10% of the table (1..1000 items).
-    max_pending_inserts_ = std::max<int64_t>(
-        1, std::min<int64_t>(table.max_size() / 10, 1000));
+    max_pending_inserts_ =
+        std::max<int64_t>(1, std::min<int64_t>(table->max_size() / 10, 1000));
   }
-  table.InsertOrAssignAsync(std::move(item),
-                            [guard = guard_, key](const absl::Status& s) {
-                              MutexLock lock(&guard->mu);
-                              if (guard->reactor != nullptr)
-                                guard->reactor->OnInserted(key, s);
-                            });
+  table->InsertOrAssignAsync(
+      std::move(item),
+      [guard = guard_, key](const absl::Status& s) {
+        MutexLock lock(&guard->mu);
+        if (guard->reactor != nullptr) guard->reactor->OnInserted(key, s);
+      },
+      cancellation_);
+  return absl::OkStatus();
 }
 
 void InsertReactor::OnInserted(uint64_t key, const absl::Status& status) {
@@ -113,6 +122,10 @@ void InsertReactor::MaybeWriteLocked() {
   grpc::SerializationTraits<InsertStreamResponse>::Serialize(
       response, &response_, &own_buffer);
   StartWriteOf(&response_);
+}
+
+void InsertReactor::OnFailingLocked() {
+  for (const auto& table : tables_) table->Cancel(cancellation_);
 }
 
 void InsertReactor::MaybeFinishLocked() {

@@ -13,7 +13,11 @@
 //    up while a response is being written go out in the next one.
 //  - The first error ends the call with its status: a request that does not
 //    parse (INVALID_ARGUMENT), an error of the InsertSession, or an insert
-//    its table fails. Items queued before stay queued.
+//    its table fails.
+//  - A call that ends otherwise than OK (those errors, the client cancels or
+//    goes, a write fails) withdraws its items still queued (Table::Cancel):
+//    what the stream has not confirmed, its tables do not store later, so a
+//    writer may send it again elsewhere.
 //  - When the client half-closes, the call ends with OK once every item
 //    read has been inserted and confirmed.
 //
@@ -27,6 +31,7 @@
 #ifndef REVERB_CC_SERVICE_INSERT_REACTOR_H_
 #define REVERB_CC_SERVICE_INSERT_REACTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -54,8 +59,9 @@ class InsertReactor
  private:
   // Decodes request_bytes_ and acts on it. Without the mutex.
   absl::Status ProcessRequest();
-  // Queues `item` into `table`, counting it as pending. Without the mutex.
-  void Insert(Table& table, TableItem item);
+  // Queues `item` into `table`, counting it as pending; CANCELLED if the
+  // call is failing. Without the mutex.
+  absl::Status Insert(const std::shared_ptr<Table>& table, TableItem item);
   // The insert of item `key` is done.
   void OnInserted(uint64_t key, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
@@ -64,12 +70,19 @@ class InsertReactor
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Finishes with OK once the client is done and everything is confirmed.
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  // Withdraws the inserts still queued (see stream_reactor.h).
+  void OnFailingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  friend StreamReactor;
 
   grpc::ByteBuffer request_bytes_;
   DecodedInsertRequest request_;
   // Used by OnReadDone only.
   InsertSession session_;
 
+  // The stream's inserts, and the tables it has queued them into.
+  const Table::Cancellation cancellation_ =
+      std::make_shared<std::atomic<bool>>(false);
+  std::vector<std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(guard_->mu);
   grpc::ByteBuffer response_ ABSL_GUARDED_BY(guard_->mu);
   std::vector<uint64_t> confirmed_keys_ ABSL_GUARDED_BY(guard_->mu);
   int64_t pending_inserts_ ABSL_GUARDED_BY(guard_->mu) = 0;

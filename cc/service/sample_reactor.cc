@@ -29,17 +29,16 @@ int64_t SampledBytes(const std::vector<SampledItem>& samples) {
 }  // namespace
 
 SampleReactor::SampleReactor(ReverbServiceImpl* service)
-    : service_(service),
+    : StreamReactor(service->open_streams()),
+      service_(service),
       next_batch_size_(ReverbServiceImpl::kInitialSampleBatchSize) {
   Start(&request_bytes_);
 }
 
-// The client has gone: its request queued at the table must not take items
-// (a queue would lose them).
-void SampleReactor::OnCancel() {
-  StreamReactor::OnCancel();
-  MutexLock lock(&guard_->mu);
-  if (table_ != nullptr) table_->CancelSample(cancellation_);
+// The stream's request queued at the table must not take items (a queue
+// would lose them).
+void SampleReactor::OnFailingLocked() {
+  if (table_ != nullptr) table_->Cancel(cancellation_);
 }
 
 void SampleReactor::OnReadDone(bool ok) {

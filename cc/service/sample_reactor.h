@@ -24,10 +24,10 @@
 //
 // Threading and lifetime: see stream_reactor.h. Batches of up to 64 KiB of
 // chunks are encoded on the table's worker, larger ones on the service's
-// executor. When the client goes, the batch waiting in the table, if any,
-// is withdrawn (Table::CancelSample): it must not take items the stream
-// would then lose. Made by ReverbServiceImpl::SampleStream; the service must
-// outlive it.
+// executor. When the call fails (the client goes, a write fails), the batch
+// waiting in the table, if any, is withdrawn (Table::Cancel): it must not
+// take items the stream would then lose. Made by
+// ReverbServiceImpl::SampleStream; the service must outlive it.
 #ifndef REVERB_CC_SERVICE_SAMPLE_REACTOR_H_
 #define REVERB_CC_SERVICE_SAMPLE_REACTOR_H_
 
@@ -57,8 +57,6 @@ class SampleReactor
   // encoded on its executor.
   explicit SampleReactor(ReverbServiceImpl* service);
 
-  // Also withdraws the table request in flight.
-  void OnCancel() override;
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
 
@@ -72,13 +70,16 @@ class SampleReactor
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Finishes with OK once the client is done and everything is written.
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  // Withdraws the table request in flight (see stream_reactor.h).
+  void OnFailingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
+  friend StreamReactor;
 
   ReverbServiceImpl* const service_;
   grpc::ByteBuffer request_bytes_;
   SampleStreamRequest request_;
 
   std::shared_ptr<Table> table_ ABSL_GUARDED_BY(guard_->mu);
-  const Table::SampleCancellation cancellation_ =
+  const Table::Cancellation cancellation_ =
       std::make_shared<std::atomic<bool>>(false);
   absl::Duration timeout_ ABSL_GUARDED_BY(guard_->mu);
   // Samples of the current request not yet handed to responses.

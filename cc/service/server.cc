@@ -1,9 +1,12 @@
 #include "cc/service/server.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/service/unix_socket.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
@@ -13,16 +16,24 @@
 namespace deepmind::reverb {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
-    std::vector<std::shared_ptr<Table>> tables, int port,
-    const std::string& bind_address, std::shared_ptr<Checkpointer> checkpointer,
-    absl::Duration checkpoint_interval) {
+    std::vector<std::shared_ptr<Table>> tables, ServerOptions options) {
   if (tables.empty()) {
     return absl::InvalidArgumentError("A server needs at least one table.");
   }
-  if (port < 0 || port > 65535) {
+  if (options.port.has_value() &&
+      (*options.port < 0 || *options.port > 65535)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Port ", port, " is out of range [0, 65535]."));
+        absl::StrCat("Port ", *options.port, " is out of range [0, 65535]."));
   }
+  const bool on_unix_socket = !options.unix_socket_path.empty();
+  if (!options.port.has_value() && !on_unix_socket) {
+    return absl::InvalidArgumentError(
+        "A server without a port needs a unix socket path.");
+  }
+  if (on_unix_socket) {
+    REVERB_RETURN_IF_ERROR(ClaimUnixSocketPath(options.unix_socket_path));
+  }
+  const std::shared_ptr<Checkpointer>& checkpointer = options.checkpointer;
   if (checkpointer != nullptr) {
     absl::Status loaded = checkpointer->LoadLatest(tables);
     if (absl::IsNotFound(loaded)) {
@@ -32,27 +43,61 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
   REVERB_ASSIGN_OR_RETURN(auto service,
                           ReverbServiceImpl::Create(tables, checkpointer));
-  const std::string address = absl::StrCat(bind_address, ":", port);
   int selected_port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                           &selected_port);
+  if (options.port.has_value()) {
+    builder.AddListeningPort(
+        absl::StrCat(options.bind_address, ":", *options.port),
+        grpc::InsecureServerCredentials(), &selected_port);
+  }
+  if (on_unix_socket) {
+    builder.AddListeningPort(absl::StrCat("unix:", options.unix_socket_path),
+                             grpc::InsecureServerCredentials());
+  }
   builder.RegisterService(service.get());
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(kMinPingInterval)));
+  const absl::Duration keepalive = options.keepalive;
+  if (keepalive != absl::InfiniteDuration()) {
+    const int ms = static_cast<int>(
+        std::max<int64_t>(1, absl::ToInt64Milliseconds(keepalive)));
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
+    // Pings go on while the server sends nothing (a sample stream waiting on
+    // its rate limiter), so that a client that freezes later is found.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || selected_port == 0) {
+  if (server == nullptr || (options.port.has_value() && selected_port == 0)) {
     // dm-reverb's code and text (gRPC has logged why, e.g. the port is in
     // use).
     return absl::InvalidArgumentError("Failed to BuildAndStart gRPC server");
   }
   std::unique_ptr<Server> result(
-      new Server(std::move(service), std::move(server), selected_port));
+      new Server(std::move(service), std::move(server), selected_port,
+                 std::move(options.unix_socket_path)));
   if (checkpointer != nullptr &&
-      checkpoint_interval != absl::InfiniteDuration()) {
-    result->SaveEvery(std::move(checkpointer), checkpoint_interval);
+      options.checkpoint_interval != absl::InfiniteDuration()) {
+    result->SaveEvery(checkpointer, options.checkpoint_interval);
   }
   return result;
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(
+    std::vector<std::shared_ptr<Table>> tables, int port,
+    const std::string& bind_address, std::shared_ptr<Checkpointer> checkpointer,
+    absl::Duration checkpoint_interval, absl::Duration keepalive) {
+  ServerOptions options;
+  options.port = port;
+  options.bind_address = bind_address;
+  options.checkpointer = std::move(checkpointer);
+  options.checkpoint_interval = checkpoint_interval;
+  options.keepalive = keepalive;
+  return Start(std::move(tables), std::move(options));
 }
 
 void Server::SaveEvery(std::shared_ptr<Checkpointer> checkpointer,
@@ -70,8 +115,12 @@ void Server::SaveEvery(std::shared_ptr<Checkpointer> checkpointer,
 }
 
 Server::Server(std::unique_ptr<ReverbServiceImpl> service,
-               std::unique_ptr<grpc::Server> server, int port)
-    : service_(std::move(service)), server_(std::move(server)), port_(port) {}
+               std::unique_ptr<grpc::Server> server, int port,
+               std::string unix_socket_path)
+    : service_(std::move(service)),
+      server_(std::move(server)),
+      port_(port),
+      unix_socket_path_(std::move(unix_socket_path)) {}
 
 Server::~Server() { Stop(); }
 

@@ -21,6 +21,8 @@
 #ifndef REVERB_CC_SERVICE_SERVICE_H_
 #define REVERB_CC_SERVICE_SERVICE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +73,16 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   const std::vector<std::shared_ptr<Table>>& tables() const { return tables_; }
   TaskExecutor* executor() { return &executor_; }
 
+  // InsertStream and SampleStream calls whose reactor has not finished
+  // (and so may hold chunks, or requests queued at a table): the streams of
+  // clients that froze or vanished leave this count once the server's
+  // keepalive finds them out (server.h).
+  int64_t num_open_streams() const {
+    return open_streams_.load(std::memory_order_relaxed);
+  }
+  // What the stream reactors count themselves in.
+  std::atomic<int64_t>* open_streams() const { return &open_streams_; }
+
   grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
                                        const CheckpointRequest* request,
                                        CheckpointResponse* response) override;
@@ -108,6 +120,7 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   TaskExecutor executor_;
   // Saves checkpoints, one at a time.
   TaskExecutor checkpoint_executor_;
+  mutable std::atomic<int64_t> open_streams_{0};
 };
 
 }  // namespace deepmind::reverb

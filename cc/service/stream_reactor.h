@@ -1,7 +1,9 @@
 // StreamReactor: the base of the service's two bidirectional stream reactors
 // (insert_reactor.h, sample_reactor.h), which read and write raw bytes.
 //
-// Lifetime: a reactor deletes itself in OnDone, gRPC's last reaction, but
+// Lifetime: a reactor counts itself in `*open_streams` (the service's count,
+// ReverbServiceImpl::num_open_streams) from its construction until it
+// deletes itself in OnDone, gRPC's last reaction, but
 // table callbacks it asked for may arrive later. Such callbacks hold the
 // reactor's Guard (a shared_ptr, not the reactor) and reach the reactor only
 // while `Guard::reactor` is set, under `Guard::mu`; Start sets it, OnDone
@@ -12,7 +14,10 @@
 // and ignores later ones. Finish itself is called once no write is in
 // flight: at once, or from the OnWriteDone of the write in flight. A write
 // that fails ends the call with CANCELLED "Could not write to the stream.",
-// OnCancel (the client has gone, or the server stops) with CANCELLED.
+// OnCancel (the client has gone, or the server stops) with CANCELLED. A
+// first status other than OK first calls `void OnFailingLocked()` of the
+// derived reactor (with the mutex held), which withdraws the stream's
+// requests still queued at tables (Table::Cancel).
 //
 // Threading: the gRPC reactions run on gRPC's threads, table callbacks on
 // the calling thread or the table's worker. Everything a derived reactor
@@ -21,6 +26,8 @@
 #ifndef REVERB_CC_SERVICE_STREAM_REACTOR_H_
 #define REVERB_CC_SERVICE_STREAM_REACTOR_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -40,7 +47,10 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
     Derived* reactor ABSL_GUARDED_BY(mu) = nullptr;
   };
 
-  StreamReactor() : guard_(std::make_shared<Guard>()) {}
+  explicit StreamReactor(std::atomic<int64_t>* open_streams)
+      : guard_(std::make_shared<Guard>()), open_streams_(open_streams) {
+    open_streams_->fetch_add(1, std::memory_order_relaxed);
+  }
 
   void OnCancel() override {
     MutexLock lock(&guard_->mu);
@@ -52,7 +62,9 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
       MutexLock lock(&guard_->mu);
       guard_->reactor = nullptr;
     }
+    std::atomic<int64_t>* const open_streams = open_streams_;
     delete static_cast<Derived*>(this);
+    open_streams->fetch_sub(1, std::memory_order_relaxed);
   }
 
  protected:
@@ -71,6 +83,7 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
   void FinishOnce(const grpc::Status& status) {
     if (finish_status_.has_value()) return;
     finish_status_ = status;
+    if (!status.ok()) static_cast<Derived*>(this)->OnFailingLocked();
     if (!write_in_flight_) this->Finish(status);
   }
   bool finishing() const { return finish_status_.has_value(); }
@@ -99,6 +112,7 @@ class StreamReactor : public grpc::ServerBidiReactor<Request, Response> {
   bool write_in_flight() const { return write_in_flight_; }
 
  private:
+  std::atomic<int64_t>* const open_streams_;
   bool write_in_flight_ = false;
   std::optional<grpc::Status> finish_status_;
 };

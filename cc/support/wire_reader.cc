@@ -19,7 +19,10 @@ bool WireReader::ReadVarint(uint64_t* value) {
 
 bool WireReader::ReadTag(int* field, WireType* type) {
   uint64_t tag;
+  const size_t before = remaining_;
   if (!ReadVarint(&tag) || tag > UINT32_MAX || (tag >> 3) == 0) return false;
+  // As protobuf: a tag takes at most 5 bytes (no padded encodings).
+  if (before - remaining_ > 5) return false;
   const uint64_t wire_type = tag & 7;
   if (wire_type != kVarint && wire_type != kFixed64 &&
       wire_type != kLengthDelimited && wire_type != kFixed32) {

@@ -26,7 +26,8 @@ class REVERB_EXPORT WireReader {
   // Every Read* returns false, leaving the reader in an unspecified state,
   // if the input is malformed or ends early.
 
-  // The next field's number and wire type.
+  // The next field's number and wire type; false (as protobuf) for a tag
+  // over 32 bits or longer than 5 bytes, field 0, or groups.
   bool ReadTag(int* field, WireType* type);
 
   bool ReadVarint(uint64_t* value);
@@ -39,7 +40,8 @@ class REVERB_EXPORT WireReader {
   bool Skip(WireType type);
 
   // Appends field `field` (tag and value) of wire type `type`, whose tag was
-  // just read, to `out`, as it is on the wire.
+  // just read, to `out`: as it is on the wire, but for the tag and a varint
+  // value, written in their shortest form (which parsers read the same).
   bool CopyField(int field, WireType type, std::string* out);
 
  private:

@@ -101,8 +101,11 @@ bool ShapesCompatible(const SpecShape& a, const SpecShape& b) {
 
 std::string DataTypeName(tensorflow::DataType dtype) {
   // DT_FLOAT -> float, DT_INT64 -> int64, DT_STRING -> string, ...
-  return absl::AsciiStrToLower(
-      absl::StripPrefix(tensorflow::DataType_Name(dtype), "DT_"));
+  const std::string& name = tensorflow::DataType_Name(dtype);
+  // A value this build's enum lacks (a signature may carry any), spelled
+  // as TensorFlow spells it.
+  if (name.empty()) return absl::StrCat("unknown dtype enum (", dtype, ")");
+  return absl::AsciiStrToLower(absl::StripPrefix(name, "DT_"));
 }
 
 std::string ShapeString(const SpecShape& shape) {

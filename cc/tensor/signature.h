@@ -44,6 +44,7 @@ REVERB_EXPORT absl::StatusOr<std::vector<SignatureSpec>> FlattenSignature(
 REVERB_EXPORT bool ShapesCompatible(const SpecShape& a, const SpecShape& b);
 
 // TensorFlow's name of a dtype: "float", "double", "int64", "string", ...
+// ("unknown dtype enum (N)" for a value the enum does not name).
 REVERB_EXPORT std::string DataTypeName(tensorflow::DataType dtype);
 
 // "[?,2]", "[]", or "<unknown>".

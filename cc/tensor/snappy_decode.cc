@@ -56,12 +56,20 @@ inline void CopyMatchFast(char* op, size_t offset, size_t length) {
   for (size_t i = 0; i < length; i += step) std::memcpy(op + i, &pattern, 8);
 }
 
+// The uncompressed length at *p, a varint32 (GetVarint32), refusing one
+// whose fifth byte carries bits beyond the 32, as libsnappy does.
+bool ReadLength(const char** p, const char* end, uint32_t* length) {
+  const char* const start = *p;
+  if (!GetVarint32(p, end, length)) return false;
+  return *p - start < 5 || static_cast<unsigned char>(start[4]) <= 0x0f;
+}
+
 }  // namespace
 
 bool SnappyUncompressedLength(absl::string_view compressed, size_t* length) {
   const char* p = compressed.data();
   uint32_t value = 0;
-  if (!GetVarint32(&p, p + compressed.size(), &value)) return false;
+  if (!ReadLength(&p, p + compressed.size(), &value)) return false;
   *length = value;
   return true;
 }
@@ -70,7 +78,7 @@ bool SnappyUncompress(absl::string_view compressed, char* out, size_t length) {
   const char* ip = compressed.data();
   const char* const ip_end = ip + compressed.size();
   uint32_t recorded = 0;
-  if (!GetVarint32(&ip, ip_end, &recorded) || recorded != length) return false;
+  if (!ReadLength(&ip, ip_end, &recorded) || recorded != length) return false;
   char* op = out;
   char* const op_end = out + length;
   while (ip < ip_end) {
@@ -125,7 +133,8 @@ bool SnappyUncompress(absl::string_view compressed, char* out, size_t length) {
     if (room >= size + kSlop) {
       CopyMatchFast(op, offset, size);
     } else {
-      for (size_t i = 0; i < size; ++i) op[i] = op[i - offset];
+      const char* const from = op - offset;
+      for (size_t i = 0; i < size; ++i) op[i] = from[i];
     }
     op += size;
   }

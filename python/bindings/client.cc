@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "cc/client/chunker.h"
 #include "cc/client/connection.h"
 #include "cc/client/legacy_writer.h"
 #include "cc/client/sample_stream_interface.h"
 #include "cc/client/sampler.h"
 #include "cc/client/trajectory_writer.h"
+#include "cc/support/keepalive.h"
 #include "python/bindings/bind.h"
 #include "python/bindings/call.h"
 
@@ -37,20 +40,35 @@ py::tuple ServerInfoToPython(const ServerInfoResponse& info) {
   return py::make_tuple(state_id, tables);
 }
 
+absl::Duration Keepalive(std::optional<int64_t> keepalive_ms) {
+  if (!keepalive_ms.has_value()) return KeepaliveFromEnvironment();
+  if (*keepalive_ms < 0) {
+    RaiseFromStatus(absl::InvalidArgumentError(absl::StrCat(
+        "keepalive_ms (", *keepalive_ms, ") must be >= 0 (0: no keepalive).")));
+  }
+  return *keepalive_ms == 0 ? absl::InfiniteDuration()
+                            : absl::Milliseconds(*keepalive_ms);
+}
+
 }  // namespace
 
 void BindClient(py::module_& m) {
   py::class_<Client>(m, "Client")
       // One address, or several (shards); ValueError for none or an empty
-      // one.
-      .def(py::init([](const std::string& server_address) {
-             return ValueOrRaise(Client::Create({server_address}));
+      // one. `keepalive_ms`: the channels' keepalive interval (0: none;
+      // None: REVERB_KEEPALIVE_MS or the default, cc/support/keepalive.h).
+      .def(py::init([](const std::string& server_address,
+                       std::optional<int64_t> keepalive_ms) {
+             return ValueOrRaise(
+                 Client::Create({server_address}, Keepalive(keepalive_ms)));
            }),
-           py::arg("server_address"))
-      .def(py::init([](std::vector<std::string> server_addresses) {
-             return ValueOrRaise(Client::Create(std::move(server_addresses)));
+           py::arg("server_address"), py::arg("keepalive_ms") = py::none())
+      .def(py::init([](std::vector<std::string> server_addresses,
+                       std::optional<int64_t> keepalive_ms) {
+             return ValueOrRaise(Client::Create(std::move(server_addresses),
+                                                Keepalive(keepalive_ms)));
            }),
-           py::arg("server_addresses"))
+           py::arg("server_addresses"), py::arg("keepalive_ms") = py::none())
       .def(
           "NewWriter",
           [](Client& self, int chunk_length, int max_timesteps,
@@ -92,11 +110,13 @@ void BindClient(py::module_& m) {
           py::arg("chunker_options"))
       .def(
           "NewSampleStream",
-          [](Client& self, const std::string& table) {
-            return RunWithoutGil(
-                [&] { return self.NewSampleStream(table, kConnectTimeout); });
+          [](Client& self, const std::string& table,
+             std::optional<int64_t> timeout_ms) {
+            return RunWithoutGil([&] {
+              return self.NewSampleStream(table, TimeoutFromMs(timeout_ms));
+            });
           },
-          py::arg("table"))
+          py::arg("table"), py::arg("timeout_ms") = py::none())
       .def(
           "MutatePriorities",
           [](Client& self, const std::string& table,

@@ -1,15 +1,19 @@
 """Client: talks to a Reverb server (insert, sample, update, inspect).
 
 Beyond dm-reverb: `sample`, `mutate_priorities` and `reset` take an optional
-`timeout` (seconds), and inserts, writers and samples raise instead of
-hanging when the server is gone (`server_info`, `mutate_priorities` and
-`reset` wait for it, as dm-reverb's, unless given a timeout). A client may
-also spread over several servers, shards of one replay buffer
-(docs/sharding.md): `Client([address, ...])`.
+`timeout` (seconds), which holds whatever the server does, and no call
+hangs on a server that is gone: without a timeout, a call that cannot
+connect within 10 s raises (RuntimeError, UNAVAILABLE), and one whose server
+stops answering (a frozen host, a cut network) raises once the channel's
+keepalive pings go unanswered (`keepalive_ms`). A client may also spread
+over several servers, shards of one replay buffer (docs/sharding.md):
+`Client([address, ...])`.
 """
 
 import collections
+import functools
 import logging
+import time
 from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -23,9 +27,6 @@ from reverb import structured_value
 from reverb import structured_writer as structured_writer_lib
 from reverb import trajectory_writer as trajectory_writer_lib
 from reverb.cc import schema_pb2
-
-# How long writers wait for the server's table signatures.
-_SIGNATURE_TIMEOUT_SECONDS = 60
 
 # Client.sample asks for at most this many samples ahead of its consumer, per
 # shard (so that each shard's requests are as large as one server's).
@@ -164,12 +165,13 @@ class Writer:
     Raises:
       ValueError: If the table does not exist, the data does not match its
         signature, or the arguments are out of range.
+      RuntimeError: If the table's signature is not known yet and the server
+        does not answer within 10 s.
     """
     if num_timesteps < 1:
       raise ValueError(
           f'num_timesteps ({num_timesteps}) must be a positive integer')
-    signature = self._client._flat_signature(  # pylint: disable=protected-access
-        table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
+    signature = self._client._flat_signature(table)  # pylint: disable=protected-access
     if signature is not None and num_timesteps <= len(self._steps):
       _check_item(table, signature, list(self._steps)[-num_timesteps:])
     self._writer.CreateItem(table, num_timesteps, priority)
@@ -193,23 +195,38 @@ class Writer:
 
 
 class Client:
-  """A connection to a Reverb server at `server_address` ("host:port"), or
-  to the shards of one replay buffer at a sequence of addresses.
+  """A connection to a Reverb server at `server_address` ("host:port", or
+  "unix:PATH" for its unix domain socket), or to the shards of one replay
+  buffer at a sequence of addresses.
 
   Over several shards (docs/sharding.md): writers write each to one shard
   at a time and move to another if it dies, samples are drawn from all of
   them with the table's distribution over all their items, `server_info`
-  merges the shards' tables (`shard_info` keeps them apart), and
-  `mutate_priorities`, `reset` and `checkpoint` act on every shard.
+  merges the shards' tables (`shard_info` keeps them apart),
+  `mutate_priorities` sends the keys this client sampled recently to their
+  shards and the others to every shard, and `reset` and `checkpoint` act
+  on every shard.
+
+  `keepalive_ms` (not in dm-reverb): how often the client pings a server
+  whose connection has been quiet, in milliseconds; a server that leaves a
+  ping unanswered as long is taken for gone, and the calls waiting on it
+  raise RuntimeError (UNAVAILABLE): about 2 * keepalive_ms after it stops
+  answering. None: the environment variable REVERB_KEEPALIVE_MS, else
+  10000; 0: no pings (calls without a timeout then wait on a frozen server
+  forever, as dm-reverb's). dm-reverb servers refuse pings more frequent
+  than every 5 minutes on a connection that carries no data: clients that
+  wait on one for long need 300000 or more (or 0).
 
   Raises:
     ValueError: If no address is given, an address is empty, or one is
-      given twice.
+      given twice, or `keepalive_ms` is negative.
   """
 
-  def __init__(self, server_address: Union[str, Sequence[str]]):
+  def __init__(self, server_address: Union[str, Sequence[str]], *,
+               keepalive_ms: Optional[int] = None):
     self._server_address = server_address
-    self._client = pybind.Client(server_address)
+    self._keepalive_ms = keepalive_ms
+    self._client = pybind.Client(server_address, keepalive_ms)
     self._max_samples_in_flight = _MAX_SAMPLES_IN_FLIGHT * (
         1 if isinstance(server_address, str) else len(server_address))
     self._signature_cache: Dict[str, Any] = {}
@@ -223,7 +240,8 @@ class Client:
         collections.defaultdict(list))
 
   def __reduce__(self):
-    return self.__class__, (self._server_address,)
+    return functools.partial(self.__class__, keepalive_ms=self._keepalive_ms), (
+        self._server_address,)
 
   def __repr__(self) -> str:
     return f'Client, server_address={self._server_address}'
@@ -245,8 +263,7 @@ class Client:
       raise ValueError('priorities must contain at least one item')
     arrays = _flat_arrays(data)
     for table, _ in priorities.items():
-      signature = self._flat_signature(table,
-                                       timeout=_SIGNATURE_TIMEOUT_SECONDS)
+      signature = self._flat_signature(table)
       if signature is not None:
         _check_item(table, signature, [_step_spec(arrays)])
     try:
@@ -327,12 +344,12 @@ class Client:
     Args:
       num_keep_alive_refs: Steps of history items can reference.
       validate_items: Check items against the tables' signatures before
-        sending them (fetches them from the server first, waiting up to
-        60 s).
+        sending them (fetches them from the server first: RuntimeError if
+        it cannot be reached within 10 s).
 
     Raises:
       ValueError: If `num_keep_alive_refs` < 1.
-      DeadlineExceededError: If validating and the server does not answer.
+      RuntimeError: If validating and the server does not answer.
     """
     if num_keep_alive_refs < 1:
       raise ValueError(
@@ -340,9 +357,8 @@ class Client:
           f'integer')
     get_signature = None
     if validate_items:
-      self._table_infos(_SIGNATURE_TIMEOUT_SECONDS)
-      get_signature = lambda table: self._flat_signature(  # pylint: disable=g-long-lambda
-          table, timeout=_SIGNATURE_TIMEOUT_SECONDS)
+      self._table_infos(None)
+      get_signature = self._flat_signature
     return trajectory_writer_lib.TrajectoryWriter(
         self._client.NewTrajectoryWriter(
             pybind.AutoTunedChunkerOptions(num_keep_alive_refs, 1.0)),
@@ -378,10 +394,15 @@ class Client:
         squeezed); otherwise yield one `ReplaySample` holding whole columns.
       unpack_as_table_signature: Shape the data as the table's signature
         (fetched with `server_info`); tables without one give flat lists.
-      timeout: Seconds to wait for each sample (None: forever, as dm-reverb).
+      timeout: Seconds to wait for each sample, whatever the server does
+        (None: as long as a live server's rate limiter holds it back, as
+        dm-reverb).
 
     Raises:
-      DeadlineExceededError: If a sample does not arrive within `timeout`.
+      DeadlineExceededError: If a sample does not arrive within `timeout`
+        (about a second more if the server does not answer at all).
+      RuntimeError: If the server cannot be reached (UNAVAILABLE): not
+        within 10 s, or it stopped answering (see `keepalive_ms`).
       ValueError: If `num_samples` is 0 or < -1, the table is unknown (with
         unpack_as_table_signature) or the columns' lengths differ (with
         emit_timesteps).
@@ -401,9 +422,11 @@ class Client:
             f'{", ".join(signatures)}.')
       signature = signatures[table]
     timeout_ms = _timeout_ms(timeout)
+    deadline = None if timeout_ms is None else time.monotonic() + timeout
     streams = self._sample_streams[table]
     reused = bool(streams)
-    stream = streams.pop() if reused else self._client.NewSampleStream(table)
+    stream = (streams.pop() if reused else
+              self._client.NewSampleStream(table, timeout_ms))
     yielded = 0
     try:
       while yielded < num_samples:
@@ -417,9 +440,11 @@ class Client:
             if not reused or yielded:
               raise
             # An idle stream the server has dropped (e.g. it restarted):
-            # try once more on a new one.
+            # try once more on a new one, within what is left of `timeout`.
             reused = False
-            stream = self._client.NewSampleStream(table)
+            left_ms = None if deadline is None else max(
+                1, int((deadline - time.monotonic()) * 1000))
+            stream = self._client.NewSampleStream(table, left_ms)
             continue
         else:
           sample = stream.Read()
@@ -518,10 +543,13 @@ class Client:
     with sizes and counts summed (`shard_info` has them one by one).
 
     Args:
-      timeout: Seconds to wait for the server; None or <= 0 waits forever.
+      timeout: Seconds to wait for the server; None or <= 0: 10 s, then
+        RuntimeError (UNAVAILABLE).
 
     Raises:
-      DeadlineExceededError: If the server does not answer in time.
+      DeadlineExceededError: If the server does not answer within `timeout`.
+      RuntimeError: Without a timeout, if the server does not answer within
+        10 s.
     """
     try:
       serialized = self._table_infos(timeout)
@@ -544,8 +572,9 @@ class Client:
     `RuntimeError` at once, and so does one that goes down during the call.
 
     Args:
-      timeout: Seconds to wait for each shard; None or <= 0 waits forever
-        (for a shard that is up).
+      timeout: Seconds to wait for each shard; None or <= 0: 10 s, after
+        which a shard that has not answered gets a RuntimeError
+        (UNAVAILABLE).
     """
     addresses = self._server_address
     if isinstance(addresses, str):

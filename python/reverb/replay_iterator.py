@@ -24,8 +24,8 @@ class ReplayIterator:
   """Iterates over batches sampled from `table` (see the module docstring).
 
   Args:
-    server_address: "host:port" of the server, or a sequence of the
-      addresses of shards (docs/sharding.md).
+    server_address: "host:port" (or "unix:PATH") of the server, or a
+      sequence of the addresses of shards (docs/sharding.md).
     table: Table to sample from.
     batch_size: Samples per batch; the last batch may be smaller when
       `max_samples` is reached or the rate limiter times out. Samples are
@@ -39,10 +39,15 @@ class ReplayIterator:
     max_samples: Iteration ends after this many samples; -1: never.
     unpack_as_table_signature: Shape the data as the table's signature (if
       it has one); otherwise data is a flat list of columns.
+    keepalive_ms: As `Client`'s: a server that stops answering is taken for
+      gone after about 2 * keepalive_ms; the iterator then reconnects for
+      10 s before it raises RuntimeError (UNAVAILABLE).
 
   Raises:
     ValueError: For out-of-range arguments, an unknown table (when
       unpacking as the signature), or addresses no `Client` takes.
+    RuntimeError: When unpacking as the signature, if the server cannot be
+      reached within 10 s.
   """
 
   def __init__(self,
@@ -55,10 +60,11 @@ class ReplayIterator:
                max_samples_per_stream: int = -1,
                rate_limiter_timeout_ms: int = -1,
                max_samples: int = -1,
-               unpack_as_table_signature: bool = True):
+               unpack_as_table_signature: bool = True,
+               keepalive_ms: Optional[int] = None):
     if batch_size < 1:
       raise ValueError(f'batch_size ({batch_size}) must be >= 1')
-    client = client_lib.Client(server_address)
+    client = client_lib.Client(server_address, keepalive_ms=keepalive_ms)
     self._signature = None
     if unpack_as_table_signature:
       self._signature = client._signature(table)  # pylint: disable=protected-access

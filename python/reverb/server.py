@@ -4,6 +4,7 @@ import abc
 import collections
 import os
 from typing import Optional, Sequence
+import weakref
 
 from reverb import client as client_lib
 from reverb import item_selectors
@@ -174,12 +175,16 @@ DEFAULT_BIND_ADDRESS = 'localhost'
 class Server:
   """A gRPC server hosting `tables`.
 
-  Starts at once. Use `localhost_client()` or `reverb.Client(f'host:{port}')`
-  to talk to it; `stop()` (or leaving a `with` block) shuts it down.
+  Starts at once. Use `localhost_client()`, `reverb.Client(f'host:{port}')`
+  or `reverb.Client(f'unix:{unix_socket_path}')` to talk to it; `stop()` (or
+  leaving a `with` block, or the server's collection, or the interpreter's
+  exit) shuts it down.
 
   Args:
     tables: The tables to serve (at least one, names unique).
-    port: Port to listen on; None picks a free one (see `port`).
+    port: TCP port to listen on; 0 picks a free one (see `port`). None picks
+      a free one too, unless `unix_socket_path` is given: then the server
+      listens on the unix socket only.
     checkpointer: Where `Client.checkpoint()` saves; the tables are restored
       from its newest checkpoint at start. None: a new temporary directory
       (`checkpointers.default_checkpointer()`), as dm-reverb.
@@ -189,9 +194,17 @@ class Server:
       other hosts.
     checkpoint_every_seconds: Also save a checkpoint this often (beyond
       dm-reverb, which saves only when asked).
+    unix_socket_path: Also listen on a unix domain socket at this filesystem
+      path (beyond dm-reverb), which clients on this host reach as
+      `unix:PATH`; with `port=None`, listen there only. The socket file is
+      removed when the server stops; a stale one at the path (left by a
+      killed server) is replaced.
 
   Raises:
-    ValueError: If there are no tables or two share a name.
+    ValueError: If there are no tables or two share a name, or the unix
+      socket path is too long, its directory does not exist, or a file that
+      is not a socket is there.
+    RuntimeError: If a server already listens on the unix socket path.
   """
 
   def __init__(self,
@@ -201,7 +214,8 @@ class Server:
                    checkpointers_lib.CheckpointerBase] = None,
                *,
                bind_address: Optional[str] = None,
-               checkpoint_every_seconds: Optional[float] = None):
+               checkpoint_every_seconds: Optional[float] = None,
+               unix_socket_path: Optional[str] = None):
     if not tables:
       raise ValueError('At least one table must be provided')
     names = collections.Counter(table.name for table in tables)
@@ -215,12 +229,20 @@ class Server:
       raise ValueError('checkpoint_every_seconds must be > 0')
     if bind_address is None:
       bind_address = os.environ.get(BIND_ADDRESS_ENV, DEFAULT_BIND_ADDRESS)
+    if port is None and not unix_socket_path:
+      port = 0
     self._server = pybind.Server(
-        [table.internal_table for table in tables], port or 0,
+        [table.internal_table for table in tables], port,
         checkpointer.internal_checkpointer(), bind_address,
-        checkpoint_every_seconds)
-    self._port = self._server.port
+        checkpoint_every_seconds, os.fspath(unix_socket_path or ''))
+    self._port = None if port is None else self._server.port
     self._bind_address = bind_address
+    self._unix_socket_path = (os.fspath(unix_socket_path)
+                              if unix_socket_path else None)
+    # Stops the server at the interpreter's exit too, even if something
+    # still holds it then (a daemon thread, say), so that its unix socket
+    # file goes.
+    self._stop_at_exit = weakref.finalize(self, self._server.Stop)
 
   def __enter__(self) -> 'Server':
     return self
@@ -228,16 +250,21 @@ class Server:
   def __exit__(self, *_):
     self.stop()
 
-  def __del__(self):
-    if hasattr(self, '_server'):
-      self._server.Stop()
-
   def __repr__(self) -> str:
-    return f'Server(bind_address={self._bind_address!r}, port={self._port})'
+    unix = (f', unix_socket_path={self._unix_socket_path!r}'
+            if self._unix_socket_path else '')
+    return (f'Server(bind_address={self._bind_address!r}, port={self._port}'
+            f'{unix})')
 
   @property
-  def port(self) -> int:
+  def port(self) -> Optional[int]:
+    """The TCP port; None if the server listens on its unix socket only."""
     return self._port
+
+  @property
+  def unix_socket_path(self) -> Optional[str]:
+    """The unix socket's path, None without one."""
+    return self._unix_socket_path
 
   def stop(self):
     """Stops the server: waiting calls end with CANCELLED. Idempotent."""
@@ -253,4 +280,8 @@ class Server:
       raise
 
   def localhost_client(self) -> client_lib.Client:
+    """A client over TCP loopback, or over the unix socket if the server
+    listens there only."""
+    if self._port is None:
+      return client_lib.Client(f'unix:{self._unix_socket_path}')
     return client_lib.Client(f'localhost:{self._port}')

@@ -69,9 +69,9 @@ class TFClient:
     """Creates the client.
 
     Args:
-      server_address: Address of the server ("host:port"), a sequence of the
-        addresses of shards (docs/sharding.md), or a string tensor holding
-        either (a scalar or a vector).
+      server_address: Address of the server ("host:port" or "unix:PATH"), a
+        sequence of the addresses of shards (docs/sharding.md), or a string
+        tensor holding either (a scalar or a vector).
       shared_name: Ignored (dm-reverb shares a client resource under this
         name; here every op keeps one client per address).
       name: Prefix of the ops' names.

@@ -78,9 +78,9 @@ class TrajectoryDataset(_DeferredDataset):
   `make_initializable_iterator()` on it; in TF2 it is an ordinary dataset.
 
   Args:
-    server_address: "host:port" of the server, or a sequence of the
-      addresses of shards (docs/sharding.md): strings, or a string tensor
-      (a scalar or a vector).
+    server_address: "host:port" (or "unix:PATH") of the server, or a
+      sequence of the addresses of shards (docs/sharding.md): strings, or a
+      string tensor (a scalar or a vector).
     table: Table to sample from (a string or a string tensor).
     dtypes: Nest of `tf.DType`s of the item's columns.
     shapes: Nest (as `dtypes`) of the columns' shapes.

@@ -47,8 +47,10 @@ DELIBERATE = {
     'client.insert_with_negative_priority_into_prioritized':
         "kills the table's worker",
     'client.insert_without_columns': 'An item with no columns',
-    'client.insert_after_the_server_stopped': 'samplers retry for 10 s',
-    'client.sample_after_the_server_stopped': 'samplers retry for 10 s',
+    'client.insert_after_the_server_stopped':
+        'samplers and writers reconnect for 10 s',
+    'client.sample_after_the_server_stopped':
+        'samplers and writers reconnect for 10 s',
     'client.server_info_with_a_float_timeout':
         'takes fractions of a second too',
     'client.writer_create_item_of_negative_steps': 'shows `%d` unfilled',
@@ -61,8 +63,6 @@ DELIBERATE = {
     'server.server_with_port_above_65535': 'outside [0, 65535]',
     'server.server_with_port_zero': '`Server(port=0)`',
     'server.table_queue_of_negative_size': 'whose min_diff > max_diff',
-    'tf_client.insert_into_plain_and_mismatched_table':
-        'checks every table first, and inserts nothing',
     'tf_client.sample_info_shapes_in_graph':
         'the info fields are scalars',
     'tf_client.update_priorities_lengths_differ_in_graph':

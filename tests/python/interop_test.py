@@ -3,8 +3,9 @@
 dm-reverb runs in its own venv (`.ci/dmreverb_venv` makes it; these tests skip
 without it) as a subprocess playing a role of dmreverb_peer.py:
 
-- dm-reverb's Client drives OUR Server through the peer's client scenario;
-  then our Client checks the state it left (data dm-reverb encoded).
+- dm-reverb's Client drives OUR Server through the peer's client scenario,
+  over TCP and over our server's unix domain socket (`unix:PATH`); then our
+  Client checks the state it left (data dm-reverb encoded).
 - OUR Client drives a dm-reverb Server through the same scenario; then
   dm-reverb's Client checks the state ours left (data our client encoded: a
   dm-reverb server stores chunks without parsing them).
@@ -152,11 +153,20 @@ def _peer_server(python, tmp_path):
         proc.wait(timeout=10)
 
 
-def test_dmreverb_client_drives_our_server(dmreverb_python, tmp_path):
-  server = reverb.Server(tables=peer.make_tables(reverb), port=None)
+@pytest.mark.parametrize('transport', ['tcp', 'unix'])
+def test_dmreverb_client_drives_our_server(dmreverb_python, tmp_path,
+                                           transport):
+  if transport == 'unix':  # Our server's unix domain socket only.
+    path = str(tmp_path / 'reverb.sock')
+    server = reverb.Server(tables=peer.make_tables(reverb), port=None,
+                           unix_socket_path=path)
+    address = f'unix:{path}'
+  else:
+    server = reverb.Server(tables=peer.make_tables(reverb), port=None)
+    address = f'localhost:{server.port}'
   try:
     state = _run_peer_role(dmreverb_python, tmp_path, 'client',
-                           '--address', f'localhost:{server.port}')
+                           '--address', address)
     assert state['ok']
     assert state['prio_priority'] == 10.0
     # What dm-reverb's client wrote, and the priority it set, read by ours.

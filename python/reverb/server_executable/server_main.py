@@ -2,9 +2,14 @@
 
   reverb_server --config='port: 8000 tables: { table_name: "t" ... }'
   reverb_server --config_file=server.textproto [--bind_address=0.0.0.0]
+      [--unix_socket_path=/run/reverb.sock]
 
 The configuration is a text-format `ReverbServerConfig` (tables as
-`PriorityTableCheckpoint` messages, and the port).
+`PriorityTableCheckpoint` messages, and the port). With
+`--unix_socket_path` the server also listens on that unix domain socket
+(`unix:PATH` for clients), and only there if the configuration has no port.
+Once listening it prints `Reverb server listening on port N` and/or
+`Reverb server listening on unix:PATH`, a line each.
 """
 
 import argparse
@@ -37,6 +42,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       '--bind_address', default=None,
       help='Interface to listen on (default: $REVERB_BIND_ADDRESS or '
       'localhost).')
+  parser.add_argument(
+      '--unix_socket_path', default=None,
+      help='Also listen on a unix domain socket at this path; only there if '
+      'the config has no port.')
   args = parser.parse_args(argv)
   text = args.config
   if args.config_file:
@@ -45,10 +54,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   config = parse_config(text)
   tables = server_from_proto.tables_from_proto(config.tables)
   server = server_lib.Server(tables, port=config.port or None,
-                             bind_address=args.bind_address)
+                             bind_address=args.bind_address,
+                             unix_socket_path=args.unix_socket_path)
   logging.basicConfig(level=logging.INFO)
-  logging.info('Reverb server listening on port %d', server.port)
-  print(f'Reverb server listening on port {server.port}', flush=True)
+  places = [f'port {server.port}'] if server.port is not None else []
+  if server.unix_socket_path:
+    places.append(f'unix:{server.unix_socket_path}')
+  for place in places:
+    logging.info('Reverb server listening on %s', place)
+    print(f'Reverb server listening on {place}', flush=True)
   try:
     server.wait()
   except KeyboardInterrupt:

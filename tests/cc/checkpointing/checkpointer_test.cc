@@ -200,6 +200,44 @@ TEST_F(CheckpointerTest, ChunkRecordThatIsNotAChunkIsDataLoss) {
   EXPECT_EQ(restored->size(), 0);
 }
 
+TEST_F(CheckpointerTest, TableThatRefusesItsPartResetsTheTablesBefore) {
+  const auto fifo = [] { return std::make_unique<FifoSelector>(); };
+  std::vector<std::shared_ptr<Table>> tables = {MakeTable("a", fifo),
+                                                MakeTable("b", fifo)};
+  for (uint64_t key = 1; key <= 4; ++key) {
+    TableItem item = MakeItem(key);
+    item.item.set_table(tables[key % 2]->name());
+    ASSERT_TRUE(tables[key % 2]->InsertOrAssign(std::move(item)).ok());
+  }
+  Checkpointer checkpointer(root_.string());
+  const std::string path = *checkpointer.Save(tables);
+  // Table b's rate limiter, as a corrupt (but checksummed) file may hold it.
+  const std::string tables_file = (fs::path(path) / "tables.tfrecord").string();
+  std::vector<PriorityTableCheckpoint> checkpoints;
+  {
+    auto reader = *RecordReader::Open(tables_file);
+    for (auto record = reader->Read(); record.ok(); record = reader->Read()) {
+      ASSERT_TRUE(checkpoints.emplace_back().ParseFromString(*record));
+    }
+  }
+  ASSERT_EQ(checkpoints.size(), 2u);
+  ASSERT_EQ(checkpoints[1].table_name(), "b");
+  checkpoints[1].mutable_rate_limiter()->set_samples_per_insert(0);
+  {
+    auto writer = *RecordWriter::Create(tables_file, 1);
+    for (const auto& checkpoint : checkpoints) {
+      ASSERT_TRUE(writer->Write(checkpoint.SerializeAsString()).ok());
+    }
+    ASSERT_TRUE(writer->Close().ok());
+  }
+  std::vector<std::shared_ptr<Table>> restored = {MakeTable("a", fifo),
+                                                  MakeTable("b", fifo)};
+  const absl::Status status = checkpointer.Load(path, restored);
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_EQ(restored[0]->size(), 0);
+  EXPECT_EQ(restored[1]->size(), 0);
+}
+
 TEST_F(CheckpointerTest, UnknownTableAndFallback) {
   auto table = Filled([] { return std::make_unique<FifoSelector>(); });
   Checkpointer checkpointer(root_.string());

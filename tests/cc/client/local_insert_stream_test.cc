@@ -93,8 +93,9 @@ TEST_F(LocalInsertStreamTest, ChunksHandedOverReadTheSameOverGrpc) {
 }
 
 TEST_F(LocalInsertStreamTest, ChunksHandedOverAreCheckpointedAndLoadBack) {
-  const fs::path root = fs::temp_directory_path() /
-                        ("reverb_local_insert_test_" + std::to_string(getpid()));
+  const fs::path root =
+      fs::temp_directory_path() /
+      ("reverb_local_insert_test_" + std::to_string(getpid()));
   fs::remove_all(root);
   auto table = FifoTable("t", *MinSizeRateLimiter(1), 1000, 1);
   StartServer({table});
@@ -124,6 +125,29 @@ TEST_F(LocalInsertStreamTest, RateLimiterHoldsConfirmationsBack) {
   EXPECT_EQ(SampleValues(stream, 1), std::vector<int32_t>{1});
   EXPECT_TRUE(writer->Flush(0, absl::Seconds(30)).ok());
   EXPECT_EQ(SampleValues(stream, 1), std::vector<int32_t>{2});
+}
+
+TEST_F(LocalInsertStreamTest, ACancelledStreamWithdrawsItsQueuedItems) {
+  // A queue of one: the second item waits for a sample, then the writer
+  // goes without it confirmed; as over gRPC, the table never stores it.
+  auto table = FifoTable("q", *QueueRateLimiter(1), 1, 1);
+  StartServer({table});
+  {
+    auto writer = NewWriter();
+    Write(*writer, "q", {1});
+    auto refs = writer->Append({std::optional<TensorView>(Int32({2}, {}))});
+    ASSERT_TRUE(refs.ok());
+    ASSERT_TRUE(writer->CreateItem("q", 1.0, {{{*(*refs)[0]}}}).ok());
+    EXPECT_EQ(writer->Flush(0, absl::Milliseconds(100)).code(),
+              absl::StatusCode::kDeadlineExceeded);
+  }
+  LocalSampleStream stream(connection_->LocalTable("q"));
+  EXPECT_EQ(SampleValues(stream, 1), std::vector<int32_t>{1});
+  absl::SleepFor(
+      absl::Milliseconds(100));  // Room for the worker, were it kept.
+  EXPECT_EQ(table->size(), 0);
+  EXPECT_EQ(table->info().num_local_inserts(), 2);
+  EXPECT_EQ(table->info().rate_limiter_info().insert_stats().completed(), 1);
 }
 
 TEST_F(LocalInsertStreamTest, AServerThatStopsCancelsTheStream) {

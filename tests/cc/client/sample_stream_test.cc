@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "cc/client/connection.h"
 #include "cc/core/table.h"
 #include "cc/rate_limiters/presets.h"
@@ -14,6 +15,7 @@
 #include "cc/selectors/prioritized.h"
 #include "cc/service/server.h"
 #include "gtest/gtest.h"
+#include "tests/cc/client/freezable_proxy.h"
 #include "tests/cc/server_test_util.h"
 #include "tests/cc/test_util.h"
 
@@ -200,6 +202,61 @@ TEST_F(SampleStreamTest, RateLimiterTimeoutIsDeadlineExceeded) {
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(stream.Read().status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(stream.Close().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(SampleStreamTest, ASubMillisecondTimeoutStillTimesOut) {
+  StartServer({FifoTable("empty", *MinSizeRateLimiter(1))});
+  SampleStream stream(connection_, "empty");
+  ASSERT_TRUE(stream.Request(1, absl::Microseconds(100)).ok());
+  // It went out as 1 ms, not as 0 (no timeout): the server's answer, not
+  // the client's own deadline.
+  absl::Status status = stream.Read().status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_FALSE(absl::StrContains(status.message(), "No sample arrived"))
+      << status;
+}
+
+// The server is reached through a proxy that freezes: the connection stays
+// open and nothing comes back, as from a frozen host.
+class FrozenServerTest : public SampleStreamTest {
+ protected:
+  void StartFrozenServer(absl::Duration keepalive) {
+    auto table = FifoTable("table", *MinSizeRateLimiter(1), 1000,
+                           /*max_times_sampled=*/0);
+    StartServer({table});
+    if (HasFatalFailure()) return;
+    Insert(*table, 1, 1.0, 10);
+    proxy_ = std::make_unique<testing::FreezableProxy>(server_->port());
+    proxied_ = std::make_shared<Connection>(testing::Address(proxy_->port()),
+                                            keepalive);
+    ASSERT_TRUE(proxied_->WaitForConnection(absl::Seconds(30)).ok());
+    stream_ = std::make_unique<SampleStream>(proxied_, "table");
+    // The stream works, then the server freezes.
+    ASSERT_TRUE(stream_->Request(1, kNever).ok());
+    ASSERT_TRUE(stream_->Read().ok());
+    proxy_->Freeze();
+  }
+
+  std::unique_ptr<testing::FreezableProxy> proxy_;
+  std::shared_ptr<Connection> proxied_;
+  std::unique_ptr<SampleStream> stream_;
+};
+
+TEST_F(FrozenServerTest, AReadHoldsTheRequestsTimeout) {
+  StartFrozenServer(/*keepalive=*/kNever);
+  ASSERT_TRUE(stream_->Request(1, absl::Milliseconds(100)).ok());
+  auto sample = stream_->Read();
+  EXPECT_EQ(sample.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << sample.status();
+  EXPECT_FALSE(stream_->ok());
+}
+
+TEST_F(FrozenServerTest, KeepaliveEndsAReadWithoutATimeout) {
+  StartFrozenServer(/*keepalive=*/absl::Milliseconds(200));
+  ASSERT_TRUE(stream_->Request(1, kNever).ok());
+  auto sample = stream_->Read();
+  EXPECT_EQ(sample.status().code(), absl::StatusCode::kUnavailable)
+      << sample.status();
 }
 
 TEST_F(SampleStreamTest, UnknownTableIsNotFound) {

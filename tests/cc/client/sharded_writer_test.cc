@@ -3,6 +3,7 @@
 // moving off an overloaded shard at an episode end. Every item carries a
 // unique id in its data (its last step), so that the tests count what each
 // table holds.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/client/client.h"
+#include "cc/rate_limiters/presets.h"
 #include "cc/selectors/uniform.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
@@ -85,21 +87,6 @@ absl::Status WriteTrajectories(TrajectoryWriter& writer, int32_t first, int n) {
     }
   }
   return writer.Flush(0, kTimeout);
-}
-
-// The same through a legacy Writer (chunks of one step, items of up to two
-// steps), each episode flushed before the next; closed.
-absl::Status WriteSteps(Writer& writer, int32_t first, int n) {
-  for (int i = 0; i < n; ++i) {
-    REVERB_RETURN_IF_ERROR(writer.Append({Int32({first + i}, {})}));
-    REVERB_RETURN_IF_ERROR(
-        writer.CreateItem(kTable, i % kEpisodeSteps > 0 ? 2 : 1, 1));
-    if (i % kEpisodeSteps == kEpisodeSteps - 1) {
-      REVERB_RETURN_IF_ERROR(writer.Flush(kTimeout));
-      REVERB_RETURN_IF_ERROR(writer.NewEpisode());
-    }
-  }
-  return writer.Close(kTimeout);
 }
 
 WriterOptions LegacyOptions() {
@@ -212,6 +199,61 @@ std::shared_ptr<ChunkerOptions> ChunksOfTwo() {
                                                   /*num_keep_alive_refs=*/2);
 }
 
+// One writer of either kind, as the parameterised tests drive it.
+class TestWriter {
+ public:
+  virtual ~TestWriter() = default;
+  // Items with ids [first, first + n) in episodes of kEpisodeSteps, every
+  // one confirmed on return (see WriteTrajectories, WriteLegacySteps).
+  virtual absl::Status Write(int32_t first, int n) = 0;
+  // Ends the episode: where a writer may move to another shard.
+  virtual absl::Status EndEpisode() = 0;
+  // Done writing: a legacy Writer is closed; a TrajectoryWriter needs
+  // nothing after its flush.
+  virtual absl::Status Close() = 0;
+};
+
+class TrajectoryTestWriter : public TestWriter {
+ public:
+  explicit TrajectoryTestWriter(std::unique_ptr<TrajectoryWriter> writer)
+      : writer_(std::move(writer)) {}
+  absl::Status Write(int32_t first, int n) override {
+    return WriteTrajectories(*writer_, first, n);
+  }
+  absl::Status EndEpisode() override {
+    return writer_->EndEpisode(/*clear_buffers=*/false, kTimeout);
+  }
+  absl::Status Close() override { return absl::OkStatus(); }
+
+ private:
+  std::unique_ptr<TrajectoryWriter> writer_;
+};
+
+// Chunks of one step, items of up to two steps (item i covers steps i - 1
+// and i of its episode), each episode flushed before the next.
+class LegacyTestWriter : public TestWriter {
+ public:
+  explicit LegacyTestWriter(std::unique_ptr<Writer> writer)
+      : writer_(std::move(writer)) {}
+  absl::Status Write(int32_t first, int n) override {
+    for (int i = 0; i < n; ++i) {
+      REVERB_RETURN_IF_ERROR(writer_->Append({Int32({first + i}, {})}));
+      REVERB_RETURN_IF_ERROR(
+          writer_->CreateItem(kTable, i % kEpisodeSteps > 0 ? 2 : 1, 1));
+      if (i % kEpisodeSteps == kEpisodeSteps - 1) {
+        REVERB_RETURN_IF_ERROR(writer_->Flush(kTimeout));
+        REVERB_RETURN_IF_ERROR(writer_->NewEpisode());
+      }
+    }
+    return writer_->Flush(kTimeout);
+  }
+  absl::Status EndEpisode() override { return writer_->NewEpisode(); }
+  absl::Status Close() override { return writer_->Close(kTimeout); }
+
+ private:
+  std::unique_ptr<Writer> writer_;
+};
+
 TEST_F(ShardedWriterTest, SixTrajectoryWritersWriteTwoToAShardEachItemOnce) {
   constexpr int kItems = 100;
   std::vector<absl::Status> statuses = RunWriters(6, [&](int w) {
@@ -228,60 +270,51 @@ TEST_F(ShardedWriterTest, SixTrajectoryWritersWriteTwoToAShardEachItemOnce) {
   }
 }
 
-TEST_F(ShardedWriterTest, TrajectoryWritersFailOverAndTheStoppedShardRejoins) {
-  constexpr int kItems = 600;
-  std::thread chaos([&] {
-    // Mid-run: stop shard 1 once it holds some items, restart it once the
-    // others have taken more.
-    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 100; }));
-    const int64_t before = ItemsElsewhere(1);
-    Stop(1);
-    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 500; }));
-    Restart(1);
-  });
-  std::vector<absl::Status> statuses = RunWriters(6, [&](int w) {
-    auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
-    if (!writer.ok()) return writer.status();
-    return WriteTrajectories(**writer, w * kItems, kItems);
-  });
-  chaos.join();
-  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
-  // Once the rejoin deletes have run, every id is in exactly one table.
-  const std::map<int, int> once = {{1, 6 * kItems}};
-  EXPECT_TRUE(WaitFor([&] {
-    return Copies({0, 1, 2}, 6 * kItems) == once;
-  })) << "ids by number of copies: "
-      << ::testing::PrintToString(Copies({0, 1, 2}, 6 * kItems));
-}
-
-// Shard 1 is reached through a proxy that freezes: it answers nothing,
-// stores what reached it and confirms none of it. The refresher finds it
-// down, the writers there cancel their streams and send their unconfirmed
-// items elsewhere; once it thaws, what it stored of those is deleted there.
-TEST_F(ShardedWriterTest, TrajectoryWritersLeaveAFrozenShardThatThenDeletes) {
-  constexpr int kItems = 600;
+// Shard 1 freezes (see WritersLeaveAFrozenShardThatThenDeletes) while the
+// writer there has items queued behind its rate limiter: they are sent
+// again elsewhere, and shard 1 must not insert them once its rate limiter
+// lets it.
+TEST_F(ShardedWriterTest, AFrozenShardDoesNotStoreLaterWhatItHeldQueued) {
+  constexpr int kItems = 100;
+  constexpr int kAllowed = 50;  // Inserts shard 1 takes before a sample.
+  Stop(1);
+  tables_[1] = *Table::Create(kTable, std::make_unique<UniformSelector>(),
+                              std::make_unique<FifoSelector>(), 1000, 0,
+                              *QueueRateLimiter(kAllowed));
+  auto server = StartLoopbackServer({tables_[1]}, ports_[1]);
+  ASSERT_TRUE(server.ok()) << server.status();
+  servers_[1] = *std::move(server);
+  // The test's and the server's; an insert stream holds one more.
+  const long unused = tables_[1].use_count();
   FreezableProxy proxy(ports_[1]);
   client_ = *Client::Create(
       {Address(ports_[0]), Address(proxy.port()), Address(ports_[2])});
   std::thread chaos([&] {
-    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 100; }));
-    const int64_t before = ItemsElsewhere(1);
+    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= kAllowed; }));
     proxy.Freeze();
-    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 500; }));
-    proxy.Thaw();
   });
-  std::vector<absl::Status> statuses = RunWriters(6, [&](int w) {
+  // One writer on each shard.
+  std::vector<absl::Status> statuses = RunWriters(3, [&](int w) {
     auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
     if (!writer.ok()) return writer.status();
     return WriteTrajectories(**writer, w * kItems, kItems);
   });
   chaos.join();
   for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
-  const std::map<int, int> once = {{1, 6 * kItems}};
-  EXPECT_TRUE(WaitFor([&] {
-    return Copies({0, 1, 2}, 6 * kItems) == once;
-  })) << "ids by number of copies: "
-      << ::testing::PrintToString(Copies({0, 1, 2}, 6 * kItems));
+  proxy.Thaw();
+  // The cancel of the stream that left shard 1 reaches its server, which
+  // lets the stream go.
+  ASSERT_TRUE(WaitFor([&] { return tables_[1].use_count() == unused; }));
+  ASSERT_TRUE(WaitFor([&] { return client_->shards()->IsUp(1); }));
+
+  // Room for kAllowed more: taken by this insert, after any left queued.
+  for (int i = 0; i < kAllowed; ++i) {
+    ASSERT_TRUE(tables_[1]->Sample(kTimeout).ok());
+  }
+  ASSERT_TRUE(
+      tables_[1]->InsertOrAssign(MakeInt32Item(1 << 30, 1, -1), kTimeout).ok());
+  const std::map<int, int> once = {{1, 3 * kItems}};
+  EXPECT_EQ(Copies({0, 1, 2}, 3 * kItems), once);
 }
 
 TEST_F(ShardedWriterTest, TrajectoryWritersContinueWithoutAShardForGood) {
@@ -319,72 +352,105 @@ TEST_F(ShardedWriterTest,
   EXPECT_TRUE(IsTransientError(status)) << status;
 }
 
-TEST_F(ShardedWriterTest, LegacyWritersFailOverAndTheStoppedShardRejoins) {
-  constexpr int kItems = 300;
-  std::thread chaos([&] {
-    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 50; }));
-    const int64_t before = ItemsElsewhere(1);
-    Stop(1);
-    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 200; }));
-    Restart(1);
-  });
-  std::vector<absl::Status> statuses = RunWriters(3, [&](int w) {
-    auto writer = client_->NewWriter(LegacyOptions());
-    if (!writer.ok()) return writer.status();
-    return WriteSteps(**writer, w * kItems, kItems);
-  });
-  chaos.join();
-  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
-  const std::map<int, int> once = {{1, 3 * kItems}};
-  EXPECT_TRUE(WaitFor([&] {
-    return Copies({0, 1, 2}, 3 * kItems) == once;
-  })) << "ids by number of copies: "
-      << ::testing::PrintToString(Copies({0, 1, 2}, 3 * kItems));
+// What the parameterised tests run for each kind of writer: how many
+// writers write how many items each, and when shard 1 is cut off (once it
+// holds `cut_at` items) and restored (once the others have taken
+// `restore_after` more).
+struct WriterKind {
+  std::string name;
+  absl::StatusOr<std::unique_ptr<TestWriter>> (*make)(Client& client);
+  int writers;
+  int items;
+  int64_t cut_at;
+  int64_t restore_after;
+};
+
+absl::StatusOr<std::unique_ptr<TestWriter>> MakeTrajectoryWriter(
+    Client& client) {
+  REVERB_ASSIGN_OR_RETURN(auto writer,
+                          client.NewTrajectoryWriter(ChunksOfTwo()));
+  return std::make_unique<TrajectoryTestWriter>(std::move(writer));
 }
 
-TEST_F(ShardedWriterTest, LegacyWritersLeaveAFrozenShardThatThenDeletes) {
-  constexpr int kItems = 300;
+absl::StatusOr<std::unique_ptr<TestWriter>> MakeLegacyWriter(Client& client) {
+  REVERB_ASSIGN_OR_RETURN(auto writer, client.NewWriter(LegacyOptions()));
+  return std::make_unique<LegacyTestWriter>(std::move(writer));
+}
+
+class ShardedWriterKindTest : public ShardedWriterTest,
+                              public ::testing::WithParamInterface<WriterKind> {
+ protected:
+  std::unique_ptr<TestWriter> NewWriter() {
+    auto writer = GetParam().make(*client_);
+    EXPECT_TRUE(writer.ok()) << writer.status();
+    return writer.ok() ? *std::move(writer) : nullptr;
+  }
+
+  // Runs the kind's writers (writer w: ids from w * items), calling `cut`
+  // once shard 1 holds cut_at items and `restore` once the others have
+  // taken restore_after more. Every writer succeeds and, once the rejoin
+  // deletes have run, every id is in exactly one table.
+  void WriteThroughACut(const std::function<void()>& cut,
+                        const std::function<void()>& restore) {
+    const WriterKind& kind = GetParam();
+    std::thread chaos([&] {
+      ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= kind.cut_at; }));
+      const int64_t before = ItemsElsewhere(1);
+      cut();
+      ASSERT_TRUE(WaitFor(
+          [&] { return ItemsElsewhere(1) >= before + kind.restore_after; }));
+      restore();
+    });
+    std::vector<absl::Status> statuses =
+        RunWriters(kind.writers, [&](int w) -> absl::Status {
+          auto writer = kind.make(*client_);
+          if (!writer.ok()) return writer.status();
+          REVERB_RETURN_IF_ERROR((*writer)->Write(w * kind.items, kind.items));
+          return (*writer)->Close();
+        });
+    chaos.join();
+    for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
+    const int n = kind.writers * kind.items;
+    const std::map<int, int> once = {{1, n}};
+    EXPECT_TRUE(WaitFor([&] {
+      return Copies({0, 1, 2}, n) == once;
+    })) << "ids by number of copies: "
+        << ::testing::PrintToString(Copies({0, 1, 2}, n));
+  }
+};
+
+TEST_P(ShardedWriterKindTest, WritersFailOverAndTheStoppedShardRejoins) {
+  WriteThroughACut([&] { Stop(1); }, [&] { Restart(1); });
+}
+
+// Shard 1 is reached through a proxy that freezes: it answers nothing,
+// stores what reached it and confirms none of it. The refresher finds it
+// down, the writers there cancel their streams and send their unconfirmed
+// items elsewhere; once it thaws, what it stored of those is deleted there.
+TEST_P(ShardedWriterKindTest, WritersLeaveAFrozenShardThatThenDeletes) {
   FreezableProxy proxy(ports_[1]);
   client_ = *Client::Create(
       {Address(ports_[0]), Address(proxy.port()), Address(ports_[2])});
-  std::thread chaos([&] {
-    ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= 50; }));
-    const int64_t before = ItemsElsewhere(1);
-    proxy.Freeze();
-    ASSERT_TRUE(WaitFor([&] { return ItemsElsewhere(1) >= before + 200; }));
-    proxy.Thaw();
-  });
-  std::vector<absl::Status> statuses = RunWriters(3, [&](int w) {
-    auto writer = client_->NewWriter(LegacyOptions());
-    if (!writer.ok()) return writer.status();
-    return WriteSteps(**writer, w * kItems, kItems);
-  });
-  chaos.join();
-  for (const auto& status : statuses) EXPECT_TRUE(status.ok()) << status;
-  const std::map<int, int> once = {{1, 3 * kItems}};
-  EXPECT_TRUE(WaitFor([&] {
-    return Copies({0, 1, 2}, 3 * kItems) == once;
-  })) << "ids by number of copies: "
-      << ::testing::PrintToString(Copies({0, 1, 2}, 3 * kItems));
+  WriteThroughACut([&] { proxy.Freeze(); }, [&] { proxy.Thaw(); });
 }
 
 // Shard 0 holds many more items than the others: of three writers (one on
 // each shard), only the one on shard 0 moves at the end of an episode.
-TEST_F(ShardedWriterTest,
-       TrajectoryWritersOfAnOverloadedShardMoveAtAnEpisodeEnd) {
+TEST_P(ShardedWriterKindTest, WritersOfAnOverloadedShardMoveAtAnEpisodeEnd) {
   OverloadShard0();
-  std::vector<std::unique_ptr<TrajectoryWriter>> writers;
+  std::vector<std::unique_ptr<TestWriter>> writers;
   std::set<int> first;
   for (int w = 0; w < 3; ++w) {
-    writers.push_back(*client_->NewTrajectoryWriter(ChunksOfTwo()));
-    ASSERT_TRUE(WriteTrajectories(*writers[w], 10 * w, 1).ok());
+    writers.push_back(NewWriter());
+    ASSERT_NE(writers[w], nullptr);
+    ASSERT_TRUE(writers[w]->Write(10 * w, 1).ok());
     first.insert(Where(10 * w));
   }
   ASSERT_EQ(first, (std::set<int>{0, 1, 2}));
   for (int w = 0; w < 3; ++w) {
     const int shard = Where(10 * w);
-    ASSERT_TRUE(writers[w]->EndEpisode(/*clear_buffers=*/false, kTimeout).ok());
-    ASSERT_TRUE(WriteTrajectories(*writers[w], 10 * w + 1, 1).ok());
+    ASSERT_TRUE(writers[w]->EndEpisode().ok());
+    ASSERT_TRUE(writers[w]->Write(10 * w + 1, 1).ok());
     if (shard == 0) {
       EXPECT_NE(Where(10 * w + 1), 0) << "writer " << w;
     } else {
@@ -393,32 +459,14 @@ TEST_F(ShardedWriterTest,
   }
 }
 
-TEST_F(ShardedWriterTest, LegacyWritersOfAnOverloadedShardMoveAtANewEpisode) {
-  OverloadShard0();
-  auto write_one = [](Writer& writer, int32_t id) {
-    REVERB_RETURN_IF_ERROR(writer.Append({Int32({id}, {})}));
-    REVERB_RETURN_IF_ERROR(writer.CreateItem(kTable, 1, 1));
-    return writer.Flush(kTimeout);
-  };
-  std::vector<std::unique_ptr<Writer>> writers;
-  std::set<int> first;
-  for (int w = 0; w < 3; ++w) {
-    writers.push_back(*client_->NewWriter(LegacyOptions()));
-    ASSERT_TRUE(write_one(*writers[w], 10 * w).ok());
-    first.insert(Where(10 * w));
-  }
-  ASSERT_EQ(first, (std::set<int>{0, 1, 2}));
-  for (int w = 0; w < 3; ++w) {
-    const int shard = Where(10 * w);
-    ASSERT_TRUE(writers[w]->NewEpisode().ok());
-    ASSERT_TRUE(write_one(*writers[w], 10 * w + 1).ok());
-    if (shard == 0) {
-      EXPECT_NE(Where(10 * w + 1), 0) << "writer " << w;
-    } else {
-      EXPECT_EQ(Where(10 * w + 1), shard) << "writer " << w;
-    }
-  }
-}
+INSTANTIATE_TEST_SUITE_P(
+    Writers, ShardedWriterKindTest,
+    ::testing::Values(WriterKind{"Trajectory", MakeTrajectoryWriter, 6, 600,
+                                 100, 500},
+                      WriterKind{"Legacy", MakeLegacyWriter, 3, 300, 50, 200}),
+    [](const ::testing::TestParamInfo<WriterKind>& info) {
+      return info.param.name;
+    });
 
 }  // namespace
 }  // namespace deepmind::reverb

@@ -1,5 +1,6 @@
 #include "cc/client/shards.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -221,6 +222,26 @@ TEST_F(ShardsTest, MarkDownCallsWatchersOnceUntilTheShardAnswers) {
   shards_->Unwatch(watch);
   shards_->MarkDown(0);
   EXPECT_EQ(calls, 1);
+}
+
+// (The refresher brings the shard back within a refresh, so the watcher,
+// not IsUp, tells what MarkDown did.)
+TEST_F(ShardsTest, AFailureFromBeforeTheShardCameBackLeavesItUp) {
+  Start([](int) { return MakeTable(std::make_unique<UniformSelector>()); });
+  WaitForSizes({0, 0, 0});
+  std::atomic<int> calls = 0;
+  const int64_t watch = shards_->Watch(0, [&] { ++calls; });
+  const int64_t before = shards_->Epoch(0);
+  shards_->MarkDown(0, before);
+  EXPECT_EQ(calls, 1);
+  ASSERT_TRUE(WaitFor([&] { return shards_->IsUp(0); }));
+  EXPECT_EQ(shards_->Epoch(0), before + 1);
+  shards_->MarkDown(0, before);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(shards_->IsUp(0));
+  shards_->MarkDown(0, before + 1);
+  EXPECT_EQ(calls, 2);
+  shards_->Unwatch(watch);
 }
 
 }  // namespace

@@ -206,7 +206,7 @@ TEST(TableTest, ACancelledSampleRequestTakesNothing) {
         answered.Notify();
       },
       cancellation);
-  table->CancelSample(cancellation);
+  table->Cancel(cancellation);
   ASSERT_TRUE(answered.WaitForNotificationWithTimeout(kTimeout));
   EXPECT_TRUE(absl::IsCancelled(result.status())) << result.status();
   // The item that comes next stays for the next request.
@@ -215,6 +215,55 @@ TEST(TableTest, ACancelledSampleRequestTakesNothing) {
   auto sample = table->Sample(kTimeout);
   ASSERT_TRUE(sample.ok()) << sample.status();
   EXPECT_EQ(sample->ref->item.key(), 1);
+}
+
+TEST(TableTest, ACancelledInsertIsNeverDone) {
+  // One item in, then one more per sample.
+  auto table = MakeTable(std::make_unique<FifoSelector>(),
+                         std::make_unique<FifoSelector>(), 10,
+                         /*max_times_sampled=*/1, QueueRateLimiter(1));
+  auto cancellation = std::make_shared<std::atomic<bool>>(false);
+  std::vector<absl::Status> statuses(3);
+  std::vector<absl::Notification> done(3);
+  for (int i = 0; i < 3; ++i) {
+    table->InsertOrAssignAsync(
+        MakeItem(i + 1),
+        [&, i](const absl::Status& status) {
+          statuses[i] = status;
+          done[i].Notify();
+        },
+        cancellation);
+  }
+  ASSERT_TRUE(done[0].WaitForNotificationWithTimeout(kTimeout));
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0];
+  // Items 2 and 3 wait for the rate limiter.
+  table->Cancel(cancellation);
+  for (int i = 1; i < 3; ++i) {
+    ASSERT_TRUE(done[i].WaitForNotificationWithTimeout(kTimeout));
+    EXPECT_TRUE(absl::IsCancelled(statuses[i])) << statuses[i];
+  }
+  // The rate limiter lets one more in: the next insert, not a cancelled one.
+  auto sample = table->Sample(kTimeout);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->ref->item.key(), 1);
+  ASSERT_TRUE(table->InsertOrAssign(MakeItem(4), kTimeout).ok());
+  EXPECT_EQ(table->size(), 1);
+  EXPECT_TRUE(table->Get(4).ok());
+  // An insert made with it afterwards is withdrawn too, even with room.
+  ASSERT_TRUE(table->Sample(kTimeout).ok());
+  absl::Status late;
+  absl::Notification late_done;
+  table->InsertOrAssignAsync(
+      MakeItem(5),
+      [&](const absl::Status& status) {
+        late = status;
+        late_done.Notify();
+      },
+      cancellation);
+  ASSERT_TRUE(late_done.WaitForNotificationWithTimeout(kTimeout));
+  EXPECT_TRUE(absl::IsCancelled(late)) << late;
+  EXPECT_EQ(table->size(), 0);
+  EXPECT_TRUE(table->InsertOrAssign(MakeItem(6), kTimeout).ok());
 }
 
 TEST(TableTest, SampleWaitsForMinSize) {

@@ -125,6 +125,52 @@ TEST_F(InsertReactorTest, ConfirmsAnItemOnlyOnceItsTableHasInsertedIt) {
   EXPECT_TRUE(call->stream->Finish().ok());
 }
 
+// A writer that saw no confirmation sends the items again elsewhere: a
+// stream that fails must not leave them to be inserted later.
+TEST_F(InsertReactorTest, ACancelledStreamWithdrawsItsQueuedItems) {
+  const long unused = queue_.use_count();
+  auto call = OpenInsertStream();
+  ASSERT_TRUE(call->stream->Write(
+      InsertRequest({21},
+                    {ItemOf(1, "queue", {21}), ItemOf(2, "queue", {21}),
+                     ItemOf(3, "queue", {21})},
+                    {})));
+  EXPECT_EQ(ReadKeys(*call, 1), std::vector<uint64_t>{1});
+  // Items 2 and 3 wait for the rate limiter.
+  call->context.TryCancel();
+  EXPECT_EQ(call->stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  AwaitUseCount(queue_, unused);  // The server has let the stream go.
+
+  // The rate limiter lets one item in: the next insert, not item 2.
+  auto sample = queue_->Sample(absl::Seconds(30));
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->ref->item.key(), 1);
+  ASSERT_TRUE(queue_->InsertOrAssign(MakeItem(4), absl::Seconds(30)).ok());
+  EXPECT_EQ(queue_->size(), 1);
+  EXPECT_TRUE(queue_->Get(4).ok());
+}
+
+TEST_F(InsertReactorTest, AStreamThatFailsWithdrawsItsQueuedItems) {
+  const long unused = queue_.use_count();
+  auto call = OpenInsertStream();
+  ASSERT_TRUE(call->stream->Write(InsertRequest(
+      {21}, {ItemOf(1, "queue", {21}), ItemOf(2, "queue", {21})}, {})));
+  EXPECT_EQ(ReadKeys(*call, 1), std::vector<uint64_t>{1});
+  // Item 2 waits; the next request fails the call.
+  ASSERT_TRUE(
+      call->stream->Write(InsertRequest({22}, {ItemOf(3, "nope", {22})}, {})));
+  InsertStreamResponse response;
+  EXPECT_FALSE(call->stream->Read(&response));
+  ExpectFinishesWith(*call, grpc::StatusCode::NOT_FOUND,
+                     "Priority table nope was not found");
+  AwaitUseCount(queue_, unused);
+
+  ASSERT_TRUE(queue_->Sample(absl::Seconds(30)).ok());
+  ASSERT_TRUE(queue_->InsertOrAssign(MakeItem(4), absl::Seconds(30)).ok());
+  EXPECT_EQ(queue_->size(), 1);
+  EXPECT_TRUE(queue_->Get(4).ok());
+}
+
 TEST_F(InsertReactorTest, StopsReadingWhileItsTableHoldsBackAnInsert) {
   auto call = OpenInsertStream();
   ASSERT_TRUE(call->stream->Write(InsertRequest(

@@ -127,14 +127,6 @@ class SampleReactorTest : public StreamTest {
     }
   }
 
-  // Waits until `table` is referenced `count` times. A reactor that has
-  // read a request holds its table until it is deleted, so this tells when
-  // the server has taken a request, or let go of a stream.
-  static void AwaitUseCount(const std::shared_ptr<Table>& table, long count) {
-    WaitFor([&] { return table.use_count() == count; }, absl::Seconds(30));
-    ASSERT_EQ(table.use_count(), count);
-  }
-
   // Expects a stream that sent `request` to end with `code` and a message
   // that starts with `message`; then checks that the server still samples.
   void ExpectEndsWith(const grpc::ByteBuffer& request, grpc::StatusCode code,

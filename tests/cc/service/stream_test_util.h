@@ -117,6 +117,14 @@ class StreamTest : public ServerTest {
         Address(server_->port()), grpc::InsecureChannelCredentials(), args);
   }
 
+  // Waits until `table` is referenced `count` times. A reactor that has
+  // read a request holds its table until it is deleted, so this tells when
+  // the server has taken a request, or let go of a stream.
+  static void AwaitUseCount(const std::shared_ptr<Table>& table, long count) {
+    WaitFor([&] { return table.use_count() == count; }, absl::Seconds(30));
+    ASSERT_EQ(table.use_count(), count);
+  }
+
   std::unique_ptr<Call<InsertStreamResponse>> OpenInsertStream() {
     return Open<InsertStreamResponse>(insert_stream_);
   }

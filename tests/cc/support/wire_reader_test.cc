@@ -83,6 +83,14 @@ TEST(WireReaderTest, MalformedInputIsRefused) {
   EXPECT_FALSE(WireReader(absl::Cord("\x0b")).ReadTag(&field, &type));
   EXPECT_FALSE(
       WireReader(absl::Cord(std::string(1, '\0'))).ReadTag(&field, &type));
+  // A tag padded to six bytes (field 5 << 25 | fixed32), which protobuf
+  // refuses; its five-byte form is read.
+  EXPECT_FALSE(
+      WireReader(absl::Cord(std::string("\x85\x80\x80\x80\x80\x00", 6)))
+          .ReadTag(&field, &type));
+  EXPECT_TRUE(WireReader(absl::Cord(std::string("\x85\x80\x80\x80\x01", 5)))
+                  .ReadTag(&field, &type));
+  EXPECT_EQ(field, 1 << 25);
   // Lengths past the end.
   EXPECT_FALSE(WireReader(absl::Cord("\x05"
                                      "ab"))

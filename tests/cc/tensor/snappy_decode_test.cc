@@ -168,6 +168,13 @@ TEST(SnappyDecodeTest, RejectsCorruptStreams) {
   EXPECT_FALSE(SnappyUncompressedLength(std::string("\x80\x80", 2), &length));
   EXPECT_FALSE(SnappyUncompressedLength(
       std::string("\xff\xff\xff\xff\xff\x01", 6), &length));
+  // A fifth byte with bits beyond the 32 (libsnappy refuses it too).
+  EXPECT_FALSE(SnappyUncompressedLength(std::string("\xf0\xfd\xfd\xfe\x3d", 5),
+                                        &length));
+  EXPECT_FALSE(decodes(std::string("\x80\x80\x80\x80\x10", 5), 0));
+  EXPECT_TRUE(SnappyUncompressedLength(std::string("\xff\xff\xff\xff\x0f", 5),
+                                       &length));
+  EXPECT_EQ(length, 0xffffffffu);
 
   // Every strict prefix of a valid stream is rejected.
   const std::string input = Periodic(3000, 3, 1) + Random(3000, 256, 2);

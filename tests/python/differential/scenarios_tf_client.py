@@ -10,7 +10,6 @@ keeps their class and the op's message.
 
 import collections
 import re
-import time
 
 import numpy as np
 
@@ -220,13 +219,11 @@ def scenario_insert_into_plain_and_mismatched_table(reverb, env):
       [tf.constant([1.0, 2.0]), tf.constant(3)], tf.constant(['plain',
                                                               'signed']),
       tf.constant([1.0, 1.0], tf.float64)))
-  # dm-reverb's item for 'plain' is on its way when the op raises: wait for
-  # it (ours never sends one, and waits the full 2 s).
-  deadline = time.monotonic() + 2
-  while (_sizes(reverb, address)['plain'] == 1 and
-         time.monotonic() < deadline):
-    time.sleep(0.01)
-  return {'outcome': outcome, 'sizes': _sizes(reverb, address)}
+  # dm-reverb inserts into 'plain' before it raises, but its item may or may
+  # not reach the server (the op's writer goes away with the error), so only
+  # 'signed' is compared; that ours inserts nothing into 'plain' either is
+  # tf_client_test's test_insert_checks_signature_and_inserts_nothing_on_mismatch.
+  return {'outcome': outcome, 'signed': _sizes(reverb, address)['signed']}
 
 
 def scenario_insert_into_unknown_table(reverb, env):
