@@ -69,8 +69,7 @@ Chunk::Chunk(const ChunkData& data)
 
 std::shared_ptr<Chunk> Chunk::Share(std::shared_ptr<const ChunkData> data) {
   const ChunkData& header = *data;
-  return std::shared_ptr<Chunk>(new Chunk(absl::Cord(), std::move(data),
-                                          header,
+  return std::shared_ptr<Chunk>(new Chunk(absl::Cord(), std::move(data), header,
                                           header.data().tensors_size()));
 }
 

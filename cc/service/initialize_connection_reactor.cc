@@ -23,7 +23,8 @@ InitializeConnectionReactor::InitializeConnectionReactor(
 bool InitializeConnectionReactor::IsLocalhostOrInProcess(
     const std::string& peer) {
   return peer.empty() || peer == "unknown" ||
-         absl::StrContains(peer, ":127.0.0.1:") || absl::StrContains(peer, "::1");
+         absl::StrContains(peer, ":127.0.0.1:") ||
+         absl::StrContains(peer, "::1");
 }
 
 void InitializeConnectionReactor::OnReadDone(bool ok) {
@@ -53,9 +54,8 @@ void InitializeConnectionReactor::OnReadDone(bool ok) {
     }
     table = *std::move(found);
   }
-  handle_ = std::make_unique<LocalTableHandle>(
-      LocalTableHandle{LibreverbIdentity(), std::move(table),
-                       service_->tables()});
+  handle_ = std::make_unique<LocalTableHandle>(LocalTableHandle{
+      LibreverbIdentity(), std::move(table), service_->tables()});
   response_.set_address(
       static_cast<int64_t>(reinterpret_cast<intptr_t>(handle_.get())));
   StartWrite(&response_);

@@ -1,7 +1,5 @@
 // InitializeConnection as a client speaks it on the wire: which requests
 // are handed a table's address and which get address 0.
-#include "cc/service/initialize_connection_reactor.h"
-
 #include <unistd.h>
 
 #include <memory>
@@ -9,6 +7,7 @@
 #include "cc/client/connection.h"
 #include "cc/core/local_table.h"
 #include "cc/rate_limiters/presets.h"
+#include "cc/service/initialize_connection_reactor.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
 #include "tests/cc/server_test_util.h"
