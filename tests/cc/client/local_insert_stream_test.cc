@@ -54,6 +54,17 @@ class LocalInsertStreamTest : public testing::ConnectedServerTest {
     ASSERT_TRUE(writer.Flush(0, absl::Seconds(30)).ok());
   }
 
+  // Writes an item of `value` that the rate limiter of `table` holds back:
+  // a flush times out.
+  void WriteHeldBack(TrajectoryWriter& writer, const std::string& table,
+                     int32_t value) {
+    auto refs = writer.Append({std::optional<TensorView>(Int32({value}, {}))});
+    ASSERT_TRUE(refs.ok());
+    ASSERT_TRUE(writer.CreateItem(table, 1.0, {{{*(*refs)[0]}}}).ok());
+    EXPECT_EQ(writer.Flush(0, absl::Milliseconds(100)).code(),
+              absl::StatusCode::kDeadlineExceeded);
+  }
+
   static std::vector<int32_t> SampleValues(SampleStreamInterface& stream,
                                            int n) {
     std::vector<int32_t> values;
@@ -116,11 +127,7 @@ TEST_F(LocalInsertStreamTest, RateLimiterHoldsConfirmationsBack) {
   StartServer({table});
   auto writer = NewWriter();
   Write(*writer, "q", {1});
-  auto refs = writer->Append({std::optional<TensorView>(Int32({2}, {}))});
-  ASSERT_TRUE(refs.ok());
-  ASSERT_TRUE(writer->CreateItem("q", 1.0, {{{*(*refs)[0]}}}).ok());
-  EXPECT_EQ(writer->Flush(0, absl::Milliseconds(100)).code(),
-            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_NO_FATAL_FAILURE(WriteHeldBack(*writer, "q", 2));
   LocalSampleStream stream(connection_->LocalTable("q"));
   EXPECT_EQ(SampleValues(stream, 1), std::vector<int32_t>{1});
   EXPECT_TRUE(writer->Flush(0, absl::Seconds(30)).ok());
@@ -135,16 +142,12 @@ TEST_F(LocalInsertStreamTest, ACancelledStreamWithdrawsItsQueuedItems) {
   {
     auto writer = NewWriter();
     Write(*writer, "q", {1});
-    auto refs = writer->Append({std::optional<TensorView>(Int32({2}, {}))});
-    ASSERT_TRUE(refs.ok());
-    ASSERT_TRUE(writer->CreateItem("q", 1.0, {{{*(*refs)[0]}}}).ok());
-    EXPECT_EQ(writer->Flush(0, absl::Milliseconds(100)).code(),
-              absl::StatusCode::kDeadlineExceeded);
+    ASSERT_NO_FATAL_FAILURE(WriteHeldBack(*writer, "q", 2));
   }
   LocalSampleStream stream(connection_->LocalTable("q"));
   EXPECT_EQ(SampleValues(stream, 1), std::vector<int32_t>{1});
-  absl::SleepFor(
-      absl::Milliseconds(100));  // Room for the worker, were it kept.
+  // Room for the worker to insert it, were it kept.
+  absl::SleepFor(absl::Milliseconds(100));
   EXPECT_EQ(table->size(), 0);
   EXPECT_EQ(table->info().num_local_inserts(), 2);
   EXPECT_EQ(table->info().rate_limiter_info().insert_stats().completed(), 1);
