@@ -56,6 +56,10 @@ bool LocalInsertStream::Write(
     while (!state_->ended && state_->pending >= max_pending_) {
       state_->cv.Wait(&state_->mu);
     }
+    // As a call the server ended when it stopped, however recently.
+    if (!state_->ended && ServerStopped()) {
+      state_->End(absl::UnavailableError("The server has stopped."));
+    }
     if (state_->ended) return false;
   }
   std::vector<std::shared_ptr<Chunk>> shared;
@@ -118,7 +122,7 @@ void LocalInsertStream::Confirm() {
       while (state_->confirmed.empty() && !state_->ended) {
         if (state_->cv.WaitWithTimeout(&state_->mu, kStopPoll) &&
             ServerStopped()) {
-          state_->End(absl::CancelledError("The server has stopped."));
+          state_->End(absl::UnavailableError("The server has stopped."));
         }
       }
       if (state_->confirmed.empty()) break;  // Ended, all handed on.

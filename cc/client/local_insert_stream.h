@@ -23,11 +23,13 @@
 // first error (of a request, or an insert its table fails: CANCELLED when
 // the server stops) ends the stream with that status. Close() waits until
 // every item is confirmed and ends it with OK; Cancel() ends it at once
-// with CANCELLED. A stream with nothing in flight finds out that the server
-// has stopped (its tables closed) within kStopPoll, and ends with
-// CANCELLED, as the server ends its calls. As the server's InsertReactor, a
-// stream that ends otherwise than OK withdraws its items still queued at their
-// tables (Table::Cancel): what it has not confirmed is not stored later.
+// with CANCELLED. A stream finds out that the server has stopped (its
+// tables closed) at its next Write(), which then returns false, or within
+// kStopPoll if idle, and ends with UNAVAILABLE, as a call to a server that
+// has gone (the writers then reopen, as over gRPC). As
+// the server's InsertReactor, a stream that ends otherwise than OK withdraws
+// its items still queued at their tables (Table::Cancel): what it has not
+// confirmed is not stored later.
 #ifndef REVERB_CC_CLIENT_LOCAL_INSERT_STREAM_H_
 #define REVERB_CC_CLIENT_LOCAL_INSERT_STREAM_H_
 

@@ -49,8 +49,13 @@ absl::Status LocalSampleStream::Request(int64_t n, absl::Duration timeout) {
 }
 
 absl::Status LocalSampleStream::TakeBatch() {
-  if (cancelled_)
+  if (cancelled_) {
     return absl::CancelledError("The sample stream was cancelled.");
+  }
+  // As a call to a server that has gone: callers reopen on UNAVAILABLE.
+  if (table_->closed()) {
+    return absl::UnavailableError("The server has stopped.");
+  }
   const int32_t batch =
       static_cast<int32_t>(std::min<int64_t>(next_batch_size_, outstanding_));
   next_batch_size_ = static_cast<int32_t>(

@@ -10,7 +10,9 @@
 // LocalSamplerWorker), and waits for it. Each batch waits at most the
 // rate-limiter timeout (as the server's SampleStream: whole milliseconds,
 // under 1 ms is no timeout); the table's DEADLINE_EXCEEDED, or CANCELLED
-// when the table closes (its server stops), ends the stream. Cancel()
+// when the table closes (its server stops) while a batch waits, ends the
+// stream; a batch asked of a table already closed is UNAVAILABLE, as a call
+// to a server that has gone (so that callers reopen idle streams). Cancel()
 // withdraws the batch the table holds (Table::Cancel), so that it
 // takes no items that would then be lost.
 //
