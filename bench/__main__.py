@@ -5,9 +5,10 @@
 
 Runs client_bench, writer_bench, dataset_bench, tf_client_bench,
 checkpoint_bench, prioritized_bench, ratelimit_bench, shard_bench,
-unix_socket_bench, tls_bench and import_bench (each a script of its own:
-see their docstrings), and soak_bench with --quick or when named in
---scripts (without --quick it soaks for 30 minutes a run), with our package (this interpreter) and, when
+unix_socket_bench, tls_bench, in_process_bench and import_bench (each a
+script of its own: see their docstrings), and soak_bench with --quick or
+when named in --scripts (without --quick it soaks for 30 minutes a run), with
+our package (this interpreter) and, when
 `.venv-dmreverb` exists (`.ci/dmreverb_venv`), with dm-reverb, alternating
 the two (A B A B ...) `--runs` times. Every run validates what it received
 and fails rather than score wrong data. The JSON reports go to `--out`,
@@ -18,7 +19,8 @@ when matplotlib is missing). --same-process is passed on to the scripts:
 those that start a server then run it in the benchmark process instead of a
 child (checkpoint_bench, which restarts its server, shard_bench, which
 measures its servers' CPU, unix_socket_bench and tls_bench, which compare two
-ways between processes, and import_bench, which has none, ignore it).
+ways between processes, in_process_bench, which always runs its server in its
+own process, and import_bench, which has none, ignore it).
 """
 
 import argparse
@@ -32,8 +34,8 @@ from bench import compare
 BENCH = pathlib.Path(__file__).resolve().parent
 SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'tf_client_bench',
            'checkpoint_bench', 'prioritized_bench', 'ratelimit_bench',
-           'shard_bench', 'unix_socket_bench', 'tls_bench', 'import_bench',
-           'soak_bench']
+           'shard_bench', 'unix_socket_bench', 'tls_bench', 'in_process_bench',
+           'import_bench', 'soak_bench']
 # Run by default only with --quick (a few seconds then).
 LONG_SCRIPTS = ['soak_bench']
 DMREVERB_PYTHON = BENCH.parent / '.venv-dmreverb' / 'bin' / 'python'

@@ -216,16 +216,16 @@ absl::StatusOr<std::string> Checkpointer::Save(
       for (const auto& chunk : snapshot.chunks) {
         if (seen.insert(chunk->key()).second) {
           unique.push_back(chunk.get());
-          total += chunk->wire().size();
+          total += chunk->DataByteSizeLong();
         }
       }
     }
     ProgressLog progress(absl::StrCat("Saving checkpoint ", final_dir.string()),
                          total);
     for (const Chunk* chunk : unique) {
-      REVERB_RETURN_IF_ERROR(chunks->Write(std::string(chunk->wire())));
+      REVERB_RETURN_IF_ERROR(chunks->Write(chunk->Serialize()));
       if (chunk == unique.front()) StopHereForTest("chunk");
-      progress.Add(chunk->wire().size());
+      progress.Add(chunk->DataByteSizeLong());
     }
     REVERB_RETURN_IF_ERROR(chunks->Close());
     progress.Done();

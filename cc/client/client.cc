@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/client/ask_server_info.h"
+#include "cc/client/local_sample_stream.h"
 #include "cc/client/sample_stream.h"
 #include "cc/client/server_info.h"
 #include "cc/client/sharded_sample_stream.h"
@@ -308,6 +309,9 @@ absl::StatusOr<std::unique_ptr<SampleStreamInterface>> Client::NewSampleStream(
     }
   } else {
     REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kConnectTimeout));
+  }
+  if (auto local = connection->LocalTable(table, timeout)) {
+    return std::make_unique<LocalSampleStream>(std::move(local));
   }
   return std::make_unique<SampleStream>(connection, table);
 }

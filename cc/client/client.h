@@ -106,10 +106,12 @@ class REVERB_EXPORT Client {
       const std::string& table, const SamplerOptions& options);
 
   // A stream driven from the calling thread: over one server a
-  // SampleStream (sample_stream.h), once the channel is connected (waited
-  // for up to `timeout` or kConnectTimeout, whichever is shorter:
-  // DEADLINE_EXCEEDED if `timeout` ran out, else UNAVAILABLE); over several
-  // a ShardedSampleStream (sharded_sample_stream.h), at once (its reads fail
+  // SampleStream (sample_stream.h), or a LocalSampleStream
+  // (local_sample_stream.h) if the server is in this process, once the
+  // channel is connected (waited for up to `timeout` or kConnectTimeout,
+  // whichever is shorter: DEADLINE_EXCEEDED if `timeout` ran out, else
+  // UNAVAILABLE); over several a ShardedSampleStream
+  // (sharded_sample_stream.h), at once (its reads fail
   // with UNAVAILABLE if no shard can be reached).
   absl::StatusOr<std::unique_ptr<SampleStreamInterface>> NewSampleStream(
       const std::string& table, absl::Duration timeout);

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/client/local_table.h"
 #include "cc/wire/grpc_status.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -18,6 +21,13 @@ constexpr int kMaxReconnectBackoffMs = 30 * 1000;
 
 // How long Explain's call waits for the channel's failure.
 constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
+// How long LocalTables() waits for the server's answer at most.
+constexpr absl::Duration kLocalTableTimeout = absl::Seconds(5);
+
+bool InProcessAllowed() {
+  const char* value = std::getenv("REVERB_IN_PROCESS");
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            absl::Duration keepalive,
@@ -53,7 +63,8 @@ Connection::Connection(const std::string& server_address,
       channel_(MakeChannel(server_address, keepalive, security_)),
       stub_(ReverbService::NewStub(channel_)),
       insert_stream_("/deepmind.reverb.ReverbService/InsertStream",
-                     grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}
+                     grpc::internal::RpcMethod::BIDI_STREAMING, channel_),
+      in_process_allowed_(InProcessAllowed()) {}
 
 std::unique_ptr<
     grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
@@ -108,6 +119,44 @@ absl::Status Connection::Explain(const absl::Status& status) const {
 
 void Connection::ResetConnectBackoff() const {
   grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
+}
+
+void Connection::LearnLocalTablesLocked(absl::Duration timeout) const {
+  if (local_known_) {
+    bool all_open = true;
+    for (const auto& [name, weak] : local_tables_) {
+      std::shared_ptr<Table> table = weak.lock();
+      if (table == nullptr || table->closed()) all_open = false;
+    }
+    if (all_open) return;
+  }
+  local_known_ = false;
+  local_tables_.clear();
+  auto tables =
+      AskLocalTables(stub_.get(), std::min(timeout, kLocalTableTimeout));
+  if (!tables.ok()) return;
+  local_known_ = true;
+  for (const auto& table : *tables) local_tables_[table->name()] = table;
+}
+
+Connection::TablesByName Connection::LocalTables(absl::Duration timeout) const {
+  TablesByName tables;
+  if (!in_process_allowed_) return tables;
+  MutexLock lock(&local_mu_);
+  LearnLocalTablesLocked(timeout);
+  for (const auto& [name, weak] : local_tables_) {
+    if (auto table = weak.lock()) tables[name] = std::move(table);
+  }
+  return tables;
+}
+
+std::shared_ptr<Table> Connection::LocalTable(const std::string& table,
+                                              absl::Duration timeout) const {
+  if (!in_process_allowed_) return nullptr;
+  MutexLock lock(&local_mu_);
+  LearnLocalTablesLocked(timeout);
+  auto it = local_tables_.find(table);
+  return it == local_tables_.end() ? nullptr : it->second.lock();
 }
 
 }  // namespace deepmind::reverb

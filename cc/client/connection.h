@@ -5,22 +5,32 @@
 // plaintext without one), has unlimited message sizes, a 30 s reconnect
 // backoff cap and the round_robin load-balancing policy (as dm-reverb), so
 // an address that resolves to several servers spreads streams over them.
+//
 // It sends keepalive pings (cc/support/keepalive.h): once a server stops
 // answering (a frozen process, a cut network), the calls and streams on the
 // channel fail with UNAVAILABLE within about twice the keepalive interval,
 // including calls that wait without a deadline. A call that waits on a live
 // server's rate limiter goes on waiting (the server answers the pings).
+//
+// A server in this process hands its tables over (InitializeConnection,
+// cc/client/local_table.h): LocalTables() and LocalTable() learn, lazily,
+// whether writers and samplers can use the tables directly instead of
+// streams. Setting the environment variable REVERB_IN_PROCESS=0 turns this
+// off (every call goes through gRPC).
 #ifndef REVERB_CC_CLIENT_CONNECTION_H_
 #define REVERB_CC_CLIENT_CONNECTION_H_
 
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "cc/client/channel_security.h"
+#include "cc/core/table.h"
 #include "cc/support/export.h"
 #include "cc/support/keepalive.h"
+#include "cc/support/mutex.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -69,12 +79,40 @@ class REVERB_EXPORT Connection {
   // the reconnect backoff (up to 30 s after repeated failures).
   void ResetConnectBackoff() const;
 
+  // The server's tables by name if it runs in this process (and this
+  // libreverb): InitializeConnection handed them over. Empty otherwise.
+  // Asked once, with the channel connected, waiting at most `timeout` (or
+  // 5 s, whichever is shorter) for the answer: a server found elsewhere is
+  // remembered as such, one in the process until one of its tables closes
+  // (then the server is asked again); an error (a frozen server, the
+  // timeout) is not remembered (empty). Thread-safe.
+  using TablesByName = absl::flat_hash_map<std::string, std::shared_ptr<Table>>;
+  TablesByName LocalTables(absl::Duration timeout = absl::InfiniteDuration())
+      const ABSL_LOCKS_EXCLUDED(local_mu_);
+  // `table` of LocalTables(); null if there is none. Thread-safe.
+  std::shared_ptr<Table> LocalTable(
+      const std::string& table,
+      absl::Duration timeout = absl::InfiniteDuration()) const
+      ABSL_LOCKS_EXCLUDED(local_mu_);
+
  private:
   const std::string server_address_;
   const ChannelSecurity security_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ReverbService::StubInterface> stub_;
   const grpc::internal::RpcMethod insert_stream_;
+  const bool in_process_allowed_;
+
+  // Asks the server for its tables unless known (see LocalTables).
+  void LearnLocalTablesLocked(absl::Duration timeout) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(local_mu_);
+
+  mutable Mutex local_mu_;
+  // Whether the server has answered InitializeConnection, and its tables if
+  // it is in this process (by name; none if elsewhere).
+  mutable bool local_known_ ABSL_GUARDED_BY(local_mu_) = false;
+  mutable absl::flat_hash_map<std::string, std::weak_ptr<Table>> local_tables_
+      ABSL_GUARDED_BY(local_mu_);
 };
 
 }  // namespace deepmind::reverb

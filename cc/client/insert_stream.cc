@@ -1,26 +1,52 @@
 #include "cc/client/insert_stream.h"
 
+#include <thread>
 #include <utility>
 
+#include "cc/client/local_insert_stream.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
 #include "cc/wire/grpc_status.h"
 #include "cc/wire/insert_request.h"
+#include "grpcpp/client_context.h"
 
 namespace deepmind::reverb {
+namespace {
 
-absl::StatusOr<std::unique_ptr<InsertStream>> InsertStream::Open(
-    std::shared_ptr<const Connection> connection,
-    absl::Duration connect_timeout, ConfirmedCallback on_confirmed,
-    EndedCallback on_ended) {
-  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
-  return std::unique_ptr<InsertStream>(new InsertStream(
-      std::move(connection), std::move(on_confirmed), std::move(on_ended)));
-}
+// The InsertStream of a gRPC call.
+class GrpcInsertStream final : public InsertStream {
+ public:
+  GrpcInsertStream(std::shared_ptr<const Connection> connection,
+                   ConfirmedCallback on_confirmed, EndedCallback on_ended);
+  ~GrpcInsertStream() override;
 
-InsertStream::InsertStream(std::shared_ptr<const Connection> connection,
-                           ConfirmedCallback on_confirmed,
-                           EndedCallback on_ended)
+  bool Write(
+      const InsertStreamRequest& request,
+      absl::Span<const std::shared_ptr<const ChunkData>> chunks) override;
+  void Cancel() override { context_.TryCancel(); }
+  absl::Status Close() override;
+  absl::Status Finish() override;
+
+ private:
+  // Reads responses until the call ends (the reader thread).
+  void ReadConfirmations();
+  // Joins the reader and returns the call's status as gRPC reports it.
+  absl::Status FinishCall();
+
+  const std::shared_ptr<const Connection> connection_;
+  const ConfirmedCallback on_confirmed_;
+  const EndedCallback on_ended_;
+  grpc::ClientContext context_;
+  std::unique_ptr<
+      grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
+      stream_;
+  std::thread reader_;
+  bool finished_ = false;  // FinishCall() has run.
+};
+
+GrpcInsertStream::GrpcInsertStream(std::shared_ptr<const Connection> connection,
+                                   ConfirmedCallback on_confirmed,
+                                   EndedCallback on_ended)
     : connection_(std::move(connection)),
       on_confirmed_(std::move(on_confirmed)),
       on_ended_(std::move(on_ended)) {
@@ -30,33 +56,33 @@ InsertStream::InsertStream(std::shared_ptr<const Connection> connection,
   SetThreadName(reader_, "reverb-confirm");
 }
 
-InsertStream::~InsertStream() {
+GrpcInsertStream::~GrpcInsertStream() {
   if (!finished_) {
     Cancel();
     FinishCall().IgnoreError();
   }
 }
 
-bool InsertStream::Write(
+bool GrpcInsertStream::Write(
     const InsertStreamRequest& request,
     absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
   return stream_->Write(EncodeInsertRequest(request, chunks),
                         grpc::WriteOptions().set_no_compression());
 }
 
-absl::Status InsertStream::Close() {
+absl::Status GrpcInsertStream::Close() {
   stream_->WritesDone();
   return FinishCall();
 }
 
-absl::Status InsertStream::Finish() {
+absl::Status GrpcInsertStream::Finish() {
   absl::Status status = FinishCall();
   return status.ok()
              ? absl::UnavailableError("The server ended the insert stream.")
              : status;
 }
 
-void InsertStream::ReadConfirmations() {
+void GrpcInsertStream::ReadConfirmations() {
   InsertStreamResponse response;
   while (stream_->Read(&response)) {
     on_confirmed_(
@@ -65,10 +91,27 @@ void InsertStream::ReadConfirmations() {
   on_ended_();
 }
 
-absl::Status InsertStream::FinishCall() {
+absl::Status GrpcInsertStream::FinishCall() {
   reader_.join();
   finished_ = true;
   return FromGrpcStatus(stream_->Finish());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<InsertStream>> InsertStream::Open(
+    std::shared_ptr<const Connection> connection,
+    absl::Duration connect_timeout, ConfirmedCallback on_confirmed,
+    EndedCallback on_ended, bool allow_in_process) {
+  REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
+  if (auto tables = allow_in_process ? connection->LocalTables(connect_timeout)
+                                     : Connection::TablesByName();
+      !tables.empty()) {
+    return std::unique_ptr<InsertStream>(new LocalInsertStream(
+        std::move(tables), std::move(on_confirmed), std::move(on_ended)));
+  }
+  return std::unique_ptr<InsertStream>(new GrpcInsertStream(
+      std::move(connection), std::move(on_confirmed), std::move(on_ended)));
 }
 
 }  // namespace deepmind::reverb

@@ -42,6 +42,10 @@
 // UNAVAILABLE); a call the server ended with OK although the writer had not
 // closed it is UNAVAILABLE "The server ended the insert stream.".
 //
+// In the server's process (Connection::LocalTables) Open() makes a
+// LocalInsertStream (local_insert_stream.h): the same contract, with
+// chunks and items handed to the tables directly instead of a call.
+//
 // Timeouts: Open() waits up to `connect_timeout` for the channel to connect,
 // else returns UNAVAILABLE ("Could not connect to the Reverb server at ...
 // within ...", see Connection::WaitForConnection); an unreachable or dead
@@ -55,14 +59,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "cc/client/connection.h"
 #include "cc/support/export.h"
-#include "grpcpp/client_context.h"
 #include "reverb/cc/reverb_service.pb.h"
 #include "reverb/cc/schema.pb.h"
 
@@ -76,54 +78,35 @@ class REVERB_EXPORT InsertStream {
   using EndedCallback = std::function<void()>;
 
   // Opens the call once `connection` is connected (UNAVAILABLE if it is not
-  // within `connect_timeout`) and starts reading confirmations.
+  // within `connect_timeout`) and starts reading confirmations. With
+  // `allow_in_process` false, always a call (writers over several shards:
+  // their fail-over watches the calls).
   static absl::StatusOr<std::unique_ptr<InsertStream>> Open(
       std::shared_ptr<const Connection> connection,
       absl::Duration connect_timeout, ConfirmedCallback on_confirmed,
-      EndedCallback on_ended);
+      EndedCallback on_ended, bool allow_in_process = true);
 
   // Cancels the call unless Close() or Finish() has ended it.
-  ~InsertStream();
-
-  InsertStream(const InsertStream&) = delete;
-  InsertStream& operator=(const InsertStream&) = delete;
+  virtual ~InsertStream() = default;
 
   // Writes `request` (no chunks of its own) with `chunks` before its items.
   // Blocks while gRPC's flow control holds the bytes back. False once the
   // call has ended: Finish() tells why.
-  bool Write(const InsertStreamRequest& request,
-             absl::Span<const std::shared_ptr<const ChunkData>> chunks);
+  virtual bool Write(
+      const InsertStreamRequest& request,
+      absl::Span<const std::shared_ptr<const ChunkData>> chunks) = 0;
 
   // Ends the call at once; thread-safe.
-  void Cancel() { context_.TryCancel(); }
+  virtual void Cancel() = 0;
 
   // No more writes: waits until the server has confirmed what it received
   // and ended the call, and returns its status.
-  absl::Status Close();
+  virtual absl::Status Close() = 0;
 
   // Waits until the call has ended (after a failed Write(), `on_ended` or
   // Cancel(); on a healthy call it waits for the server) and returns the
   // final status, never OK (see the top of this file).
-  absl::Status Finish();
-
- private:
-  InsertStream(std::shared_ptr<const Connection> connection,
-               ConfirmedCallback on_confirmed, EndedCallback on_ended);
-
-  // Reads responses until the call ends (the reader thread).
-  void ReadConfirmations();
-  // Joins the reader and returns the call's status as gRPC reports it.
-  absl::Status FinishCall();
-
-  const std::shared_ptr<const Connection> connection_;
-  const ConfirmedCallback on_confirmed_;
-  const EndedCallback on_ended_;
-  grpc::ClientContext context_;
-  std::unique_ptr<
-      grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
-      stream_;
-  std::thread reader_;
-  bool finished_ = false;  // FinishCall() has run.
+  virtual absl::Status Finish() = 0;
 };
 
 }  // namespace deepmind::reverb

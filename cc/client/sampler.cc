@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/client/local_sample_stream.h"
 #include "cc/client/sample_stream.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
@@ -18,8 +19,11 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
       [connection = std::move(connection), table = std::move(table)]()
           -> absl::StatusOr<std::unique_ptr<SampleStreamInterface>> {
         // Short waits, so that Close() is not held up; RunWorker retries.
-        REVERB_RETURN_IF_ERROR(
-            connection->WaitForConnection(absl::Milliseconds(250)));
+        constexpr absl::Duration kWait = absl::Milliseconds(250);
+        REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kWait));
+        if (auto local = connection->LocalTable(table, kWait)) {
+          return std::make_unique<LocalSampleStream>(std::move(local));
+        }
         return std::make_unique<SampleStream>(connection, table);
       },
       options);

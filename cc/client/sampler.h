@@ -95,7 +95,8 @@ class REVERB_EXPORT Sampler {
       std::function<absl::StatusOr<std::unique_ptr<SampleStreamInterface>>()>;
 
   // INVALID_ARGUMENT for non-positive counts (other than -1 where allowed).
-  // Over one server: SampleStreams to `table` there.
+  // Over one server: SampleStreams to `table` there, or LocalSampleStreams
+  // if the server is in this process (Connection::LocalTable).
   static absl::StatusOr<std::unique_ptr<Sampler>> Create(
       std::shared_ptr<const Connection> connection, std::string table,
       const SamplerOptions& options);

@@ -65,11 +65,20 @@ int32_t NumRows(const SequenceRange& range) {
 }  // namespace
 
 Chunk::Chunk(const ChunkData& data)
-    : Chunk(absl::Cord(data.SerializeAsString()), data,
+    : Chunk(absl::Cord(data.SerializeAsString()), nullptr, data,
             data.data().tensors_size()) {}
 
-Chunk::Chunk(absl::Cord wire, const ChunkData& header, int num_tensors)
+std::shared_ptr<Chunk> Chunk::Share(std::shared_ptr<const ChunkData> data) {
+  const ChunkData& header = *data;
+  return std::shared_ptr<Chunk>(new Chunk(absl::Cord(), std::move(data), header,
+                                          header.data().tensors_size()));
+}
+
+Chunk::Chunk(absl::Cord wire, std::shared_ptr<const ChunkData> proto,
+             const ChunkData& header, int num_tensors)
     : wire_(std::move(wire)),
+      proto_(std::move(proto)),
+      size_(proto_ != nullptr ? proto_->ByteSizeLong() : wire_.size()),
       key_(header.chunk_key()),
       episode_id_(header.sequence_range().episode_id()),
       num_rows_(NumRows(header.sequence_range())),
@@ -98,14 +107,24 @@ absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire) {
   ChunkData header;
   if (!ParseQuietly(head, &header)) return NotAChunk("bad header");
   return std::shared_ptr<Chunk>(
-      new Chunk(std::move(wire), header, num_tensors));
+      new Chunk(std::move(wire), nullptr, header, num_tensors));
+}
+
+std::string Chunk::Serialize() const {
+  return proto_ != nullptr ? proto_->SerializeAsString() : std::string(wire_);
 }
 
 ChunkData Chunk::ToProto() const {
+  if (proto_ != nullptr) return *proto_;
   ChunkData data;
   // Parsed from the cord's pieces: wire_ is valid (checked by Parse).
   data.ParseFromString(std::string(wire_));
   return data;
+}
+
+std::shared_ptr<const ChunkData> Chunk::SharedProto() const {
+  if (proto_ != nullptr) return proto_;
+  return std::make_shared<const ChunkData>(ToProto());
 }
 
 }  // namespace deepmind::reverb

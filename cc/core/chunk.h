@@ -10,6 +10,12 @@
 // memory it arrived in (large ones) or one copy (small ones), and is sent to
 // samplers as those bytes again. Protobuf would copy every tensor on parsing
 // and walk every chunk again to serialize it.
+//
+// A chunk a writer in the server's process hands over (the in-process path,
+// cc/core/local_table.h) is kept as the writer's ChunkData, shared, not
+// copied: samplers in the process read it as it is, gRPC responses borrow
+// its tensor contents (WireBuffer::PutChunk) and a checkpoint serializes it.
+// Exactly one of wire() and proto() holds the chunk.
 #ifndef REVERB_CC_CORE_CHUNK_H_
 #define REVERB_CC_CORE_CHUNK_H_
 
@@ -35,18 +41,27 @@ class REVERB_EXPORT Chunk {
   // The chunk serialized as `data`.
   explicit Chunk(const ChunkData& data);
 
+  // The chunk kept as `data` itself (not null; never modified again).
+  static std::shared_ptr<Chunk> Share(std::shared_ptr<const ChunkData> data);
+
   // The chunk whose serialized ChunkData is `wire`, kept as it is.
   // INVALID_ARGUMENT if `wire` does not parse as a ChunkData. Tensor contents
   // are not parsed (they are bytes to the server); every other field is.
   static absl::StatusOr<std::shared_ptr<Chunk>> Parse(absl::Cord wire);
 
   uint64_t key() const { return key_; }
-  // The serialized ChunkData.
+  // The serialized ChunkData; empty for a chunk kept as a proto.
   const absl::Cord& wire() const { return wire_; }
+  // The ChunkData of a chunk made by Share(); null for one kept as bytes.
+  const std::shared_ptr<const ChunkData>& proto() const { return proto_; }
   // Size of the serialized chunk.
-  size_t DataByteSizeLong() const { return wire_.size(); }
+  size_t DataByteSizeLong() const { return size_; }
+  // The serialized ChunkData: wire(), or proto() serialized (a copy).
+  std::string Serialize() const;
   // The chunk parsed (a copy of its data).
   ChunkData ToProto() const;
+  // proto(), or else the bytes parsed into a new ChunkData.
+  std::shared_ptr<const ChunkData> SharedProto() const;
   // Uncompressed size of the tensors (at least 1).
   int64_t uncompressed_data_size() const { return uncompressed_size_; }
   uint64_t episode_id() const { return episode_id_; }
@@ -57,9 +72,13 @@ class REVERB_EXPORT Chunk {
 
  private:
   // `header`: the chunk without its data; `num_tensors` in its data.
-  Chunk(absl::Cord wire, const ChunkData& header, int num_tensors);
+  // `wire` is the chunk serialized, or empty if `proto` holds it.
+  Chunk(absl::Cord wire, std::shared_ptr<const ChunkData> proto,
+        const ChunkData& header, int num_tensors);
 
   const absl::Cord wire_;
+  const std::shared_ptr<const ChunkData> proto_;
+  size_t size_;
   uint64_t key_;
   uint64_t episode_id_;
   int32_t num_rows_;

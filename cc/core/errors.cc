@@ -30,4 +30,9 @@ absl::Status WriterTimeout(int64_t waiting, int64_t awaiting) {
       awaiting, " items awaiting confirmation."));
 }
 
+absl::Status TableNotFound(absl::string_view name) {
+  return absl::NotFoundError(
+      absl::StrCat("Priority table ", name, " was not found"));
+}
+
 }  // namespace deepmind::reverb

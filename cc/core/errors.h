@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "cc/support/export.h"
 
 namespace deepmind::reverb {
@@ -19,6 +20,9 @@ REVERB_EXPORT bool IsRateLimiterTimeout(const absl::Status& status);
 // CANCELLED: the table was closed while the request waited, or before it
 // was made.
 REVERB_EXPORT absl::Status TableClosed();
+
+// NOT_FOUND "Priority table <name> was not found": no table of that name.
+REVERB_EXPORT absl::Status TableNotFound(absl::string_view name);
 
 // DEADLINE_EXCEEDED "Timeout exceeded with <waiting> items waiting to be
 // written and <awaiting> items awaiting confirmation.": a writer's Flush

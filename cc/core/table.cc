@@ -109,6 +109,11 @@ void Table::Close() {
   if (worker_.joinable()) worker_.join();
 }
 
+bool Table::closed() const {
+  MutexLock lock(&queue_mu_);
+  return closed_;
+}
+
 void Table::Wake() {
   MutexLock lock(&queue_mu_);
   wake_ = true;
@@ -411,6 +416,8 @@ TableInfo Table::info() const {
   info.set_num_unique_samples(num_unique_samples_);
   info.set_priority_mass(sampler_->weight_sum());
   info.set_samples_blocked(!rate_limiter_.CanSample(1));
+  info.set_num_local_inserts(local_inserts_);
+  info.set_num_local_samples(local_samples_);
   auto ms = [&](WorkerState state) {
     return absl::ToInt64Milliseconds(worker_time_[state]);
   };

@@ -150,6 +150,15 @@ class REVERB_EXPORT Table {
 
   TableInfo info() const;
 
+  // Counted in TableInfo's num_local_inserts and num_local_samples: the
+  // items inserted and samples taken by clients in the server's process
+  // that use the table directly (cc/core/local_table.h).
+  void CountLocalInserts(int64_t n) { local_inserts_ += n; }
+  void CountLocalSamples(int64_t n) { local_samples_ += n; }
+
+  // True once Close() has begun.
+  bool closed() const ABSL_LOCKS_EXCLUDED(queue_mu_);
+
   // A consistent copy of the table, taken under its lock: settings and
   // counters, the items in insertion order (with their current priority and
   // times_sampled) and the chunks they reference.
@@ -286,7 +295,7 @@ class REVERB_EXPORT Table {
   int64_t cancels_dropped_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Requests handed to the worker.
-  Mutex queue_mu_;
+  mutable Mutex queue_mu_;
   CondVar queue_cv_;
   std::deque<InsertRequest> incoming_inserts_ ABSL_GUARDED_BY(queue_mu_);
   std::deque<SampleRequest> incoming_samples_ ABSL_GUARDED_BY(queue_mu_);
@@ -303,6 +312,9 @@ class REVERB_EXPORT Table {
   std::deque<InsertRequest> inserts_;
   std::atomic<int64_t> worker_inserts_{0};
   std::deque<SampleRequest> samples_;
+
+  std::atomic<int64_t> local_inserts_{0};
+  std::atomic<int64_t> local_samples_{0};
 
   Mutex close_mu_;
   std::thread worker_;

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
 #include "cc/core/table_item.h"
 #include "cc/service/server_limits.h"
 #include "cc/service/service.h"
@@ -17,10 +15,12 @@ namespace deepmind::reverb {
 
 InsertReactor::InsertReactor(const ReverbServiceImpl* service)
     : StreamReactor(service->open_streams(), service->finishing_streams()),
-      service_(service),
       held_bytes_(service->held_chunk_bytes(),
                   service->limits().max_held_chunk_bytes_per_stream,
-                  "max_held_chunk_bytes_per_stream") {
+                  "max_held_chunk_bytes_per_stream"),
+      session_([service](const std::string& name) {
+        return service->FindTable(name);
+      }, &held_bytes_) {
   Start(&request_bytes_);
 }
 
@@ -32,10 +32,7 @@ void InsertReactor::OnReadDone(bool ok) {
     return;
   }
   absl::Status status = ProcessRequest();
-  if (!status.ok()) {
-    chunks_.clear();
-    held_bytes_.ReleaseAll();
-  }
+  if (!status.ok()) session_.Clear();
   MutexLock lock(&guard_->mu);
   if (!status.ok()) {
     FinishOnce(ToGrpcStatus(status));
@@ -59,81 +56,47 @@ void InsertReactor::OnWriteDone(bool ok) {
 absl::Status InsertReactor::ProcessRequest() {
   REVERB_RETURN_IF_ERROR(DecodeInsertRequest(request_bytes_, &request_));
   request_bytes_.Clear();
-  if (request_.chunks.empty() && request_.items.empty()) {
-    return absl::InvalidArgumentError(
-        "InsertStreamRequest has neither chunks nor items.");
-  }
-  for (std::shared_ptr<Chunk>& chunk : request_.chunks) {
-    if (chunks_.contains(chunk->key())) continue;
-    REVERB_RETURN_IF_ERROR(HeldChunksExhausted(
-        held_bytes_.Add(static_cast<int64_t>(chunk->DataByteSizeLong()))));
-    chunks_.emplace(chunk->key(), std::move(chunk));
-  }
-  if (request_.items.empty()) return absl::OkStatus();
-
   // Confirmations of the inserts made right away (on this thread) go out
   // together once every item of the request is in, not one response each.
   {
     MutexLock lock(&guard_->mu);
     holding_confirmations_ = true;
   }
-  absl::Status status = InsertItems();
+  absl::Status status = session_.Process(
+      std::move(request_.chunks), absl::MakeSpan(request_.items),
+      request_.keep_chunk_keys,
+      [this](const std::shared_ptr<Table>& table, TableItem item) {
+        return Insert(table, std::move(item));
+      });
+  if (absl::IsResourceExhausted(status)) status = HeldChunksExhausted(status);
   MutexLock lock(&guard_->mu);
   holding_confirmations_ = false;
   MaybeWriteLocked();
   return status;
 }
 
-absl::Status InsertReactor::InsertItems() {
-  for (PrioritizedItem& item : request_.items) {
-    auto table = service_->FindTable(item.table());
-    if (!table.ok()) return table.status();
-    TableItem table_item;
-    for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {
-      auto it = chunks_.find(key);
-      if (it == chunks_.end()) {
-        return absl::InternalError(absl::StrCat(
-            "Could not find sequence chunk ", key, " for item ", item.key(),
-            ": it was not sent on this stream or not kept."));
-      }
-      table_item.chunks.push_back(it->second);
+absl::Status InsertReactor::Insert(const std::shared_ptr<Table>& table,
+                                   TableItem item) {
+  const uint64_t key = item.item.key();
+  {
+    MutexLock lock(&guard_->mu);
+    // Failing: the items queued are being withdrawn, so are these.
+    if (finishing()) return absl::CancelledError("The stream has ended.");
+    if (std::find(tables_.begin(), tables_.end(), table) == tables_.end()) {
+      tables_.push_back(table);
     }
-    const uint64_t key = item.key();
-    table_item.item = std::move(item);
-    {
-      MutexLock lock(&guard_->mu);
-      // Failing: the items queued are being withdrawn, so are these.
-      if (finishing()) return absl::CancelledError("The stream has ended.");
-      if (std::find(tables_.begin(), tables_.end(), *table) == tables_.end()) {
-        tables_.push_back(*table);
-      }
-      ++pending_inserts_;
-      // As dm-reverb: pause reading at 10% of the table (1..1000 items).
-      max_pending_inserts_ = std::max<int64_t>(
-          1, std::min<int64_t>((*table)->max_size() / 10, 1000));
-    }
-    (*table)->InsertOrAssignAsync(
-        std::move(table_item),
-        [guard = guard_, key](const absl::Status& s) {
-          MutexLock lock(&guard->mu);
-          if (guard->reactor != nullptr) guard->reactor->OnInserted(key, s);
-        },
-        cancellation_);
+    ++pending_inserts_;
+    // As dm-reverb: pause reading at 10% of the table (1..1000 items).
+    max_pending_inserts_ =
+        std::max<int64_t>(1, std::min<int64_t>(table->max_size() / 10, 1000));
   }
-
-  absl::flat_hash_set<uint64_t> keep(request_.keep_chunk_keys.begin(),
-                                     request_.keep_chunk_keys.end());
-  absl::erase_if(chunks_, [this, &keep](const auto& entry) {
-    if (keep.contains(entry.first)) return false;
-    held_bytes_.Release(static_cast<int64_t>(entry.second->DataByteSizeLong()));
-    return true;
-  });
-  if (chunks_.size() != keep.size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("Kept less chunks than expected: ", keep.size(),
-                     " keep_chunk_keys but only ", chunks_.size(),
-                     " of them were sent on this stream."));
-  }
+  table->InsertOrAssignAsync(
+      std::move(item),
+      [guard = guard_, key](const absl::Status& s) {
+        MutexLock lock(&guard->mu);
+        if (guard->reactor != nullptr) guard->reactor->OnInserted(key, s);
+      },
+      cancellation_);
   return absl::OkStatus();
 }
 

@@ -4,22 +4,18 @@
 // On the wire: reads InsertStreamRequests as raw bytes (DecodeInsertRequest
 // keeps large chunks in the memory gRPC received them in) and writes
 // InsertStreamResponses with the keys of the items their tables inserted.
-//  - The chunks of a request go into a map of this stream (a key already
-//    there is ignored). A request with items then queues each item into its
-//    table with the chunks it references, in order, and afterwards drops
-//    from the map every chunk not in its `keep_chunk_keys`. A request
-//    without items releases nothing.
+//  - Each request goes to the stream's InsertSession
+//    (cc/core/insert_session.h: the chunk map, the items and their chunks,
+//    keep_chunk_keys, and its errors), which hands each item to its table.
 //  - Each item is confirmed once its table has really inserted it (after
 //    the rate limiter allowed it). The confirmations of the items a request
 //    inserted at once go out together, after its last item; keys that pile
 //    up while a response is being written go out in the next one.
-//  - The first error ends the call with its status: a request with neither
-//    chunks nor items or that does not parse (INVALID_ARGUMENT), an unknown
-//    table (NOT_FOUND), a chunk missing from the map (INTERNAL), a
-//    `keep_chunk_keys` naming a chunk the map lacks (FAILED_PRECONDITION),
-//    chunks that would take the map past the server's held-chunk limits
-//    (RESOURCE_EXHAUSTED, see ServerLimits), or an insert its table fails.
-//    On an error the map is emptied at once.
+//  - The first error ends the call with its status: a request that does not
+//    parse (INVALID_ARGUMENT), an error of the InsertSession (chunks that
+//    would take it past the server's held-chunk limits among them:
+//    RESOURCE_EXHAUSTED, see ServerLimits), or an insert its table fails.
+//    On an error the session's chunks are released at once.
 //  - A call that ends otherwise than OK (those errors, the client cancels or
 //    goes, a write fails) withdraws its items still queued (Table::Cancel):
 //    what the stream has not confirmed, its tables do not store later, so a
@@ -42,9 +38,8 @@
 #include <memory>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "cc/core/chunk.h"
+#include "cc/core/insert_session.h"
 #include "cc/core/table.h"
 #include "cc/service/stream_reactor.h"
 #include "cc/support/byte_budget.h"
@@ -67,8 +62,9 @@ class InsertReactor
  private:
   // Decodes request_bytes_ and acts on it. Without the mutex.
   absl::Status ProcessRequest();
-  // Queues request_'s items, then releases the chunks not kept.
-  absl::Status InsertItems();
+  // Queues `item` into `table`, counting it as pending; CANCELLED if the
+  // call is failing. Without the mutex.
+  absl::Status Insert(const std::shared_ptr<Table>& table, TableItem item);
   // The insert of item `key` is done.
   void OnInserted(uint64_t key, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
@@ -81,13 +77,12 @@ class InsertReactor
   void OnFailingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   friend StreamReactor;
 
-  const ReverbServiceImpl* const service_;
   grpc::ByteBuffer request_bytes_;
   DecodedInsertRequest request_;
-  // Chunks this stream sent and still keeps. Used by OnReadDone only.
-  absl::flat_hash_map<uint64_t, std::shared_ptr<Chunk>> chunks_;
-  // The bytes of chunks_, against the server's limits.
+  // The bytes of the session's chunks, against the server's limits.
   ByteBudget::Account held_bytes_;
+  // Used by OnReadDone only.
+  InsertSession session_;
 
   // The stream's inserts, and the tables it has queued them into.
   const Table::Cancellation cancellation_ =

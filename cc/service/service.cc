@@ -6,6 +6,8 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cc/core/errors.h"
+#include "cc/service/initialize_connection_reactor.h"
 #include "cc/service/insert_reactor.h"
 #include "cc/service/sample_reactor.h"
 #include "cc/support/status_macros.h"
@@ -15,30 +17,6 @@ namespace deepmind::reverb {
 namespace {
 
 constexpr int kNumExecutorThreads = 4;
-
-// Reads the first request and answers address 0, then finishes.
-class InitializeConnectionReactor
-    : public grpc::ServerBidiReactor<InitializeConnectionRequest,
-                                     InitializeConnectionResponse> {
- public:
-  InitializeConnectionReactor() { StartRead(&request_); }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    // Address 0: no table pointer is handed over; use the gRPC path.
-    response_.set_address(0);
-    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  InitializeConnectionRequest request_;
-  InitializeConnectionResponse response_;
-};
 
 grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
                                       const absl::Status& status) {
@@ -107,8 +85,7 @@ absl::StatusOr<std::shared_ptr<Table>> ReverbServiceImpl::FindTable(
     const std::string& name) const {
   auto it = tables_by_name_.find(name);
   if (it == tables_by_name_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("Priority table ", name, " was not found"));
+    return TableNotFound(name);
   }
   return it->second;
 }
@@ -187,7 +164,7 @@ ReverbServiceImpl::InitializeConnection(grpc::CallbackServerContext* context) {
                                    InitializeConnectionResponse>(*context)) {
     return refused;
   }
-  return new InitializeConnectionReactor();
+  return new InitializeConnectionReactor(this, context->peer());
 }
 
 }  // namespace deepmind::reverb

@@ -11,8 +11,10 @@
 //    sample_reactor.h.
 //  - MutatePriorities, Reset, ServerInfo, Checkpoint are unary. A checkpoint
 //    is saved on a thread of its own (one at a time), not on gRPC's.
-//  - InitializeConnection always answers address 0 (no pointer hand-over):
-//    clients in the same process use the gRPC path.
+//  - InitializeConnection hands a table, by address, to a client of this
+//    libreverb in the server's process, which then uses it directly (see
+//    initialize_connection_reactor.h); other clients get address 0 and use
+//    the gRPC path.
 //  - What one client may cost is bounded by ServerLimits
 //    (server_limits.h): the chunks insert streams keep (a ByteBudget shared
 //    by the streams), the samples of a request, a stalled sample stream.

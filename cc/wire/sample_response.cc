@@ -86,9 +86,13 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     }
     for (; next < end; ++next) {
       const std::shared_ptr<Chunk>& chunk = chunks[next];
-      wire.PutBytes(
-          kEntryData, chunk->wire(),
-          [&chunk]() -> std::shared_ptr<const void> { return chunk; });
+      auto owner = [&chunk]() -> std::shared_ptr<const void> { return chunk; };
+      if (chunk->proto() != nullptr) {
+        wire.PutChunk(kEntryData, *chunk->proto(), chunk->DataByteSizeLong(),
+                      owner);
+      } else {
+        wire.PutBytes(kEntryData, chunk->wire(), owner);
+      }
     }
     if (end_of_sequence) wire.PutVarintField(kEntryEndOfSequence, 1);
     *last_response_bytes = bytes;

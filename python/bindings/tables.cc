@@ -62,7 +62,7 @@ py::tuple SampledItemToPython(const SampledItem& sample) {
   info.set_rate_limited(sample.rate_limited);
   py::list chunks;
   for (const auto& chunk : sample.ref->chunks) {
-    chunks.append(py::bytes(std::string(chunk->wire())));
+    chunks.append(py::bytes(chunk->Serialize()));
   }
   return py::make_tuple(py::bytes(info.SerializeAsString()), chunks);
 }

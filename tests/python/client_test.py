@@ -1,4 +1,5 @@
-"""reverb.Client and reverb.Server over gRPC, in one process."""
+"""reverb.Client and reverb.Server in one process, over both paths: the
+in-process hand-over and gRPC (the `transport` fixture, conftest.py)."""
 
 import os
 import pickle
@@ -26,7 +27,8 @@ def uniform_table(name='my_table', max_size=100, min_size=1, **kwargs):
 
 
 @pytest.fixture(name='server')
-def server_fixture():
+def server_fixture(transport):
+  del transport  # Clients of the test take its path.
   server = reverb.Server(tables=[
       uniform_table(),
       uniform_table('two', min_size=2),

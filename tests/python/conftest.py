@@ -43,3 +43,15 @@ def needs_sharded_client_fixture():
     reverb.Client(['localhost:1', 'localhost:2'])
   except TypeError:
     pytest.skip('needs reverb.Client over a list of addresses')
+
+
+@pytest.fixture(name='transport', params=['in_process', 'grpc'])
+def transport_fixture(request, monkeypatch):
+  """Runs the test twice: clients made in it take the in-process path to a
+  server in this process ('in_process', the default), or gRPC
+  (REVERB_IN_PROCESS=0, as a server elsewhere)."""
+  if request.param == 'grpc':
+    monkeypatch.setenv('REVERB_IN_PROCESS', '0')
+  else:
+    monkeypatch.delenv('REVERB_IN_PROCESS', raising=False)
+  return request.param

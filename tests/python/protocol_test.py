@@ -615,6 +615,17 @@ def test_initialize_connection_answers_address_zero(proto):
     assert [response.address for response in responses] == [0]
 
 
+def test_initialize_connection_needs_this_libreverbs_identity(proto):
+  # The extension field (1000) with another library's identity: address 0,
+  # even in the server's process and for an unknown table (no NOT_FOUND).
+  for table in ('uniform', 'nope'):
+    request = proto.pb.service.InitializeConnectionRequest(
+        pid=os.getpid(), table_name=table, libreverb_identity=12345)
+    responses = list(proto.stub.InitializeConnection(iter([request]),
+                                                     timeout=_TIMEOUT))
+    assert [response.address for response in responses] == [0]
+
+
 # --- Bad requests: a clear status, and the server keeps its data --------------
 
 
