@@ -18,9 +18,11 @@ InsertReactor::InsertReactor(const ReverbServiceImpl* service)
       held_bytes_(service->held_chunk_bytes(),
                   service->limits().max_held_chunk_bytes_per_stream,
                   "max_held_chunk_bytes_per_stream"),
-      session_([service](const std::string& name) {
-        return service->FindTable(name);
-      }, &held_bytes_) {
+      session_(
+          [service](const std::string& name) {
+            return service->FindTable(name);
+          },
+          &held_bytes_) {
   Start(&request_bytes_);
 }
 
