@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -108,21 +109,30 @@ def test_command_serves_writers_and_samplers_in_other_processes(
   assert server.wait(TIMEOUT) == 0
 
 
-def test_client_in_another_process_fails_when_server_dies(server_process):
+def test_client_in_another_process_fails_when_server_dies(server_process,
+                                                         tmp_path):
   server, port = server_process
+  connected = tmp_path / 'connected'
   blocked = run_python(
       """
-      import sys, reverb
+      import pathlib, sys, reverb
       client = reverb.Client(f'localhost:{sys.argv[1]}')
       client.server_info(timeout=60)
+      pathlib.Path(sys.argv[2]).touch()
       try:
         next(client.sample('queue'))  # Empty: blocks without a timeout.
       except Exception as e:
         print(type(e).__name__, e)
         sys.exit(3)
-      """, port)
+      """, port, connected)
+  # Connected (however long the child took to start), then blocked in
+  # sample.
+  deadline = time.monotonic() + TIMEOUT
+  while not connected.exists():
+    assert blocked.poll() is None and time.monotonic() < deadline
+    time.sleep(0.05)
   with pytest.raises(subprocess.TimeoutExpired):
-    blocked.wait(2)  # Connected and blocked in sample.
+    blocked.wait(1)
   server.kill()
   # Raises once reconnecting has failed for the sampler's reconnect window.
   assert blocked.wait(TIMEOUT) == 3
