@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "cc/client/channel_security.h"
 #include "cc/client/client.h"
 #include "cc/client/legacy_writer.h"
 #include "cc/client/sample.h"
@@ -164,7 +166,9 @@ const std::string& SampledStep::string(int column, int64_t index) const {
 }
 
 struct ClientBridge::State {
-  explicit State(std::unique_ptr<Client> client) : client(std::move(client)) {}
+  State(std::unique_ptr<Client> client,
+        std::vector<std::pair<std::string, uint64_t>> registrations)
+      : client(std::move(client)), registrations(std::move(registrations)) {}
 
   // One sample of `table`, on an idle stream if there is one.
   absl::StatusOr<reverb::Sample> SampleOne(const std::string& table);
@@ -178,6 +182,9 @@ struct ClientBridge::State {
                           uint64_t generation);
 
   const std::unique_ptr<Client> client;
+  // Each address, with its ChannelSecurityRegistration when the client was
+  // made.
+  const std::vector<std::pair<std::string, uint64_t>> registrations;
   std::mutex mu;
   // Idle streams by table, and idle writers: kept for the next call, so
   // that it skips the call setup.
@@ -289,11 +296,23 @@ absl::Status ClientBridge::State::InsertOnce(
 ClientStatus ClientBridge::Create(
     const std::vector<std::string>& server_addresses,
     std::unique_ptr<ClientBridge>* bridge) {
+  std::vector<std::pair<std::string, uint64_t>> registrations;
+  for (const std::string& address : server_addresses) {
+    registrations.emplace_back(address, ChannelSecurityRegistration(address));
+  }
   absl::StatusOr<std::unique_ptr<Client>> client =
       Client::Create(server_addresses);
   if (!client.ok()) return ToClientStatus(client.status());
-  bridge->reset(new ClientBridge(std::make_unique<State>(*std::move(client))));
+  bridge->reset(new ClientBridge(
+      std::make_unique<State>(*std::move(client), std::move(registrations))));
   return {};
+}
+
+bool ClientBridge::OutOfDate() const {
+  for (const auto& [address, registration] : state_->registrations) {
+    if (ChannelSecurityRegistration(address) != registration) return true;
+  }
+  return false;
 }
 
 ClientBridge::ClientBridge(std::unique_ptr<State> state)

@@ -85,6 +85,10 @@ class ClientBridge {
   ClientBridge(const ClientBridge&) = delete;
   ClientBridge& operator=(const ClientBridge&) = delete;
 
+  // True once credentials were registered for one of its addresses after
+  // it was made (RegisterChannelSecurity): its channels use older ones.
+  bool OutOfDate() const;
+
   // Samples one item of `table` and keeps its first timestep, which must
   // have one column of each of `dtypes` (TF_DataType values); errors in
   // dm-reverb's words.

@@ -8,7 +8,8 @@
 // these take `server_address`, a string input (a constant, a placeholder or
 // a function argument, like `table`): one address, or a vector of the
 // addresses of shards. Each kernel instance keeps one ClientBridge per
-// address (or vector of them), made by its first run on it:
+// address (or vector of them), made by its first run on it (and again after
+// new credentials for it: Kernel):
 // kernels live as long as their graph or tf.function, and eager mode
 // caches them, so calls reuse their streams. Kernels run without Python.
 //
@@ -40,19 +41,26 @@ constexpr char kInsertOp[] = "ReverbClientInsert";
 constexpr char kUpdateOp[] = "ReverbClientUpdatePriorities";
 constexpr int kNumInfoOutputs = 5;
 
-// A kernel's clients, one per list of server addresses.
+// A kernel's clients, one per list of server addresses. A client is made
+// again once credentials were registered for one of its addresses since
+// (TFClient(tls=..., auth_token=...), security.py), so that a TFClient made
+// with new credentials for an address is not served by an older one's
+// client; calls still running on the replaced client keep it alive.
 struct Kernel {
   std::mutex mu;
-  std::map<std::vector<std::string>, std::unique_ptr<ClientBridge>> clients;
+  std::map<std::vector<std::string>, std::shared_ptr<ClientBridge>> clients;
 
   // Null (with `status` set) for addresses no client can be made of.
-  ClientBridge* Get(const std::vector<std::string>& server_addresses,
-                    ClientStatus* status) {
+  std::shared_ptr<ClientBridge> Get(
+      const std::vector<std::string>& server_addresses, ClientStatus* status) {
     std::lock_guard<std::mutex> lock(mu);
-    std::unique_ptr<ClientBridge>& client = clients[server_addresses];
-    if (client == nullptr)
-      *status = ClientBridge::Create(server_addresses, &client);
-    return client.get();
+    std::shared_ptr<ClientBridge>& client = clients[server_addresses];
+    if (client == nullptr || client->OutOfDate()) {
+      std::unique_ptr<ClientBridge> made;
+      *status = ClientBridge::Create(server_addresses, &made);
+      client = std::move(made);
+    }
+    return client;
   }
 };
 
@@ -63,7 +71,7 @@ void DeleteKernel(void* kernel) { delete static_cast<Kernel*>(kernel); }
 // The client for input 0 (`server_address`, one address or a vector of
 // them); null (the run failed) if the input is neither or holds an empty
 // address or one twice.
-ClientBridge* GetClient(void* kernel, TF_OpKernelContext* ctx) {
+std::shared_ptr<ClientBridge> GetClient(void* kernel, TF_OpKernelContext* ctx) {
   Status status;
   std::vector<std::string> server_addresses;
   if (!GetStringsInput(ctx, 0, "server_address", &server_addresses, status.s)) {
@@ -71,7 +79,7 @@ ClientBridge* GetClient(void* kernel, TF_OpKernelContext* ctx) {
     return nullptr;
   }
   ClientStatus made;
-  ClientBridge* client =
+  std::shared_ptr<ClientBridge> client =
       static_cast<Kernel*>(kernel)->Get(server_addresses, &made);
   if (!made.ok()) Fail(ctx, made.code, made.message);
   return client;
@@ -153,7 +161,7 @@ bool WriteStep(TF_OpKernelContext* ctx, const SampledStep& step,
 }
 
 void ComputeSample(void* kernel, TF_OpKernelContext* ctx) {
-  ClientBridge* client = GetClient(kernel, ctx);
+  std::shared_ptr<ClientBridge> client = GetClient(kernel, ctx);
   Status status;
   std::string table;
   if (client == nullptr) return;
@@ -199,7 +207,7 @@ TensorRef RefOf(const Input& input) {
 
 // Inputs: server_address, data (T), tables, priorities.
 void ComputeInsert(void* kernel, TF_OpKernelContext* ctx) {
-  ClientBridge* client = GetClient(kernel, ctx);
+  std::shared_ptr<ClientBridge> client = GetClient(kernel, ctx);
   if (client == nullptr) return;
   Status status;
   const int num_data = TF_NumInputs(ctx) - 3;
@@ -240,7 +248,7 @@ void ComputeInsert(void* kernel, TF_OpKernelContext* ctx) {
 
 // Inputs: server_address, table, keys, priorities.
 void ComputeUpdate(void* kernel, TF_OpKernelContext* ctx) {
-  ClientBridge* client = GetClient(kernel, ctx);
+  std::shared_ptr<ClientBridge> client = GetClient(kernel, ctx);
   if (client == nullptr) return;
   Status status;
   std::string table;

@@ -22,9 +22,13 @@ std::string Env(const char* name) {
 }
 
 struct Registry {
+  struct Entry {
+    ChannelSecurity security;
+    uint64_t registration = 0;
+  };
   Mutex mu;
-  absl::flat_hash_map<std::string, ChannelSecurity> by_address
-      ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<std::string, Entry> by_address ABSL_GUARDED_BY(mu);
+  uint64_t registrations ABSL_GUARDED_BY(mu) = 0;
 };
 
 Registry& GetRegistry() {
@@ -96,7 +100,15 @@ void RegisterChannelSecurity(const std::string& address,
                              ChannelSecurity security) {
   Registry& registry = GetRegistry();
   MutexLock lock(&registry.mu);
-  registry.by_address[address] = std::move(security);
+  registry.by_address[address] = {std::move(security),
+                                  ++registry.registrations};
+}
+
+uint64_t ChannelSecurityRegistration(const std::string& address) {
+  Registry& registry = GetRegistry();
+  MutexLock lock(&registry.mu);
+  auto it = registry.by_address.find(address);
+  return it == registry.by_address.end() ? 0 : it->second.registration;
 }
 
 absl::StatusOr<ChannelSecurity> DefaultChannelSecurity(
@@ -105,7 +117,7 @@ absl::StatusOr<ChannelSecurity> DefaultChannelSecurity(
   {
     MutexLock lock(&registry.mu);
     auto it = registry.by_address.find(address);
-    if (it != registry.by_address.end()) return it->second;
+    if (it != registry.by_address.end()) return it->second.security;
   }
   return ChannelSecurityFromEnvironment();
 }

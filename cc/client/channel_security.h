@@ -20,6 +20,7 @@
 #ifndef REVERB_CC_CLIENT_CHANNEL_SECURITY_H_
 #define REVERB_CC_CLIENT_CHANNEL_SECURITY_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,11 @@ REVERB_EXPORT absl::StatusOr<ChannelSecurity> ChannelSecurityFromEnvironment();
 // `address` (process-wide; the latest registration wins).
 REVERB_EXPORT void RegisterChannelSecurity(const std::string& address,
                                            ChannelSecurity security);
+
+// A number that changes with every registration for `address` (0 before
+// the first): a client made from the registry is out of date once it
+// differs from the number at its making.
+REVERB_EXPORT uint64_t ChannelSecurityRegistration(const std::string& address);
 
 // The registered security of `address`, else the environment's.
 REVERB_EXPORT absl::StatusOr<ChannelSecurity> DefaultChannelSecurity(

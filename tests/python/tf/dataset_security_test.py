@@ -52,8 +52,8 @@ def _fill(client):
 @pytest.fixture(name='secured')
 def secured_fixture(certs):
   """(address, client TlsOptions) of a new server with TLS and a token (a
-  new address: eager mode caches the TFClient ops' kernels, and their
-  clients, made with the credentials of their first run, by address)."""
+  new address, so that credentials registered by other tests for it do not
+  apply)."""
   server = reverb.Server(_tables(), tls=reverb.TlsOptions(
       certificate_chain=certs.server_chain, private_key=certs.server_key),
                          auth_token=_TOKEN)
@@ -98,6 +98,26 @@ def test_wrong_token_is_refused_by_the_kernels(secured):
   with pytest.raises(tf.errors.UnauthenticatedError, match='wrong auth token'):
     client.insert([tf.constant(1.0)], tf.constant(['queue']),
                   tf.constant([1.0], tf.float64))
+
+
+def test_tf_client_with_new_credentials_for_an_address_uses_them(secured):
+  # Eager mode caches the ops' kernels, so the second TFClient's calls run
+  # on the kernels of the first one's: those make a new client once the
+  # credentials of the address changed.
+  address, tls = secured
+  wrong = reverb.TFClient(address, tls=tls, auth_token='wrong')
+  args = ([tf.constant(1.0)], tf.constant(['queue']),
+          tf.constant([1.0], tf.float64))
+  with pytest.raises(tf.errors.UnauthenticatedError, match='wrong auth token'):
+    wrong.insert(*args)
+  right = reverb.TFClient(address, tls=tls, auth_token=_TOKEN)
+  right.insert(*args)
+  assert right.sample('queue', [tf.float32]).data[0].numpy() == 1.0
+  # The latest registration wins for the address: the first TFClient's
+  # calls now carry the right token too.
+  wrong.insert(*args)
+  assert reverb.Client(address, tls=tls, auth_token=_TOKEN).server_info(
+      timeout=10)['queue'].current_size == 1
 
 
 def test_credentials_need_string_addresses(secured):
