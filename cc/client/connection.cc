@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cc/client/local_table.h"
+#include "cc/support/protobuf_log.h"
 #include "cc/wire/grpc_status.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -64,7 +65,9 @@ Connection::Connection(const std::string& server_address,
       stub_(ReverbService::NewStub(channel_)),
       insert_stream_("/deepmind.reverb.ReverbService/InsertStream",
                      grpc::internal::RpcMethod::BIDI_STREAMING, channel_),
-      in_process_allowed_(InProcessAllowed()) {}
+      in_process_allowed_(InProcessAllowed()) {
+  RouteProtobufLog();
+}
 
 std::unique_ptr<
     grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>

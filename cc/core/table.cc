@@ -114,6 +114,11 @@ bool Table::closed() const {
   return closed_;
 }
 
+bool Table::samples_waiting() const {
+  MutexLock lock(&queue_mu_);
+  return samples_waiting_ || !incoming_samples_.empty();
+}
+
 void Table::Wake() {
   MutexLock lock(&queue_mu_);
   wake_ = true;

@@ -159,6 +159,11 @@ class REVERB_EXPORT Table {
   // True once Close() has begun.
   bool closed() const ABSL_LOCKS_EXCLUDED(queue_mu_);
 
+  // True while a sample request waits in the table: queued, or held by the
+  // worker until the rate limiter lets it through (and during the worker's
+  // round that serves it).
+  bool samples_waiting() const ABSL_LOCKS_EXCLUDED(queue_mu_);
+
   // A consistent copy of the table, taken under its lock: settings and
   // counters, the items in insertion order (with their current priority and
   // times_sampled) and the chunks they reference.

@@ -8,6 +8,7 @@
 #include "cc/service/unix_socket.h"
 #include "cc/support/log.h"
 #include "cc/support/mutex.h"
+#include "cc/support/protobuf_log.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
 #include "grpcpp/security/server_credentials.h"
@@ -17,6 +18,7 @@ namespace deepmind::reverb {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     std::vector<std::shared_ptr<Table>> tables, ServerOptions options) {
+  RouteProtobufLog();
   if (tables.empty()) {
     return absl::InvalidArgumentError("A server needs at least one table.");
   }

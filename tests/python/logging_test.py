@@ -97,3 +97,39 @@ def test_the_logger_silences_and_shows_them_on_stderr_by_default():
   # Python's last-resort handler shows warnings on stderr, unprefixed.
   assert 'Ignoring REVERB_KEEPALIVE_MS=often' in stderr_of('default')
   assert 'REVERB_KEEPALIVE_MS' not in stderr_of('silenced')
+
+
+_INVALID_UTF8_SCRIPT = """
+import logging, sys
+import grpc
+import reverb
+if sys.argv[1] == 'silenced':
+  logging.getLogger('reverb').setLevel(logging.CRITICAL)
+server = reverb.Server([reverb.Table.queue('table', 10)])
+channel = grpc.insecure_channel(f'localhost:{server.port}')
+reset = channel.unary_unary('/deepmind.reverb.ReverbService/Reset')
+for _ in range(20):  # ResetRequest.table, a string field, is not UTF-8.
+  try:
+    reset(b'\\x0a\\x02\\xff\\xfe', timeout=10)
+  except grpc.RpcError:
+    pass
+print(server.localhost_client().server_info(timeout=10)['table'].max_size)
+server.stop()
+"""
+
+
+def test_protobuf_lines_of_hostile_input_are_ours_and_rate_limited():
+  # Each request fails to parse, and protobuf logs it: through the `reverb`
+  # logger, once a minute (this fresh process: exactly once).
+  def run(mode):
+    return subprocess.run(
+        [sys.executable, '-c', _INVALID_UTF8_SCRIPT, mode],
+        capture_output=True, text=True, check=True, timeout=TIMEOUT)
+  default = run('default')
+  assert default.stdout.split() == ['10']
+  lines = [line for line in default.stderr.splitlines()
+           if 'invalid UTF-8' in line]
+  assert len(lines) == 1, default.stderr
+  assert lines[0].startswith('protobuf (') and 'ResetRequest.table' in lines[0]
+  assert 'libprotobuf' not in default.stderr
+  assert 'invalid UTF-8' not in run('silenced').stderr

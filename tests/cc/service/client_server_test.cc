@@ -306,15 +306,14 @@ TEST_F(ClientServerTest, StoppingTheServerEndsWaitingCalls) {
 TEST_F(ClientServerTest, SamplerEndsWhenTheServerStops) {
   auto table = FifoTable("t", *MinSizeRateLimiter(1));
   StartServer({table});
-  const long unused = table.use_count();
   SamplerOptions options;
   options.reconnect_window = absl::Seconds(60);
   auto sampler = *client_->NewSampler("t", options);
-  // The stream's request waits on the rate limiter of the empty table (its
-  // reactor holds the table). A server stopped before the request reached
-  // it would look like one not up yet: the sampler would retry.
+  // The stream's request waits on the rate limiter of the empty table. A
+  // server stopped before the request reached it would look like one not
+  // up yet: the sampler would retry.
   ASSERT_TRUE(
-      WaitFor([&] { return table.use_count() > unused; }, absl::Seconds(30)));
+      WaitFor([&] { return table->samples_waiting(); }, absl::Seconds(30)));
   auto sample = sampler->GetNextSample(absl::Milliseconds(200));
   ASSERT_TRUE(absl::IsDeadlineExceeded(sample.status())) << sample.status();
   EXPECT_TRUE(sampler->error().ok());

@@ -6,33 +6,12 @@
 
 #include "cc/support/log.h"
 #include "gtest/gtest.h"
+#include "tests/cc/support/captured_log.h"
 
 namespace deepmind::reverb {
 namespace {
 
 using Lines = std::vector<std::string>;
-
-// Captures the lines logged while it lives.
-class CapturedLog {
- public:
-  CapturedLog() {
-    SetLogSink([this](LogSeverity severity, absl::string_view message) {
-      lines_.emplace_back(severity, std::string(message));
-    });
-  }
-  ~CapturedLog() { SetLogSink(nullptr); }
-  std::vector<std::string> messages() const {
-    std::vector<std::string> out;
-    for (const auto& [severity, message] : lines_) out.push_back(message);
-    return out;
-  }
-  const std::vector<std::pair<LogSeverity, std::string>>& lines() const {
-    return lines_;
-  }
-
- private:
-  std::vector<std::pair<LogSeverity, std::string>> lines_;
-};
 
 constexpr uint64_t kMiB = 1 << 20;
 
