@@ -37,6 +37,11 @@ _MAX_SAMPLES_IN_FLIGHT = 64
 def _key_array(keys: Any, what: str) -> np.ndarray:
   """`keys` (1-D, integers >= 0) as a C-ordered uint64 array."""
   array = np.asarray(keys)
+  if (array.dtype.kind in 'fO' and not isinstance(keys, np.ndarray) and
+      all(isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+          for k in keys)):
+    # Python ints on both sides of 2**63 (numpy makes floats of them).
+    array = np.array([int(k) for k in keys], dtype=np.uint64)
   if array.ndim != 1:
     raise ValueError(f'mutate_priorities: {what} must be 1-D; got shape '
                      f'{array.shape}')
