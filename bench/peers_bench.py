@@ -123,6 +123,7 @@ class _OursBuffer:
             np.array([s.info.key for s in samples], dtype=np.uint64))
 
   def update(self, ids, priorities):
+    self._samples = None  # Its samples drawn ahead predate the update.
     if OURS:
       self._client.mutate_priorities(self._table, (ids, priorities))
     else:

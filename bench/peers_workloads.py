@@ -87,8 +87,10 @@ class Buffer:
 
 
 def _timed(seconds, step):
-  """Calls step() (returning an item count) until `seconds` pass (at least
-  twice); returns (items, seconds spent in step)."""
+  """Calls step() (returning an item count) once to warm up, then until
+  `seconds` pass (at least twice); returns (items, seconds spent in the
+  timed steps)."""
+  step()
   items, spent, calls = 0, 0.0, 0
   deadline = time.perf_counter() + seconds
   while calls < 2 or time.perf_counter() < deadline:
@@ -161,13 +163,14 @@ def run_workloads(system, seconds):
     pool = pools['small']
     buffer = system.open('small', True)
     _fill(buffer, 'small', pool)
-    ids = {}
+    ids = {}  # Id: pool index of its item.
     while len(ids) < UPDATES_PER_CALL:
       batch, batch_ids = buffer.sample_with_ids()
-      ids.update(zip(np.asarray(batch_ids).tolist(),
+      batch_ids = np.asarray(batch_ids)
+      ids.update(zip(batch_ids.tolist(),
                      [pool_index('small', item) for item in batch]))
     chosen = list(ids)[:UPDATES_PER_CALL]
-    id_array = np.array(chosen)
+    id_array = np.array(chosen, dtype=batch_ids.dtype)
     rng = np.random.default_rng(1)
     priorities = [rng.uniform(0.5, 2.0, UPDATES_PER_CALL) for _ in range(8)]
     calls = [0]
