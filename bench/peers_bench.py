@@ -23,7 +23,8 @@ Our buffers are tables of Uniform sampling and Fifo removal (Prioritized
 with exponent 0.6 for the prioritized rows, as the peers' alpha) of the same
 capacity as the peers'. An item is written with a TrajectoryWriter (append
 and create_item; `append_batch` for 32 per call where the package has it),
-flushed within the timed inserts; a batch is 32 samples of one
+flushed within the timed inserts; a batch comes from a `ReplayIterator`
+(batch_size 32) where the package has one, else it is 32 samples of one
 `Client.sample` stream, stacked; priorities go through `mutate_priorities`
 (with arrays where the package takes them, else a dict). Workloads are
 labelled `name [column]`; the report ends with the ratios ours / TorchRL and
@@ -71,21 +72,24 @@ def make_tables():
 
 
 class Ours:
-  """peers_workloads' systems interface over a reverb.Client."""
+  """peers_workloads' systems interface over a reverb.Client of the server
+  at `address`."""
 
-  def __init__(self, client):
-    self._client = client
+  def __init__(self, address):
+    self._address = address
+    self._client = reverb.Client(address)
 
   def open(self, kind, prioritized):
     table = _table_name(kind, prioritized)
     self._client.reset(table)
-    return _OursBuffer(self._client, table)
+    return _OursBuffer(self._client, self._address, table)
 
 
 class _OursBuffer:
 
-  def __init__(self, client, table):
+  def __init__(self, client, address, table):
     self._client = client
+    self._address = address
     self._table = table
     self._writer = client.trajectory_writer(num_keep_alive_refs=BATCH)
     self._samples = None
@@ -108,22 +112,32 @@ class _OursBuffer:
   def finish_inserts(self):
     self._writer.flush()
 
-  def _next(self):
-    if self._samples is None:
-      self._samples = self._client.sample(
-          self._table, num_samples=_SAMPLES_PER_STREAM, emit_timesteps=False)
-    return list(itertools.islice(self._samples, BATCH))
-
-  def sample(self):
-    return np.stack([s.data[0] for s in self._next()])
-
   def sample_with_ids(self):
-    samples = self._next()
+    if self._samples is None:
+      if hasattr(reverb, 'ReplayIterator'):  # Ours: batches made in C++.
+        self._samples = reverb.ReplayIterator(self._address, self._table,
+                                              batch_size=BATCH)
+      else:
+        self._samples = self._client.sample(
+            self._table, num_samples=_SAMPLES_PER_STREAM,
+            emit_timesteps=False)
+    if hasattr(self._samples, 'close'):
+      batch = next(self._samples)
+      return batch.data[0], np.asarray(batch.info.key)
+    samples = list(itertools.islice(self._samples, BATCH))
     return (np.stack([s.data[0] for s in samples]),
             np.array([s.info.key for s in samples], dtype=np.uint64))
 
+  def sample(self):
+    return self.sample_with_ids()[0]
+
+  def _stop_sampling(self):
+    if hasattr(self._samples, 'close'):
+      self._samples.close()
+    self._samples = None
+
   def update(self, ids, priorities):
-    self._samples = None  # Its samples drawn ahead predate the update.
+    self._stop_sampling()  # Its samples drawn ahead predate the update.
     if OURS:
       self._client.mutate_priorities(self._table, (ids, priorities))
     else:
@@ -131,7 +145,7 @@ class _OursBuffer:
           self._table, dict(zip(ids.tolist(), priorities.tolist())))
 
   def close(self):
-    self._samples = None
+    self._stop_sampling()
     self._writer.close()
 
 
@@ -188,12 +202,12 @@ def run(args):
   seconds = 0.3 if args.quick else 2.0
   results = []
   with harness.ServerProcess() as server:
-    client = reverb.Client(f'localhost:{server.port}')
-    rows = peers_workloads.run_workloads(Ours(client), seconds)
+    rows = peers_workloads.run_workloads(Ours(f'localhost:{server.port}'),
+                                         seconds)
   results += _label(rows, REMOTE)
   with harness.InProcessServer(make_tables()) as server:
-    client = reverb.Client(f'localhost:{server.port}')
-    rows = peers_workloads.run_workloads(Ours(client), seconds)
+    rows = peers_workloads.run_workloads(Ours(f'localhost:{server.port}'),
+                                         seconds)
   results += _label(rows, LOCAL)
   if OURS:
     for system, name in PEERS.items():
