@@ -5,7 +5,9 @@
 
 Runs client_bench, writer_bench, dataset_bench, tf_client_bench,
 checkpoint_bench, prioritized_bench, ratelimit_bench, shard_bench,
-unix_socket_bench, tls_bench, in_process_bench and import_bench (each a
+unix_socket_bench, tls_bench, in_process_bench, import_bench and
+peers_bench (which also runs TorchRL and cpprb from `.venv-peers`, made by
+`.ci/peers_venv`, and skips them with a note where it is missing) (each a
 script of its own: see their docstrings), and soak_bench with --quick or
 when named in --scripts (without --quick it soaks for 30 minutes a run), with
 our package (this interpreter) and, when
@@ -20,7 +22,8 @@ those that start a server then run it in the benchmark process instead of a
 child (checkpoint_bench, which restarts its server, shard_bench, which
 measures its servers' CPU, unix_socket_bench and tls_bench, which compare two
 ways between processes, in_process_bench, which always runs its server in its
-own process, and import_bench, which has none, ignore it).
+own process, import_bench, which has none, and peers_bench, which runs
+both, ignore it).
 """
 
 import argparse
@@ -35,7 +38,7 @@ BENCH = pathlib.Path(__file__).resolve().parent
 SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'tf_client_bench',
            'checkpoint_bench', 'prioritized_bench', 'ratelimit_bench',
            'shard_bench', 'unix_socket_bench', 'tls_bench', 'in_process_bench',
-           'import_bench', 'soak_bench']
+           'import_bench', 'peers_bench', 'soak_bench']
 # Run by default only with --quick (a few seconds then).
 LONG_SCRIPTS = ['soak_bench']
 DMREVERB_PYTHON = BENCH.parent / '.venv-dmreverb' / 'bin' / 'python'

@@ -11,8 +11,10 @@
 #include "cc/client/sample_stream.h"
 #include "cc/client/server_info.h"
 #include "cc/client/sharded_sample_stream.h"
+#include "cc/core/table.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
+#include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -94,24 +96,52 @@ absl::Status Client::OnEveryShard(Call call, absl::Duration timeout,
 }
 
 absl::Status Client::MutatePriorities(const std::string& table,
-                                      absl::Span<const KeyWithPriority> updates,
+                                      absl::Span<const uint64_t> keys,
+                                      absl::Span<const double> priorities,
                                       absl::Span<const uint64_t> deletes,
                                       absl::Duration timeout) {
-  std::vector<MutatePrioritiesRequest> requests(shards_->size());
-  for (auto& request : requests) request.set_table(table);
+  if (keys.size() != priorities.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("MutatePriorities got ", keys.size(), " keys and ",
+                     priorities.size(), " priorities."));
+  }
+  if (shards_->size() == 1) {
+    // Only a connected channel is asked for the tables (an unreachable
+    // server is left to the call below, which has the timeout).
+    const Connection& connection = *shards_->connection(0);
+    const absl::Time start = absl::Now();
+    if (connection.WaitForConnection(absl::ZeroDuration()).ok()) {
+      if (auto local = connection.LocalTable(table, timeout)) {
+        return local->MutateItems(keys, priorities, deletes);
+      }
+      timeout = std::max(absl::ZeroDuration(), timeout - (absl::Now() - start));
+    }
+  }
+  google::protobuf::Arena arena;
+  std::vector<MutatePrioritiesRequest*> requests(shards_->size());
+  for (auto& request : requests) {
+    request = google::protobuf::Arena::Create<MutatePrioritiesRequest>(&arena);
+    request->set_table(table);
+  }
   // Each key to the shard it was sampled from, if known; else to all.
   auto route = [&](uint64_t key, auto add) {
     const int shard =
         shards_->size() > 1 ? shards_->sampled_keys().ShardOf(key) : -1;
     if (shard >= 0) {
-      add(requests[shard]);
+      add(*requests[shard]);
     } else {
-      for (auto& request : requests) add(request);
+      for (auto* request : requests) add(*request);
     }
   };
-  for (const auto& update : updates) {
-    route(update.key(), [&](MutatePrioritiesRequest& request) {
-      *request.add_updates() = update;
+  if (shards_->size() == 1) {
+    requests[0]->mutable_updates()->Reserve(keys.size());
+    requests[0]->mutable_delete_keys()->Reserve(deletes.size());
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    route(keys[i], [&](MutatePrioritiesRequest& request) {
+      KeyWithPriority* update = request.add_updates();
+      update->set_key(keys[i]);
+      update->set_priority(priorities[i]);
     });
   }
   for (uint64_t key : deletes) {
@@ -119,11 +149,11 @@ absl::Status Client::MutatePriorities(const std::string& table,
       request.add_delete_keys(key);
     });
   }
-  const bool nothing = updates.empty() && deletes.empty();
+  const bool nothing = keys.empty() && deletes.empty();
   return OnEveryShard(
       [&](int shard, ReverbService::StubInterface& stub,
           grpc::ClientContext* context) {
-        const MutatePrioritiesRequest& request = requests[shard];
+        const MutatePrioritiesRequest& request = *requests[shard];
         // A shard with nothing to change is not called, unless none has
         // (each then checks that it has the table).
         if (!nothing && request.updates().empty() &&
@@ -135,6 +165,15 @@ absl::Status Client::MutatePriorities(const std::string& table,
             stub.MutatePriorities(context, request, &response));
       },
       timeout, /*wait_for_ready=*/true, /*down_is_error=*/false);
+}
+
+absl::Status Client::MutatePriorities(const std::string& table,
+                                      absl::Span<const KeyWithPriority> updates,
+                                      absl::Span<const uint64_t> deletes,
+                                      absl::Duration timeout) {
+  const PriorityArrays arrays = PriorityArrays::From(updates);
+  return MutatePriorities(table, arrays.keys, arrays.priorities, deletes,
+                          timeout);
 }
 
 absl::Status Client::Reset(const std::string& table, absl::Duration timeout) {

@@ -71,6 +71,17 @@ class REVERB_EXPORT Client {
   const std::string& server_address() const { return shards_->address(0); }
   const std::shared_ptr<Shards>& shards() const { return shards_; }
 
+  // Deletes `deletes`, then sets the priority of `keys[i]` to
+  // `priorities[i]` (INVALID_ARGUMENT, sending nothing, if the spans differ
+  // in length). One MutatePrioritiesRequest per shard, as dm-reverb's. A
+  // server in this process (Connection::LocalTable, once the channel is
+  // connected) has its table changed directly.
+  absl::Status MutatePriorities(const std::string& table,
+                                absl::Span<const uint64_t> keys,
+                                absl::Span<const double> priorities,
+                                absl::Span<const uint64_t> deletes,
+                                absl::Duration timeout);
+  // The same with (key, priority) pairs.
   absl::Status MutatePriorities(const std::string& table,
                                 absl::Span<const KeyWithPriority> updates,
                                 absl::Span<const uint64_t> deletes,

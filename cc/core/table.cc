@@ -62,6 +62,17 @@ void DropCancelledRequests(std::deque<Request>* queue, Finish finish) {
 
 }  // namespace
 
+PriorityArrays PriorityArrays::From(absl::Span<const KeyWithPriority> updates) {
+  PriorityArrays arrays;
+  arrays.keys.reserve(updates.size());
+  arrays.priorities.reserve(updates.size());
+  for (const KeyWithPriority& update : updates) {
+    arrays.keys.push_back(update.key());
+    arrays.priorities.push_back(update.priority());
+  }
+  return arrays;
+}
+
 absl::StatusOr<std::shared_ptr<Table>> Table::Create(
     std::string name, std::unique_ptr<ItemSelector> sampler,
     std::unique_ptr<ItemSelector> remover, int64_t max_size,
@@ -239,24 +250,36 @@ absl::StatusOr<SampledItem> Table::Sample(absl::Duration timeout) {
   return std::move(items.front());
 }
 
-absl::Status Table::MutateItems(absl::Span<const KeyWithPriority> updates,
+absl::Status Table::MutateItems(absl::Span<const uint64_t> keys,
+                                absl::Span<const double> priorities,
                                 absl::Span<const uint64_t> deletes) {
+  if (keys.size() != priorities.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("MutateItems got ", keys.size(), " keys and ",
+                     priorities.size(), " priorities."));
+  }
   Outbox outbox;
   absl::Status status;
   {
     MutexLock lock(&mu_);
     for (uint64_t key : deletes) DeleteLocked(key, &outbox);
-    for (const auto& update : updates) {
-      auto it = entries_.find(update.key());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto it = entries_.find(keys[i]);
       if (it == entries_.end()) continue;
       absl::Status update_status =
-          UpdatePriorityLocked(update.key(), &it->second, update.priority());
+          UpdatePriorityLocked(keys[i], &it->second, priorities[i]);
       if (status.ok()) status = update_status;
     }
   }
   outbox.garbage.clear();
   if (!deletes.empty()) Wake();
   return status;
+}
+
+absl::Status Table::MutateItems(absl::Span<const KeyWithPriority> updates,
+                                absl::Span<const uint64_t> deletes) {
+  const PriorityArrays arrays = PriorityArrays::From(updates);
+  return MutateItems(arrays.keys, arrays.priorities, deletes);
 }
 
 void Table::ClearLocked(Outbox* outbox) {
@@ -452,11 +475,19 @@ std::string Table::DebugString() const {
 
 absl::Status Table::UpdatePriorityLocked(uint64_t key, Entry* entry,
                                          double priority) {
-  REVERB_RETURN_IF_ERROR(sampler_->Update(key, priority));
-  if (absl::Status status = remover_->Update(key, priority); !status.ok()) {
-    // Keep the selectors in agreement: undo the sampler's update.
-    sampler_->Update(key, entry->priority).IgnoreError();
-    return status;
+  // `key` is in both selectors (as in entries_): one that ignores
+  // priorities has nothing to do.
+  if (sampler_->uses_priorities()) {
+    REVERB_RETURN_IF_ERROR(sampler_->Update(key, priority));
+  }
+  if (remover_->uses_priorities()) {
+    if (absl::Status status = remover_->Update(key, priority); !status.ok()) {
+      // Keep the selectors in agreement: undo the sampler's update.
+      if (sampler_->uses_priorities()) {
+        sampler_->Update(key, entry->priority).IgnoreError();
+      }
+      return status;
+    }
   }
   entry->priority = priority;
   return absl::OkStatus();

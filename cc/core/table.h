@@ -64,6 +64,14 @@
 
 namespace deepmind::reverb {
 
+// Priority updates as the parallel arrays Table::MutateItems takes.
+struct REVERB_EXPORT PriorityArrays {
+  std::vector<uint64_t> keys;
+  std::vector<double> priorities;
+
+  static PriorityArrays From(absl::Span<const KeyWithPriority> updates);
+};
+
 class REVERB_EXPORT Table {
  public:
   // A sample batch is closed once its items reference this many chunk bytes.
@@ -121,10 +129,17 @@ class REVERB_EXPORT Table {
   absl::StatusOr<SampledItem> Sample(
       absl::Duration timeout = absl::InfiniteDuration());
 
-  // Deletes `deletes`, then updates the priorities of `updates`, under one
-  // lock acquisition. Unknown keys are ignored. An update the selectors
-  // reject (NaN, or negative for Prioritized) is skipped; the others are
-  // applied and the first error is returned.
+  // Deletes `deletes`, then sets the priority of `keys[i]` to
+  // `priorities[i]`, in order, under one lock acquisition. Unknown keys are
+  // ignored; each key is looked up once, and a selector that ignores
+  // priorities (ItemSelector::uses_priorities) is not asked. An update the
+  // selectors reject (NaN, or negative for Prioritized) is skipped; the
+  // others are applied and the first error is returned. INVALID_ARGUMENT,
+  // changing nothing, if the spans differ in length.
+  absl::Status MutateItems(absl::Span<const uint64_t> keys,
+                           absl::Span<const double> priorities,
+                           absl::Span<const uint64_t> deletes);
+  // The same with (key, priority) pairs.
   absl::Status MutateItems(absl::Span<const KeyWithPriority> updates,
                            absl::Span<const uint64_t> deletes);
 
@@ -261,6 +276,8 @@ class REVERB_EXPORT Table {
   absl::Status AddItemLocked(TableItem item, int32_t times_sampled,
                              Outbox* outbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ClearLocked(Outbox* outbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the priority of `key` (present, with `entry`) in the selectors that
+  // use priorities and in `entry`; on error changes nothing.
   absl::Status UpdatePriorityLocked(uint64_t key, Entry* entry, double priority)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills `request` as far as the rate limiter allows.

@@ -52,6 +52,11 @@ class REVERB_EXPORT ItemSelector {
   // Number of keys held.
   virtual int64_t size() const = 0;
 
+  // Whether priorities change what this selector does (false for Fifo, Lifo
+  // and Uniform, whose Update of a present key does nothing): the table then
+  // skips it when priorities change.
+  virtual bool uses_priorities() const { return true; }
+
   // The sum of the weights Sample() draws by, for a selector that draws by
   // weight (Prioritized); 0 for the others.
   virtual double weight_sum() const { return 0; }

@@ -21,6 +21,7 @@ class REVERB_EXPORT UniformSelector : public ItemSelector {
   absl::Status Delete(Key key) override;
   KeyWithProbability Sample() override;
   void Clear() override;
+  bool uses_priorities() const override { return false; }
   int64_t size() const override { return keys_.size(); }
   KeyDistributionOptions options() const override;
   std::string DebugString() const override;

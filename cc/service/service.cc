@@ -123,11 +123,15 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
   if (auto* refused = RefuseUnary(context)) return refused;
   auto table = FindTable(request->table());
   if (!table.ok()) return FinishUnary(context, table.status());
-  std::vector<KeyWithPriority> updates(request->updates().begin(),
-                                       request->updates().end());
-  std::vector<uint64_t> deletes(request->delete_keys().begin(),
-                                request->delete_keys().end());
-  return FinishUnary(context, (*table)->MutateItems(updates, deletes));
+  const int num_updates = request->updates_size();
+  std::vector<uint64_t> keys(num_updates);
+  std::vector<double> priorities(num_updates);
+  for (int i = 0; i < num_updates; ++i) {
+    keys[i] = request->updates(i).key();
+    priorities[i] = request->updates(i).priority();
+  }
+  return FinishUnary(
+      context, (*table)->MutateItems(keys, priorities, request->delete_keys()));
 }
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::Reset(

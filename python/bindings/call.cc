@@ -44,14 +44,16 @@ absl::Duration TimeoutFromMs(std::optional<int64_t> timeout_ms) {
   return absl::Milliseconds(*timeout_ms);
 }
 
-std::vector<KeyWithPriority> PriorityUpdates(
+PriorityArrays PriorityUpdates(
     const std::vector<std::pair<uint64_t, double>>& updates) {
-  std::vector<KeyWithPriority> protos(updates.size());
-  for (size_t i = 0; i < updates.size(); ++i) {
-    protos[i].set_key(updates[i].first);
-    protos[i].set_priority(updates[i].second);
+  PriorityArrays arrays;
+  arrays.keys.reserve(updates.size());
+  arrays.priorities.reserve(updates.size());
+  for (const auto& [key, priority] : updates) {
+    arrays.keys.push_back(key);
+    arrays.priorities.push_back(priority);
   }
-  return protos;
+  return arrays;
 }
 
 }  // namespace deepmind::reverb

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "cc/core/table.h"
 #include "cc/support/quiet_parse.h"
 #include "reverb/cc/schema.pb.h"
 
@@ -80,8 +81,8 @@ auto RunWithoutGil(Fn&& fn) {
 // None or a negative number means "no timeout".
 absl::Duration TimeoutFromMs(std::optional<int64_t> timeout_ms);
 
-// (key, priority) pairs as KeyWithPriority protos.
-std::vector<KeyWithPriority> PriorityUpdates(
+// (key, priority) pairs as the arrays MutateItems and MutatePriorities take.
+PriorityArrays PriorityUpdates(
     const std::vector<std::pair<uint64_t, double>>& updates);
 
 }  // namespace deepmind::reverb

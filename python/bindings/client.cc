@@ -1,5 +1,6 @@
 #include "cc/client/client.h"
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -27,6 +28,11 @@ namespace py = pybind11;
 
 namespace deepmind::reverb {
 namespace {
+
+// Arrays read in place when they have this dtype and C order already (the
+// Python client makes them so).
+using UInt64Array = py::array_t<uint64_t, py::array::c_style>;
+using Float64Array = py::array_t<double, py::array::c_style>;
 
 // (tables_state_id as a 128-bit int, [serialized TableInfo]).
 py::tuple ServerInfoToPython(const ServerInfoResponse& info) {
@@ -130,15 +136,32 @@ void BindClient(py::module_& m) {
              const std::vector<std::pair<uint64_t, double>>& updates,
              const std::vector<uint64_t>& deletes,
              std::optional<int64_t> timeout_ms) {
-            const std::vector<KeyWithPriority> protos =
-                PriorityUpdates(updates);
+            const PriorityArrays arrays = PriorityUpdates(updates);
             RunWithoutGil([&] {
-              return self.MutatePriorities(table, protos, deletes,
+              return self.MutatePriorities(table, arrays.keys,
+                                           arrays.priorities, deletes,
                                            TimeoutFromMs(timeout_ms));
             });
           },
           py::arg("table"), py::arg("updates"), py::arg("deletes"),
           py::arg("timeout_ms") = py::none())
+      // The same from 1-D arrays, read in place (the caller checks and
+      // converts them: uint64 keys, float64 priorities, C order).
+      .def(
+          "MutatePrioritiesArrays",
+          [](Client& self, const std::string& table, const UInt64Array& keys,
+             const Float64Array& priorities, const UInt64Array& deletes,
+             std::optional<int64_t> timeout_ms) {
+            RunWithoutGil([&] {
+              return self.MutatePriorities(
+                  table, absl::MakeConstSpan(keys.data(), keys.size()),
+                  absl::MakeConstSpan(priorities.data(), priorities.size()),
+                  absl::MakeConstSpan(deletes.data(), deletes.size()),
+                  TimeoutFromMs(timeout_ms));
+            });
+          },
+          py::arg("table"), py::arg("keys"), py::arg("priorities"),
+          py::arg("deletes"), py::arg("timeout_ms") = py::none())
       .def(
           "Reset",
           [](Client& self, const std::string& table,

@@ -135,9 +135,10 @@ void BindTables(py::module_& m) {
           [](Table& self,
              const std::vector<std::pair<uint64_t, double>>& updates,
              const std::vector<uint64_t>& deletes) {
-            const std::vector<KeyWithPriority> protos =
-                PriorityUpdates(updates);
-            RunWithoutGil([&] { return self.MutateItems(protos, deletes); });
+            const PriorityArrays arrays = PriorityUpdates(updates);
+            RunWithoutGil([&] {
+              return self.MutateItems(arrays.keys, arrays.priorities, deletes);
+            });
           },
           py::arg("updates"), py::arg("deletes"))
       .def("reset", &Table::Reset, py::call_guard<py::gil_scoped_release>())

@@ -34,6 +34,42 @@ from reverb.cc import schema_pb2
 _MAX_SAMPLES_IN_FLIGHT = 64
 
 
+def _key_array(keys: Any, what: str) -> np.ndarray:
+  """`keys` (1-D, integers >= 0) as a C-ordered uint64 array."""
+  array = np.asarray(keys)
+  if (array.dtype.kind in 'fO' and not isinstance(keys, np.ndarray) and
+      all(isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+          for k in keys)):
+    # Python ints on both sides of 2**63 (numpy makes floats of them).
+    array = np.array([int(k) for k in keys], dtype=np.uint64)
+  if array.ndim != 1:
+    raise ValueError(f'mutate_priorities: {what} must be 1-D; got shape '
+                     f'{array.shape}')
+  if array.size == 0:
+    return np.empty(0, np.uint64)
+  if array.dtype.kind not in 'iu':
+    raise TypeError(f'mutate_priorities: {what} must have an integer dtype; '
+                    f'got {array.dtype}')
+  if array.dtype.kind == 'i' and (array < 0).any():
+    raise ValueError(f'mutate_priorities: {what} must not be negative')
+  return np.ascontiguousarray(array, dtype=np.uint64)
+
+
+def _priority_array(priorities: Any) -> np.ndarray:
+  """`priorities` (1-D, of a float or integer dtype) as a C-ordered float64
+  array."""
+  array = np.asarray(priorities)
+  if array.ndim != 1:
+    raise ValueError('mutate_priorities: priorities must be 1-D; got shape '
+                     f'{array.shape}')
+  if array.size == 0:
+    return np.empty(0, np.float64)
+  if array.dtype.kind not in 'fiu':
+    raise TypeError('mutate_priorities: priorities must have a float or '
+                    f'integer dtype; got {array.dtype}')
+  return np.ascontiguousarray(array, dtype=np.float64)
+
+
 def _timeout_ms(timeout: Optional[float]) -> Optional[int]:
   """Seconds (None or <= 0: no timeout) to milliseconds for the bindings."""
   if timeout is None or timeout <= 0:
@@ -611,17 +647,54 @@ class Client:
       self._flat_signatures[table] = flat
     return flat
 
-  def mutate_priorities(self,
-                        table: str,
-                        updates: Optional[Dict[int, float]] = None,
-                        deletes: Optional[List[int]] = None,
-                        *,
-                        timeout: Optional[float] = None):
+  def mutate_priorities(
+      self,
+      table: str,
+      updates: Optional[Union[Dict[int, float],
+                              Tuple[np.ndarray, np.ndarray]]] = None,
+      deletes: Optional[Union[List[int], np.ndarray]] = None,
+      *,
+      timeout: Optional[float] = None):
     """Updates priorities and deletes items (deletes first); unknown keys
     are ignored (so over several shards, each key changes on the shard that
-    holds it; a shard that is down is skipped)."""
-    self._client.MutatePriorities(
-        table, list((updates or {}).items()), list(deletes or []),
+    holds it; a shard that is down is skipped).
+
+    `updates` is a dict {key: priority}, as in dm-reverb, or (beyond
+    dm-reverb) a pair `(keys, priorities)` of 1-D arrays of one length:
+    keys of an integer dtype (`info.key` of samples is uint64), priorities
+    of a float or integer dtype; `deletes` a list of keys or a 1-D integer
+    array. Arrays are sent without a Python object per key (much faster for
+    large batches); the result is the same as the dict's. A key given twice
+    gets the later priority.
+
+    Raises:
+      ValueError: For a NaN or negative priority the table's sampler
+        rejects (the others are applied), arrays that are not 1-D or differ
+        in length, or negative keys.
+      TypeError: For arrays of another dtype.
+    """
+    if not isinstance(updates, tuple) and not isinstance(deletes, np.ndarray):
+      self._client.MutatePriorities(
+          table, list((updates or {}).items()), list(deletes or []),
+          _timeout_ms(timeout))
+      return
+    if updates is None:
+      keys, priorities = _key_array([], 'keys'), _priority_array([])
+    elif isinstance(updates, tuple) and len(updates) == 2:
+      keys, priorities = _key_array(updates[0], 'keys'), _priority_array(
+          updates[1])
+    elif isinstance(updates, tuple):
+      raise ValueError('updates must be a dict or a pair (keys, priorities); '
+                       f'got a tuple of {len(updates)}')
+    else:
+      keys, priorities = _key_array(list(updates.keys()), 'keys'), (
+          _priority_array(list(updates.values())))
+    if keys.shape != priorities.shape:
+      raise ValueError(f'mutate_priorities got {keys.size} keys and '
+                       f'{priorities.size} priorities')
+    self._client.MutatePrioritiesArrays(
+        table, keys, priorities,
+        _key_array([] if deletes is None else deletes, 'deletes'),
         _timeout_ms(timeout))
 
   def reset(self, table: str, *, timeout: Optional[float] = None):

@@ -421,6 +421,75 @@ TEST(TableTest, MutateItemsDeletesThenUpdates) {
   EXPECT_EQ(table->info().rate_limiter_info().insert_stats().completed(), 3);
 }
 
+TEST(TableTest, MutateItemsTakesParallelArrays) {
+  auto table = MakeTable(std::make_unique<PrioritizedSelector>(1.0),
+                         std::make_unique<FifoSelector>());
+  for (uint64_t key = 1; key <= 4; ++key) {
+    ASSERT_TRUE(table->InsertOrAssign(MakeItem(key, 1.0)).ok());
+  }
+  // Key 2 twice (the later priority stays), 99 unknown, 4 deleted first.
+  const std::vector<uint64_t> keys = {2, 3, 99, 2, 4};
+  const std::vector<double> priorities = {7, 3, 5, 6, 8};
+  ASSERT_TRUE(table->MutateItems(keys, priorities, {4}).ok());
+  EXPECT_DOUBLE_EQ(table->Get(1)->priority(), 1.0);
+  EXPECT_DOUBLE_EQ(table->Get(2)->priority(), 6.0);
+  EXPECT_DOUBLE_EQ(table->Get(3)->priority(), 3.0);
+  EXPECT_FALSE(table->Get(4).ok());
+  // The sampler's weights follow: 6 of a total of 1 + 6 + 3.
+  int twos = 0;
+  constexpr int kDraws = 4000;
+  for (int i = 0; i < kDraws; ++i) {
+    auto item = table->Sample(kTimeout);
+    ASSERT_TRUE(item.ok());
+    if (item->ref->item.key() == 2) {
+      EXPECT_DOUBLE_EQ(item->probability, 0.6);
+      ++twos;
+    }
+  }
+  // Binomial(4000, 0.6): sd 31, so +-200 is over 6 sd.
+  EXPECT_NEAR(twos, 0.6 * kDraws, 200);
+}
+
+TEST(TableTest, MutateItemsOfMismatchedArraysChangesNothing) {
+  auto table = MakeUniformTable();
+  ASSERT_TRUE(table->InsertOrAssign(MakeItem(1, 1.0)).ok());
+  const std::vector<uint64_t> keys = {1, 1};
+  const std::vector<double> priorities = {5};
+  EXPECT_EQ(table->MutateItems(keys, priorities, {1}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_DOUBLE_EQ(table->Get(1)->priority(), 1.0);
+}
+
+// A Fifo selector that counts the updates it is asked for.
+class CountingFifo : public FifoSelector {
+ public:
+  explicit CountingFifo(int* updates) : updates_(updates) {}
+  absl::Status Update(Key key, double priority) override {
+    ++*updates_;
+    return FifoSelector::Update(key, priority);
+  }
+
+ private:
+  int* updates_;
+};
+
+TEST(TableTest, SelectorsThatIgnorePrioritiesAreNotAskedToUpdate) {
+  int sampler_updates = 0;
+  int remover_updates = 0;
+  auto table = MakeTable(std::make_unique<CountingFifo>(&sampler_updates),
+                         std::make_unique<CountingFifo>(&remover_updates));
+  ASSERT_TRUE(table->InsertOrAssign(MakeItem(1, 1.0)).ok());
+  const std::vector<uint64_t> keys = {1};
+  const std::vector<double> priorities = {std::nan("")};
+  // Nothing rejects NaN here (as in dm-reverb); the item keeps it.
+  ASSERT_TRUE(table->MutateItems(keys, priorities, {}).ok());
+  ASSERT_TRUE(table->InsertOrAssign(MakeItem(1, 2.0)).ok());
+  EXPECT_EQ(sampler_updates, 0);
+  EXPECT_EQ(remover_updates, 0);
+  EXPECT_DOUBLE_EQ(table->Get(1)->priority(), 2.0);
+  EXPECT_EQ(table->Sample(kTimeout)->ref->item.key(), 1u);
+}
+
 TEST(TableTest, BadPriorityFailsOnlyItsOwnRequest) {
   auto table = MakeTable(std::make_unique<PrioritizedSelector>(1.0),
                          std::make_unique<FifoSelector>());
