@@ -176,6 +176,30 @@ void BindClient(py::module_& m) {
             return shards;
           },
           py::arg("timeout_ms") = py::none())
+      // Per shard: its ServerInfo's checkpoint_progress as (saving,
+      // bytes_done, bytes_total, elapsed_ms), or None if it has none (a
+      // dm-reverb server) or did not answer.
+      .def(
+          "CheckpointProgress",
+          [](Client& self, std::optional<int64_t> timeout_ms) {
+            std::vector<absl::StatusOr<ServerInfoResponse>> infos;
+            {
+              py::gil_scoped_release release;
+              infos = self.ShardInfo(TimeoutFromMs(timeout_ms));
+            }
+            py::list shards;
+            for (const auto& info : infos) {
+              if (info.ok() && info->has_checkpoint_progress()) {
+                const CheckpointProgress& p = info->checkpoint_progress();
+                shards.append(py::make_tuple(p.saving(), p.bytes_done(),
+                                             p.bytes_total(), p.elapsed_ms()));
+              } else {
+                shards.append(py::none());
+              }
+            }
+            return shards;
+          },
+          py::arg("timeout_ms") = py::none())
       .def(
           "Checkpoint",
           [](Client& self, std::optional<int64_t> timeout_ms) {
