@@ -40,6 +40,12 @@ py::tuple ServerInfoToPython(const ServerInfoResponse& info) {
   return py::make_tuple(state_id, tables);
 }
 
+std::vector<absl::StatusOr<ServerInfoResponse>> ShardInfoWithoutGil(
+    Client& client, std::optional<int64_t> timeout_ms) {
+  py::gil_scoped_release release;
+  return client.ShardInfo(TimeoutFromMs(timeout_ms));
+}
+
 absl::Duration Keepalive(std::optional<int64_t> keepalive_ms) {
   if (!keepalive_ms.has_value()) return KeepaliveFromEnvironment();
   if (*keepalive_ms < 0) {
@@ -160,13 +166,8 @@ void BindClient(py::module_& m) {
       .def(
           "ShardInfo",
           [](Client& self, std::optional<int64_t> timeout_ms) {
-            std::vector<absl::StatusOr<ServerInfoResponse>> infos;
-            {
-              py::gil_scoped_release release;
-              infos = self.ShardInfo(TimeoutFromMs(timeout_ms));
-            }
             py::list shards;
-            for (const auto& info : infos) {
+            for (const auto& info : ShardInfoWithoutGil(self, timeout_ms)) {
               if (info.ok()) {
                 shards.append(ServerInfoToPython(*info));
               } else {
@@ -182,13 +183,8 @@ void BindClient(py::module_& m) {
       .def(
           "CheckpointProgress",
           [](Client& self, std::optional<int64_t> timeout_ms) {
-            std::vector<absl::StatusOr<ServerInfoResponse>> infos;
-            {
-              py::gil_scoped_release release;
-              infos = self.ShardInfo(TimeoutFromMs(timeout_ms));
-            }
             py::list shards;
-            for (const auto& info : infos) {
+            for (const auto& info : ShardInfoWithoutGil(self, timeout_ms)) {
               if (info.ok() && info->has_checkpoint_progress()) {
                 const CheckpointProgress& p = info->checkpoint_progress();
                 shards.append(py::make_tuple(p.saving(), p.bytes_done(),
