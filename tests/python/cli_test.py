@@ -195,6 +195,18 @@ def test_checkpoint_draws_a_progress_bar_in_a_terminal(tmp_path):
   assert bar.endswith(b'\n')  # The line under the bar is free again.
 
 
+def test_checkpoint_progress_lines_and_bar():
+  mib = 1 << 20
+  assert cli._progress_text(10 * mib, 40 * mib, 2.0, width=None) == (
+      'saving: 10.0 / 40.0 MiB   25%  5.0 MiB/s  about 6 s left')
+  assert cli._progress_text(0, 0, 1.0, width=None) == (
+      'saving: snapshotting the tables (1 s)')
+  bar = cli._progress_text(10 * mib, 40 * mib, 2.0, width=80)
+  cells = bar[bar.index('[') + 1:bar.index(']')]
+  assert len(cells) <= 40 and cells.count('#') == len(cells) // 4
+  assert set(cells) == {'#', '.'} and len(bar) < 80
+
+
 def test_watch_refreshes_with_rates_in_a_terminal_until_ctrl_c(server):
   client = server.localhost_client()
   stop = threading.Event()
