@@ -28,6 +28,11 @@ under test and the server never share a GIL or an in-process fast path; with
 that is not what was written raises `BrokenSample`, and the run fails instead
 of scoring.
 
+With REVERB_BENCH_SCRAPE_S=SECONDS in the environment (our reverb only),
+the server also serves Prometheus metrics and a thread of its process
+fetches /metrics every SECONDS, as a Prometheus would: the cost of metrics
+on the hot paths (docs/benchmarks.md, "Metrics").
+
 Importing this module sets TF_CPP_MIN_LOG_LEVEL (dm-reverb imports
 TensorFlow) and imports `reverb`.
 """
@@ -269,12 +274,33 @@ def fifo_table(name, max_size):
                       rate_limiter=reverb.rate_limiters.MinSize(1))
 
 
+def _scrape_every(port, seconds):
+  """Fetches http://localhost:port/metrics every `seconds`, on a daemon
+  thread."""
+  import threading  # pylint: disable=g-import-not-at-top
+  import urllib.request  # pylint: disable=g-import-not-at-top
+
+  def scrape():
+    while True:
+      with urllib.request.urlopen(f'http://127.0.0.1:{port}/metrics',
+                                  timeout=10) as response:
+        response.read()
+      time.sleep(seconds)
+
+  threading.Thread(target=scrape, daemon=True).start()
+
+
 def serve(tables, unix_socket_path=None):
   """--serve: a server with `tables` (also on `unix_socket_path` if given);
   prints its port, then serves until stdin closes (the parent ended or let
   go)."""
   unix = {'unix_socket_path': unix_socket_path} if unix_socket_path else {}
-  server = reverb.Server(tables=tables, port=0 if unix else None, **unix)
+  scrape_s = os.environ.get('REVERB_BENCH_SCRAPE_S')
+  metrics = {'metrics_port': 0} if scrape_s else {}
+  server = reverb.Server(tables=tables, port=0 if unix else None, **unix,
+                         **metrics)
+  if scrape_s:
+    _scrape_every(server.metrics_port, float(scrape_s))
   print(f'PORT {server.port}', flush=True)
   sys.stdin.read()
   server.stop()

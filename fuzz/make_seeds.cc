@@ -309,6 +309,20 @@ void Checkpoint(const fs::path& scratch) {
   Write("checkpoint", "two_tables", input);
 }
 
+// Requests as Prometheus and other clients send them to the metrics port.
+void HttpRequests() {
+  Write("http_request", "prometheus_scrape",
+        "GET /metrics HTTP/1.1\r\nHost: localhost:9100\r\n"
+        "User-Agent: Prometheus/2.42.0\r\nAccept: "
+        "application/openmetrics-text;version=1.0.0,text/plain;"
+        "version=0.0.4;q=0.5\r\nAccept-Encoding: gzip\r\n"
+        "X-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n");
+  Write("http_request", "query_lf", "GET /metrics?name[]=x HTTP/1.0\n\n");
+  Write("http_request", "post",
+        "POST /other HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello");
+  Write("http_request", "incomplete", "GET /metrics HTTP/1.1\r\nHost: x\r\n");
+}
+
 }  // namespace
 }  // namespace deepmind::reverb
 
@@ -330,6 +344,7 @@ int main(int argc, char** argv) {
   Signatures();
   Records(scratch);
   Checkpoint(scratch);
+  HttpRequests();
   fs::remove_all(scratch);
   return 0;
 }

@@ -52,6 +52,17 @@ void StopHereForTest(const char* point) {
   }
 }
 
+// The bytes of the files in `dir` (0 for what cannot be read).
+int64_t DirectoryBytes(const fs::path& dir) {
+  std::error_code error;
+  int64_t bytes = 0;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const auto size = entry.file_size(error);
+    if (!error) bytes += static_cast<int64_t>(size);
+  }
+  return bytes;
+}
+
 // Makes a directory entry durable (after a rename into it).
 void SyncDirectory(const fs::path& dir) {
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
@@ -165,6 +176,14 @@ absl::StatusOr<std::string> Checkpointer::Save(
         absl::StrCat("keep_latest (", keep, ") must be >= 1."));
   }
   MutexLock lock(&save_mu_);
+  progress_.Begin();
+  absl::StatusOr<std::string> path = SaveLocked(tables, keep);
+  progress_.End(path.ok(), path.ok() ? DirectoryBytes(*path) : 0);
+  return path;
+}
+
+absl::StatusOr<std::string> Checkpointer::SaveLocked(
+    absl::Span<const std::shared_ptr<Table>> tables, int keep) {
   std::error_code error;
   const fs::path root(root_dir_);
   fs::create_directories(root, error);
@@ -222,10 +241,12 @@ absl::StatusOr<std::string> Checkpointer::Save(
     }
     ProgressLog progress(absl::StrCat("Saving checkpoint ", final_dir.string()),
                          total);
+    progress_.SetTotal(static_cast<int64_t>(total));
     for (const Chunk* chunk : unique) {
       REVERB_RETURN_IF_ERROR(chunks->Write(chunk->Serialize()));
       if (chunk == unique.front()) StopHereForTest("chunk");
       progress.Add(chunk->DataByteSizeLong());
+      progress_.Add(static_cast<int64_t>(chunk->DataByteSizeLong()));
     }
     REVERB_RETURN_IF_ERROR(chunks->Close());
     progress.Done();

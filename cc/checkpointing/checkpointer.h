@@ -35,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "cc/checkpointing/save_progress.h"
 #include "cc/core/table.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
@@ -93,10 +94,17 @@ class REVERB_EXPORT Checkpointer {
   absl::Status LoadFallbackCheckpoint(
       absl::Span<const std::shared_ptr<Table>> tables) const;
 
+  // How the saves go (save_progress.h).
+  const SaveProgress& save_progress() const { return progress_; }
+
   const std::string& root_dir() const { return root_dir_; }
   std::string DebugString() const;
 
  private:
+  // Save, once the arguments are checked.
+  absl::StatusOr<std::string> SaveLocked(
+      absl::Span<const std::shared_ptr<Table>> tables, int keep)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(save_mu_);
   // Complete checkpoints of root_dir, newest first.
   absl::StatusOr<std::vector<std::string>> ListCheckpoints() const;
 
@@ -106,6 +114,7 @@ class REVERB_EXPORT Checkpointer {
   const CheckpointerOptions options_;
   // One save at a time.
   Mutex save_mu_;
+  SaveProgress progress_;
 };
 
 }  // namespace deepmind::reverb

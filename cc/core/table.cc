@@ -175,7 +175,11 @@ bool Table::TryInsertNow(InsertRequest* request, absl::Status* status,
     *status = InsertCancelled();
     return true;
   }
-  if (!rate_limiter_.CanInsert(1)) return false;
+  if (!rate_limiter_.CanInsert(1)) {
+    request->blocked = true;
+    inserts_blocked_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   *status = InsertOrAssignLocked(std::move(request->item), outbox);
   return true;
 }
@@ -290,6 +294,7 @@ void Table::ClearLocked(Outbox* outbox) {
   sampler_->Clear();
   remover_->Clear();
   episode_refs_.clear();
+  chunk_census_.Clear();
   num_deleted_episodes_ = 0;
   num_unique_samples_ = 0;
   rate_limiter_.Reset();
@@ -428,6 +433,29 @@ absl::StatusOr<PrioritizedItem> Table::Get(uint64_t key) const {
   return item;
 }
 
+TableStats Table::stats() const {
+  TableStats stats;
+  stats.name = name_;
+  stats.inserts_blocked = inserts_blocked_.load(std::memory_order_relaxed);
+  stats.samples_blocked = samples_blocked_.load(std::memory_order_relaxed);
+  MutexLock lock(&mu_);
+  stats.size = static_cast<int64_t>(entries_.size());
+  stats.max_size = max_size_;
+  stats.inserts = rate_limiter_.inserts();
+  stats.samples = rate_limiter_.samples();
+  stats.deletes = rate_limiter_.deletes();
+  stats.chunks = chunk_census_.chunks();
+  stats.chunk_bytes = chunk_census_.bytes();
+  stats.chunk_references = chunk_census_.references();
+  stats.insert_blocked_time = worker_time_[kWaitingForSamples];
+  stats.sample_blocked_time = worker_time_[kWaitingForInserts];
+  stats.samples_per_insert = rate_limiter_.samples_per_insert();
+  stats.cursor = rate_limiter_.cursor();
+  stats.min_diff = rate_limiter_.min_diff();
+  stats.max_diff = rate_limiter_.max_diff();
+  return stats;
+}
+
 TableInfo Table::info() const {
   TableInfo info;
   info.set_name(name_);
@@ -525,6 +553,7 @@ absl::Status Table::AddItemLocked(TableItem item, int32_t times_sampled,
   }
   item.item.set_times_sampled(0);
   for (const auto& chunk : item.chunks) ++episode_refs_[chunk->episode_id()];
+  chunk_census_.Add(item);
   const int64_t chunk_bytes = ChunkBytes(item);
   auto stored = std::make_shared<const TableItem>(std::move(item));
   // The item never changes from here on: sized once (after the move, which
@@ -549,6 +578,7 @@ void Table::DeleteLocked(uint64_t key, Outbox* outbox) {
       ++num_deleted_episodes_;
     }
   }
+  chunk_census_.Remove(*it->second.item);
   // The selectors hold every key of entries_, so these cannot fail.
   sampler_->Delete(key).IgnoreError();
   remover_->Delete(key).IgnoreError();
@@ -680,6 +710,9 @@ bool Table::ServeRequests(Outbox* outbox) {
             done(status);
           });
       round_progress = true;
+    } else if (!inserts_.empty() && !inserts_.front().blocked) {
+      inserts_.front().blocked = true;
+      inserts_blocked_.fetch_add(1, std::memory_order_relaxed);
     }
     if (!samples_.empty()) {
       SampleRequest& request = samples_.front();
@@ -719,6 +752,9 @@ absl::Time Table::AnswerStalledSamples(Outbox* outbox) {
           request.items.empty() ? RateLimiterTimeout() : absl::OkStatus(),
           outbox);
     } else {
+      if (!request.rate_limited) {
+        samples_blocked_.fetch_add(1, std::memory_order_relaxed);
+      }
       request.rate_limited = true;
       earliest = std::min(earliest, request.deadline);
       waiting.push_back(std::move(request));

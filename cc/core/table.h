@@ -55,7 +55,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "cc/core/chunk_census.h"
 #include "cc/core/table_item.h"
+#include "cc/core/table_stats.h"
 #include "cc/rate_limiters/rate_limiter.h"
 #include "cc/selectors/interface.h"
 #include "cc/support/export.h"
@@ -164,6 +166,9 @@ class REVERB_EXPORT Table {
   absl::StatusOr<PrioritizedItem> Get(uint64_t key) const;
 
   TableInfo info() const;
+  // Counts and chunk totals for metrics (table_stats.h), read under the
+  // table's lock without walking its items.
+  TableStats stats() const;
 
   // Counted in TableInfo's num_local_inserts and num_local_samples: the
   // items inserted and samples taken by clients in the server's process
@@ -217,6 +222,8 @@ class REVERB_EXPORT Table {
     TableItem item;
     InsertCallback done;
     Cancellation cancellation;
+    // The rate limiter has held it back (counted in inserts_blocked_).
+    bool blocked = false;
   };
   struct SampleRequest {
     int32_t batch_size;
@@ -309,6 +316,7 @@ class REVERB_EXPORT Table {
   absl::flat_hash_map<uint64_t, int64_t> episode_refs_ ABSL_GUARDED_BY(mu_);
   int64_t num_deleted_episodes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t num_unique_samples_ ABSL_GUARDED_BY(mu_) = 0;
+  ChunkCensus chunk_census_ ABSL_GUARDED_BY(mu_);
   std::array<absl::Duration, kNumWorkerStates> worker_time_
       ABSL_GUARDED_BY(mu_);
   // Calls of Cancel, and their number when the worker last dropped
@@ -337,6 +345,10 @@ class REVERB_EXPORT Table {
 
   std::atomic<int64_t> local_inserts_{0};
   std::atomic<int64_t> local_samples_{0};
+  // Requests the rate limiter held back (TableStats), counted by the worker
+  // (and by an insert tried on the caller's thread).
+  std::atomic<int64_t> inserts_blocked_{0};
+  std::atomic<int64_t> samples_blocked_{0};
 
   Mutex close_mu_;
   std::thread worker_;

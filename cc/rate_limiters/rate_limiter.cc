@@ -47,8 +47,7 @@ absl::StatusOr<RateLimiter> RateLimiter::FromCheckpoint(
 
 bool RateLimiter::CanSample(int64_t num_samples) const {
   if (inserts_ - deletes_ < min_size_to_sample_) return false;
-  const double cursor = inserts_ * samples_per_insert_ - samples_;
-  return cursor - num_samples >= min_diff_;
+  return cursor() - num_samples >= min_diff_;
 }
 
 bool RateLimiter::CanInsert(int64_t num_inserts) const {

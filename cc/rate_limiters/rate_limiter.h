@@ -56,6 +56,8 @@ class REVERB_EXPORT RateLimiter {
   int64_t inserts() const { return inserts_; }
   int64_t samples() const { return samples_; }
   int64_t deletes() const { return deletes_; }
+  // inserts * samples_per_insert - samples (see above).
+  double cursor() const { return inserts_ * samples_per_insert_ - samples_; }
 
   RateLimiterInfo Info() const;
   RateLimiterCheckpoint CheckpointState() const;

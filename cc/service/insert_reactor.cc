@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/time/clock.h"
 #include "cc/core/table_item.h"
 #include "cc/service/server_limits.h"
 #include "cc/service/service.h"
@@ -15,6 +16,8 @@ namespace deepmind::reverb {
 
 InsertReactor::InsertReactor(const ReverbServiceImpl* service)
     : StreamReactor(service->open_streams(), service->finishing_streams()),
+      metrics_(service->metrics()),
+      open_stream_(&metrics_->open_insert_streams),
       held_bytes_(service->held_chunk_bytes(),
                   service->limits().max_held_chunk_bytes_per_stream,
                   "max_held_chunk_bytes_per_stream"),
@@ -94,20 +97,24 @@ absl::Status InsertReactor::Insert(const std::shared_ptr<Table>& table,
   }
   table->InsertOrAssignAsync(
       std::move(item),
-      [guard = guard_, key](const absl::Status& s) {
+      [guard = guard_, key, queued = absl::Now()](const absl::Status& s) {
         MutexLock lock(&guard->mu);
-        if (guard->reactor != nullptr) guard->reactor->OnInserted(key, s);
+        if (guard->reactor != nullptr) {
+          guard->reactor->OnInserted(key, s, queued);
+        }
       },
       cancellation_);
   return absl::OkStatus();
 }
 
-void InsertReactor::OnInserted(uint64_t key, const absl::Status& status) {
+void InsertReactor::OnInserted(uint64_t key, const absl::Status& status,
+                               absl::Time queued) {
   --pending_inserts_;
   if (!status.ok()) {
     FinishOnce(ToGrpcStatus(status));
     return;
   }
+  metrics_->insert_latency.Observe(absl::Now() - queued);
   confirmed_keys_.push_back(key);
   MaybeWriteLocked();
   if (read_paused_ && !finishing() && pending_inserts_ < max_pending_inserts_) {

@@ -39,8 +39,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "cc/core/insert_session.h"
 #include "cc/core/table.h"
+#include "cc/service/service_metrics.h"
 #include "cc/service/stream_reactor.h"
 #include "cc/support/byte_budget.h"
 #include "cc/wire/insert_request.h"
@@ -65,8 +67,8 @@ class InsertReactor
   // Queues `item` into `table`, counting it as pending; CANCELLED if the
   // call is failing. Without the mutex.
   absl::Status Insert(const std::shared_ptr<Table>& table, TableItem item);
-  // The insert of item `key` is done.
-  void OnInserted(uint64_t key, const absl::Status& status)
+  // The insert of item `key`, queued at `queued`, is done.
+  void OnInserted(uint64_t key, const absl::Status& status, absl::Time queued)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   // Writes the confirmed keys, unless a write is in flight or confirmations
   // are held back.
@@ -77,6 +79,8 @@ class InsertReactor
   void OnFailingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(guard_->mu);
   friend StreamReactor;
 
+  ServiceMetrics* const metrics_;
+  const ServiceMetrics::OpenStream open_stream_;
   grpc::ByteBuffer request_bytes_;
   DecodedInsertRequest request_;
   // The bytes of the session's chunks, against the server's limits.

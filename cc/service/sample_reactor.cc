@@ -36,6 +36,7 @@ SampleReactor::SampleReactor(ReverbServiceImpl* service,
                              grpc::CallbackServerContext* context)
     : StreamReactor(service->open_streams(), service->finishing_streams()),
       service_(service),
+      open_stream_(&service->metrics()->open_sample_streams),
       context_(context),
       stall_timeout_(service->limits().stalled_sample_stream_timeout),
       next_batch_size_(ReverbServiceImpl::kInitialSampleBatchSize) {
@@ -118,6 +119,7 @@ void SampleReactor::RequestSamplesLocked() {
       {2 * next_batch_size_, service_->limits().max_samples_per_request,
        kMaxSampleBatchSize});
   table_request_in_flight_ = true;
+  table_request_made_ = absl::Now();
   TaskExecutor* executor = service_->executor();
   table_->SampleAsync(
       batch, absl::Now() + timeout_,
@@ -152,6 +154,8 @@ void SampleReactor::OnSampled(
     FinishOnce(ToGrpcStatus(samples.status()));
     return;
   }
+  service_->metrics()->sample_latency.Observe(absl::Now() -
+                                              table_request_made_);
   // Each batch starts a response of its own; the one at the front may be in
   // flight.
   int64_t last_bytes = ReverbServiceImpl::kMaxSampleResponseBytes;

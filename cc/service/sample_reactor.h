@@ -44,6 +44,7 @@
 #include "absl/time/time.h"
 #include "cc/core/table.h"
 #include "cc/core/table_item.h"
+#include "cc/service/service_metrics.h"
 #include "cc/service/stream_reactor.h"
 #include "cc/wire/sample_response.h"
 #include "grpcpp/alarm.h"
@@ -88,6 +89,7 @@ class SampleReactor
   friend StreamReactor;
 
   ReverbServiceImpl* const service_;
+  const ServiceMetrics::OpenStream open_stream_;
   grpc::CallbackServerContext* const context_;
   const absl::Duration stall_timeout_;
   grpc::ByteBuffer request_bytes_;
@@ -101,6 +103,8 @@ class SampleReactor
   int64_t remaining_ ABSL_GUARDED_BY(guard_->mu) = 0;
   int64_t next_batch_size_ ABSL_GUARDED_BY(guard_->mu);
   bool table_request_in_flight_ ABSL_GUARDED_BY(guard_->mu) = false;
+  // When the table request in flight was made (for the sample latency).
+  absl::Time table_request_made_ ABSL_GUARDED_BY(guard_->mu);
   bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
   // Responses to write; the front one is in flight while a write is.
   std::deque<SampleResponseBytes> responses_ ABSL_GUARDED_BY(guard_->mu);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cc/service/metrics.h"
 #include "cc/service/unix_socket.h"
 #include "cc/support/log.h"
 #include "cc/support/mutex.h"
@@ -98,6 +99,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   std::unique_ptr<Server> result(
       new Server(std::move(service), std::move(server), selected_port,
                  std::move(options.unix_socket_path)));
+  if (options.metrics_port.has_value()) {
+    const ReverbServiceImpl* served = &result->service();
+    REVERB_ASSIGN_OR_RETURN(
+        result->metrics_,
+        MetricsHttpServer::Start(
+            options.port.has_value() ? options.bind_address : "localhost",
+            *options.metrics_port,
+            [served] { return RenderMetrics(*served); }));
+  }
   if (checkpointer != nullptr &&
       options.checkpoint_interval != absl::InfiniteDuration()) {
     result->SaveEvery(checkpointer, options.checkpoint_interval);
@@ -145,6 +155,7 @@ Server::~Server() { Stop(); }
 void Server::Stop() {
   MutexLock lock(&stop_mu_);
   if (stopped_.HasBeenNotified()) return;
+  if (metrics_ != nullptr) metrics_->Stop();
   service_->Close();
   server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();

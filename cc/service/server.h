@@ -17,6 +17,9 @@
 // insert stream, a sample stream's requests queued at a table); see
 // ReverbServiceImpl::num_open_streams. Clients may ping it as often as
 // every kMinPingInterval, calls or no calls.
+//
+// With a metrics port, an HTTP responder of its own (metrics_http.h)
+// answers GET /metrics with the service's metrics (metrics.h).
 #ifndef REVERB_CC_SERVICE_SERVER_H_
 #define REVERB_CC_SERVICE_SERVER_H_
 
@@ -29,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cc/core/table.h"
+#include "cc/service/metrics_http.h"
 #include "cc/service/server_limits.h"
 #include "cc/service/server_security.h"
 #include "cc/service/service.h"
@@ -61,6 +65,10 @@ struct ServerOptions {
   // TLS and the auth token (server_security.h). A server that listens on
   // TCP beyond loopback with neither prints a warning at start.
   ServerSecurity security;
+  // Serve Prometheus metrics (metrics.h) over HTTP on this port (0: a free
+  // one; see metrics_port()) of `bind_address` (loopback for a server on
+  // its unix socket only); none: no metrics port.
+  std::optional<int> metrics_port;
 };
 
 class REVERB_EXPORT Server {
@@ -90,6 +98,10 @@ class REVERB_EXPORT Server {
   int port() const { return port_; }
   // Empty if the server does not listen on a unix socket.
   const std::string& unix_socket_path() const { return unix_socket_path_; }
+  // The metrics port; 0 if the server serves none.
+  int metrics_port() const {
+    return metrics_ == nullptr ? 0 : metrics_->port();
+  }
   const ReverbServiceImpl& service() const { return *service_; }
 
   // Closes all tables (waiting requests get CANCELLED), then shuts the gRPC
@@ -110,6 +122,8 @@ class REVERB_EXPORT Server {
 
   std::unique_ptr<ReverbServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
+  // Null without a metrics port; set once, before the server is returned.
+  std::unique_ptr<MetricsHttpServer> metrics_;
   const int port_;
   const std::string unix_socket_path_;
   Mutex stop_mu_;

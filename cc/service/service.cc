@@ -25,6 +25,17 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
   return reactor;
 }
 
+CheckpointProgress ToProto(const SaveProgress::Snapshot& snapshot) {
+  CheckpointProgress progress;
+  progress.set_saving(snapshot.saving);
+  progress.set_bytes_done(snapshot.bytes_done);
+  progress.set_bytes_total(snapshot.bytes_total);
+  progress.set_elapsed_ms(absl::ToInt64Milliseconds(snapshot.elapsed));
+  progress.set_saves(snapshot.saves);
+  progress.set_failures(snapshot.failures);
+  return progress;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ReverbServiceImpl>> ReverbServiceImpl::Create(
@@ -130,8 +141,11 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
     keys[i] = request->updates(i).key();
     priorities[i] = request->updates(i).priority();
   }
-  return FinishUnary(
-      context, (*table)->MutateItems(keys, priorities, request->delete_keys()));
+  const absl::Time start = absl::Now();
+  absl::Status status =
+      (*table)->MutateItems(keys, priorities, request->delete_keys());
+  metrics_.mutate_latency.Observe(absl::Now() - start);
+  return FinishUnary(context, status);
 }
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::Reset(
@@ -158,6 +172,10 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::ServerInfo(
   if (auto* refused = RefuseUnary(context)) return refused;
   *response->mutable_tables_state_id() = tables_state_id_;
   for (const auto& table : tables_) *response->add_table_info() = table->info();
+  if (checkpointer_ != nullptr) {
+    *response->mutable_checkpoint_progress() =
+        ToProto(checkpointer_->save_progress().Read());
+  }
   return FinishUnary(context, absl::OkStatus());
 }
 

@@ -39,6 +39,7 @@
 #include "cc/core/table.h"
 #include "cc/service/auth_token.h"
 #include "cc/service/server_limits.h"
+#include "cc/service/service_metrics.h"
 #include "cc/support/byte_budget.h"
 #include "cc/support/export.h"
 #include "cc/support/task_executor.h"
@@ -102,6 +103,13 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
     return &finishing_streams_;
   }
 
+  // What the calls count for metrics (service_metrics.h).
+  ServiceMetrics* metrics() const { return &metrics_; }
+  // Null if the service has none.
+  const std::shared_ptr<Checkpointer>& checkpointer() const {
+    return checkpointer_;
+  }
+
   const ServerLimits& limits() const { return limits_; }
   // The chunk bytes insert streams keep, against max_held_chunk_bytes; each
   // stream holds an account of it.
@@ -162,6 +170,7 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   const ServerLimits limits_;
   mutable ByteBudget held_chunk_bytes_;
   mutable std::atomic<int64_t> finishing_streams_{0};
+  mutable ServiceMetrics metrics_;
 };
 
 }  // namespace deepmind::reverb

@@ -46,6 +46,12 @@ py::tuple ServerInfoToPython(const ServerInfoResponse& info) {
   return py::make_tuple(state_id, tables);
 }
 
+std::vector<absl::StatusOr<ServerInfoResponse>> ShardInfoWithoutGil(
+    Client& client, std::optional<int64_t> timeout_ms) {
+  py::gil_scoped_release release;
+  return client.ShardInfo(TimeoutFromMs(timeout_ms));
+}
+
 absl::Duration Keepalive(std::optional<int64_t> keepalive_ms) {
   if (!keepalive_ms.has_value()) return KeepaliveFromEnvironment();
   if (*keepalive_ms < 0) {
@@ -183,17 +189,31 @@ void BindClient(py::module_& m) {
       .def(
           "ShardInfo",
           [](Client& self, std::optional<int64_t> timeout_ms) {
-            std::vector<absl::StatusOr<ServerInfoResponse>> infos;
-            {
-              py::gil_scoped_release release;
-              infos = self.ShardInfo(TimeoutFromMs(timeout_ms));
-            }
             py::list shards;
-            for (const auto& info : infos) {
+            for (const auto& info : ShardInfoWithoutGil(self, timeout_ms)) {
               if (info.ok()) {
                 shards.append(ServerInfoToPython(*info));
               } else {
                 shards.append(ExceptionFromStatus(info.status()));
+              }
+            }
+            return shards;
+          },
+          py::arg("timeout_ms") = py::none())
+      // Per shard: its ServerInfo's checkpoint_progress as (saving,
+      // bytes_done, bytes_total, elapsed_ms), or None if it has none (a
+      // dm-reverb server) or did not answer.
+      .def(
+          "CheckpointProgress",
+          [](Client& self, std::optional<int64_t> timeout_ms) {
+            py::list shards;
+            for (const auto& info : ShardInfoWithoutGil(self, timeout_ms)) {
+              if (info.ok() && info->has_checkpoint_progress()) {
+                const CheckpointProgress& p = info->checkpoint_progress();
+                shards.append(py::make_tuple(p.saving(), p.bytes_done(),
+                                             p.bytes_total(), p.elapsed_ms()));
+              } else {
+                shards.append(py::none());
               }
             }
             return shards;

@@ -56,8 +56,10 @@ void BindServer(py::module_& m) {
                        std::optional<double> checkpoint_every_seconds,
                        const std::string& unix_socket_path,
                        const ServerLimits& limits,
-                       std::optional<ServerSecurity> security) {
+                       std::optional<ServerSecurity> security,
+                       std::optional<int> metrics_port) {
              ServerOptions options;
+             options.metrics_port = metrics_port;
              options.limits = limits;
              if (security.has_value()) options.security = *std::move(security);
              options.port = port;
@@ -77,9 +79,12 @@ void BindServer(py::module_& m) {
            py::arg("bind_address") = "localhost",
            py::arg("checkpoint_every_seconds") = py::none(),
            py::arg("unix_socket_path") = "", py::arg("limits") = ServerLimits(),
-           py::arg("security") = py::none())
+           py::arg("security") = py::none(),
+           py::arg("metrics_port") = py::none())
       .def_property_readonly("port", &Server::port)
       .def_property_readonly("unix_socket_path", &Server::unix_socket_path)
+      // 0 without a metrics port.
+      .def_property_readonly("metrics_port", &Server::metrics_port)
       // ReverbServiceImpl::num_open_streams.
       .def_property_readonly(
           "num_open_streams",

@@ -4,6 +4,7 @@
   reverb watch ADDRESS [ADDRESS ...]           the same, every second, with
                                                insert and sample rates
   reverb checkpoint ADDRESS [ADDRESS ...]      save the tables; print where
+                                               (progress on stderr)
   reverb reset ADDRESS TABLE --yes             delete a table's items
   reverb serve --config=... | --config_file=...  as `reverb_server`
 
@@ -16,9 +17,11 @@ blocks is computed from the rate limiter's counts either way).
 
 import argparse
 import json
+import os
 import sys
+import threading
 import time
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from reverb import client as client_lib
 from reverb import errors
@@ -27,6 +30,10 @@ from reverb.cc import schema_pb2
 
 # How long a command waits for a server before it says none answers.
 _TIMEOUT_S = 2.0
+# How often `checkpoint` redraws its progress bar, or prints a progress line
+# where its output is not a terminal.
+_BAR_INTERVAL_S = 0.2
+_LINE_INTERVAL_S = 2.0
 
 
 class _Failure(Exception):
@@ -205,10 +212,84 @@ def _watch(args, out: TextIO) -> int:
     return 0
 
 
+def _progress(client: client_lib.Client) -> Optional[Tuple[int, int, float]]:
+  """(bytes done, bytes total, seconds) of the saves running on the
+  servers, summed; None where no server tells (dm-reverb's) or none saves."""
+  try:
+    # pylint: disable-next=protected-access
+    shards = client._client.CheckpointProgress(int(_TIMEOUT_S * 1000))
+  except RuntimeError:
+    return None
+  saving = [shard for shard in shards if shard is not None and shard[0]]
+  if not saving:
+    return None
+  return (sum(s[1] for s in saving), sum(s[2] for s in saving),
+          max(s[3] for s in saving) / 1000)
+
+
+def _progress_text(done: int, total: int, seconds: float,
+                   width: Optional[int]) -> str:
+  """`[####....] 120.0 / 400.0 MiB  30%  95.3 MiB/s  about 3 s left`, the
+  bar only with a `width` (a terminal's)."""
+  mib = 1 << 20
+  rate = done / mib / seconds if seconds > 0 else 0.0
+  if total <= 0:
+    return f'saving: snapshotting the tables ({seconds:.0f} s)'
+  fraction = min(1.0, done / total)
+  text = (f'{done / mib:.1f} / {total / mib:.1f} MiB  {fraction:4.0%}  '
+          f'{rate:.1f} MiB/s')
+  if 0 < rate and done < total:
+    text += f'  about {(total - done) / mib / rate:.0f} s left'
+  if width is None:
+    return f'saving: {text}'
+  cells = max(10, min(40, width - len(text) - 12))
+  filled = int(fraction * cells)
+  return f'saving [{"#" * filled}{"." * (cells - filled)}] {text}'
+
+
 def _checkpoint(args, out: TextIO) -> int:
   client = _client(args.address)
   _tables(client, args.address)  # Fails fast where no server answers.
-  paths = _call(args.address, client.checkpoint)
+  result = {}
+
+  def save():
+    try:
+      result['paths'] = _call(args.address, client.checkpoint)
+    except _Failure as failure:
+      result['failure'] = failure
+
+  saver = threading.Thread(target=save, daemon=True)
+  saver.start()
+  # Progress goes to stderr (stdout has only the paths, for scripts): a
+  # bar redrawn in place on a terminal, else a line now and then; servers
+  # that do not tell their progress (dm-reverb's) get neither.
+  err = sys.stderr
+  tty = err.isatty()
+  interval = _BAR_INTERVAL_S if tty else _LINE_INTERVAL_S
+  drawn = False
+  while True:
+    saver.join(interval)
+    if not saver.is_alive():
+      break
+    progress = _progress(client)
+    if progress is None:
+      continue
+    if tty:
+      try:
+        width = os.get_terminal_size(err.fileno()).columns or 80
+      except (OSError, ValueError):
+        width = 80
+      line = _progress_text(*progress, width=width)[:width - 1]
+      err.write('\r' + line.ljust(width - 1))
+      drawn = True
+    else:
+      err.write(_progress_text(*progress, width=None) + '\n')
+    err.flush()
+  if drawn:
+    err.write('\n')
+  if 'failure' in result:
+    raise result['failure']
+  paths = result['paths']
   for path in [paths] if isinstance(paths, str) else paths:
     out.write(f'{path}\n')
   return 0

@@ -115,9 +115,13 @@ class Server:
   def __init__(self, priority_tables: Sequence[Table], port: int,
                bind_address: str = 'localhost',
                limits: ServerLimits = ...,
-               security: Optional[ServerSecurity] = None) -> None: ...
+               security: Optional[ServerSecurity] = None,
+               metrics_port: Optional[int] = None) -> None: ...
   @property
   def port(self) -> int: ...
+  # 0 without a metrics port.
+  @property
+  def metrics_port(self) -> int: ...
   # Insert and sample streams not finished (those of frozen or vanished
   # clients end once the server's keepalive finds them out).
   @property
@@ -204,6 +208,10 @@ class Client:
   # Per shard: ServerInfo's tuple, or the exception of the shard's error.
   def ShardInfo(self, timeout_ms: Optional[int] = None
                 ) -> List[Union[Tuple[int, List[bytes]], Exception]]: ...
+  # Per shard: its checkpoint_progress as (saving, bytes_done, bytes_total,
+  # elapsed_ms), None if it has none (a dm-reverb server) or did not answer.
+  def CheckpointProgress(self, timeout_ms: Optional[int] = None
+                         ) -> List[Optional[Tuple[bool, int, int, int]]]: ...
   # The directory each shard wrote, in the order of the addresses.
   def Checkpoint(self, timeout_ms: Optional[int] = None) -> List[str]: ...
 

@@ -214,13 +214,19 @@ class Server:
       UNAUTHENTICATED), on the TCP port and the unix socket. None:
       REVERB_AUTH_TOKEN or REVERB_AUTH_TOKEN_FILE, else none. A server that
       listens beyond loopback with neither TLS nor a token prints a warning.
+    metrics_port: Serve Prometheus metrics over HTTP at `/metrics` on this
+      port (beyond dm-reverb; 0 picks a free one, see `metrics_port`), on
+      `bind_address` (loopback for a server on its unix socket only); plain
+      HTTP without the auth token, whatever `tls` says (metrics hold counts
+      and table names, no data). None: no metrics port. The metric names
+      are listed in docs/concepts.md, "Metrics".
 
   Raises:
     ValueError: If there are no tables or two share a name, or the unix
       socket path is too long, its directory does not exist, or a file that
       is not a socket is there, or `tls` is incomplete (a chain without its
       key, client roots without a chain) or names a file that cannot be
-      read.
+      read, or the metrics port is out of range or cannot be bound.
     RuntimeError: If a server already listens on the unix socket path.
   """
 
@@ -235,7 +241,8 @@ class Server:
                unix_socket_path: Optional[str] = None,
                limits: Optional[server_limits.ServerLimits] = None,
                tls: Optional[security_lib.TlsOptions] = None,
-               auth_token: Optional[str] = None):
+               auth_token: Optional[str] = None,
+               metrics_port: Optional[int] = None):
     if not tables:
       raise ValueError('At least one table must be provided')
     names = collections.Counter(table.name for table in tables)
@@ -257,13 +264,15 @@ class Server:
         [table.internal_table for table in tables], port,
         checkpointer.internal_checkpointer(), bind_address,
         checkpoint_every_seconds, os.fspath(unix_socket_path or ''),
-        limits.to_internal(), security)
+        limits.to_internal(), security, metrics_port)
     # What localhost_client() needs.
     self._client_tls = (security_lib.TlsOptions(
         root_certificates=security.certificate_chain)
                         if security.certificate_chain else None)
     self._auth_token = security.auth_token or None
     self._port = None if port is None else self._server.port
+    self._metrics_port = (None if metrics_port is None else
+                          self._server.metrics_port)
     self._bind_address = bind_address
     self._unix_socket_path = (os.fspath(unix_socket_path)
                               if unix_socket_path else None)
@@ -288,6 +297,11 @@ class Server:
   def port(self) -> Optional[int]:
     """The TCP port; None if the server listens on its unix socket only."""
     return self._port
+
+  @property
+  def metrics_port(self) -> Optional[int]:
+    """The port serving `/metrics`; None without one."""
+    return self._metrics_port
 
   @property
   def unix_socket_path(self) -> Optional[str]:

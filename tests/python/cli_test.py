@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import pty
+import re
 import select
 import signal
 import socket
@@ -149,6 +150,61 @@ def test_checkpoint_prints_where(tmp_path):
     assert path.parent == tmp_path and (path / 'DONE').exists()
   finally:
     server.stop()
+
+
+def test_checkpoint_draws_a_progress_bar_in_a_terminal(tmp_path):
+  # zlib level 9 over incompressible chunks: a save of several seconds.
+  server = reverb.Server(
+      [reverb.Table.queue('big', 1000)],
+      checkpointer=reverb.checkpointers.DefaultCheckpointer(
+          str(tmp_path), zlib_level=9))
+  fd = None
+  try:
+    client = server.localhost_client()
+    rng = np.random.default_rng(0)
+    for _ in range(64):
+      client.insert(rng.integers(0, 255, 1 << 20, dtype=np.uint8),
+                    {'big': 1.0})
+    fd, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'reverb', 'checkpoint', _address(server)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    bar = b''
+    deadline = time.monotonic() + TIMEOUT
+    while process.poll() is None and time.monotonic() < deadline:
+      if select.select([fd], [], [], 0.5)[0]:
+        try:
+          bar += os.read(fd, 65536)
+        except OSError:
+          break
+    path = pathlib.Path(process.stdout.read().decode().strip())
+    assert process.wait(timeout=TIMEOUT) == 0, bar
+  finally:
+    if fd is not None:
+      os.close(fd)
+    server.stop()
+  assert path.parent == tmp_path and (path / 'DONE').exists()
+  frames = [f for f in bar.decode().replace('\r\n', '\n').split('\r') if f]
+  drawn = [f.strip() for f in frames if f.startswith('saving [')]
+  assert len(drawn) >= 3, bar
+  percents = [int(re.search(r' (\d+)%', f)[1]) for f in drawn
+              if ' MiB/s' in f]
+  assert percents and percents == sorted(percents), drawn
+  assert all('/ 64.0 MiB' in f for f in drawn if ' MiB/s' in f), drawn
+  assert bar.endswith(b'\n')  # The line under the bar is free again.
+
+
+def test_checkpoint_progress_lines_and_bar():
+  mib = 1 << 20
+  assert cli._progress_text(10 * mib, 40 * mib, 2.0, width=None) == (
+      'saving: 10.0 / 40.0 MiB   25%  5.0 MiB/s  about 6 s left')
+  assert cli._progress_text(0, 0, 1.0, width=None) == (
+      'saving: snapshotting the tables (1 s)')
+  bar = cli._progress_text(10 * mib, 40 * mib, 2.0, width=80)
+  cells = bar[bar.index('[') + 1:bar.index(']')]
+  assert len(cells) <= 40 and cells.count('#') == len(cells) // 4
+  assert set(cells) == {'#', '.'} and len(bar) < 80
 
 
 def test_watch_refreshes_with_rates_in_a_terminal_until_ctrl_c(server):

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 import reverb
+from reverb import cli
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _PEER_SCRIPT = _HERE / 'dmreverb_peer.py'
@@ -190,6 +191,15 @@ def test_our_client_drives_dmreverb_server(dmreverb_python, tmp_path):
                             '--address', address,
                             '--state', json.dumps(state))
     assert result == {'ok': True}
+
+
+def test_cli_checkpoint_of_a_dmreverb_server_works_without_a_bar(
+    dmreverb_python, tmp_path, capsys):
+  with _peer_server(dmreverb_python, tmp_path) as port:
+    out = io.StringIO()
+    assert cli.main(['checkpoint', f'localhost:{port}'], out=out) == 0
+  assert out.getvalue().count('\n') == 1 and out.getvalue().strip()
+  assert 'saving' not in capsys.readouterr().err
 
 
 def _checkpoint(client):

@@ -5,6 +5,7 @@
       [--unix_socket_path=/run/reverb.sock] [--max_held_chunk_bytes=N ...]
       [--tls_certificate_chain=server.pem --tls_private_key=server.key
        [--tls_client_ca=clients-ca.pem]] [--auth_token_file=token]
+      [--metrics_port=9100]
 
 The configuration is a text-format `ReverbServerConfig` (tables as
 `PriorityTableCheckpoint` messages, and the port). With
@@ -16,14 +17,17 @@ fields of `reverb.ServerLimits` of the same names.
 `--tls_client_ca` requires client certificates that it verifies (mutual
 TLS), and `--auth_token_file` requires the token the file holds on every
 call (docs/concepts.md, "Security"); without them the REVERB_TLS_* and
-REVERB_AUTH_TOKEN(_FILE) variables apply. Once listening it prints
-`Reverb server listening on port N` and/or `Reverb server listening on
-unix:PATH`, a line each.
+REVERB_AUTH_TOKEN(_FILE) variables apply. `--metrics_port` serves
+Prometheus metrics over HTTP at `/metrics` on that port of the bind address
+(0: a free one). Once listening it prints `Reverb server listening on port
+N` and/or `Reverb server listening on unix:PATH`, a line each, and with
+metrics `Reverb metrics at http://HOST:PORT/metrics`.
 """
 
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -76,6 +80,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument(
       '--auth_token_file', default=None,
       help='File holding the token every call must carry.')
+  parser.add_argument(
+      '--metrics_port', type=int, default=None,
+      help='Serve Prometheus metrics at /metrics on this port (0: a free '
+      'one; default: none).')
   args = parser.parse_args(argv)
   tls = None
   if args.tls_certificate_chain or args.tls_private_key or args.tls_client_ca:
@@ -102,14 +110,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   server = server_lib.Server(tables, port=config.port or None,
                              bind_address=args.bind_address,
                              unix_socket_path=args.unix_socket_path,
-                             limits=limits, tls=tls, auth_token=auth_token)
+                             limits=limits, tls=tls, auth_token=auth_token,
+                             metrics_port=args.metrics_port)
   logging.basicConfig(level=logging.INFO)
   places = [f'port {server.port}'] if server.port is not None else []
   if server.unix_socket_path:
     places.append(f'unix:{server.unix_socket_path}')
-  for place in places:
-    logging.info('Reverb server listening on %s', place)
-    print(f'Reverb server listening on {place}', flush=True)
+  lines = [f'Reverb server listening on {place}' for place in places]
+  if server.metrics_port is not None:
+    host = args.bind_address or os.environ.get(server_lib.BIND_ADDRESS_ENV,
+                                               server_lib.DEFAULT_BIND_ADDRESS)
+    if server.port is None:
+      host = 'localhost'
+    lines.append(f'Reverb metrics at http://{host}:{server.metrics_port}'
+                 '/metrics')
+  for line in lines:
+    logging.info('%s', line)
+    print(line, flush=True)
   try:
     server.wait()
   except KeyboardInterrupt:
