@@ -5,7 +5,8 @@
 
 Runs client_bench, writer_bench, dataset_bench, tf_client_bench,
 checkpoint_bench, prioritized_bench, ratelimit_bench, shard_bench,
-unix_socket_bench, tls_bench, in_process_bench and import_bench (each a
+unix_socket_bench, tls_bench, in_process_bench, import_bench and
+batch_bench (each a
 script of its own: see their docstrings), and soak_bench with --quick or
 when named in --scripts (without --quick it soaks for 30 minutes a run), with
 our package (this interpreter) and, when
@@ -35,7 +36,7 @@ BENCH = pathlib.Path(__file__).resolve().parent
 SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'tf_client_bench',
            'checkpoint_bench', 'prioritized_bench', 'ratelimit_bench',
            'shard_bench', 'unix_socket_bench', 'tls_bench', 'in_process_bench',
-           'import_bench', 'soak_bench']
+           'import_bench', 'batch_bench', 'soak_bench']
 # Run by default only with --quick (a few seconds then).
 LONG_SCRIPTS = ['soak_bench']
 DMREVERB_PYTHON = BENCH.parent / '.venv-dmreverb' / 'bin' / 'python'
