@@ -7,7 +7,8 @@ The server runs in a child process (as a learner's replay server would),
 with one table per payload, each item one step of one column:
   noise1MB  uint8[1 MiB] of random bytes (snappy cannot shrink them);
   noise28K  uint8[84, 84, 4] of random bytes;
-  ramp1MB   int32[262144], a ramp offset by the step (snappy shrinks it).
+  runs1MB   int32[262144], runs of 64 equal values offset by the step
+            (snappy shrinks it about 10x).
 64 items per table, sampled uniformly. Workloads (items/s):
   sample bulk       `client.sample(table, N, emit_timesteps=False)`;
   batches of 32     (ours only: dm-reverb 0.14 has no numpy batches but
@@ -16,7 +17,9 @@ with one table per payload, each item one step of one column:
                     C++.
 Every row also reports the client's minor page faults per item
 (getrusage), which a fresh buffer per batch or per sample makes grow with
-the item's size (4 KiB pages, or 2 MiB with huge pages). Sampled items are
+the item's size (4 KiB pages, or 2 MiB with huge pages), and the CPU time
+of the client's process per item (all its threads; with --same-process
+the server's too), which a loaded machine disturbs less than items/s. Sampled items are
 checked (an item's first 8 bytes hold its step, the rest follow from it).
 """
 
@@ -42,8 +45,8 @@ def _noise(step, size):
   return data
 
 
-def _ramp(step):
-  return np.arange(1 << 18, dtype=np.int32) + np.int32(step)
+def _runs(step):
+  return np.arange(1 << 18, dtype=np.int32) // 64 + np.int32(step)
 
 
 # name: (make(step), step of a sampled item's data, bytes)
@@ -55,7 +58,7 @@ PAYLOADS = {
                  lambda d: int(np.frombuffer(d.reshape(-1)[:8].tobytes(),
                                              np.int64)[0]),
                  84 * 84 * 4),
-    'ramp1MB': (_ramp, lambda d: int(d[0]), 1 << 20),
+    'runs1MB': (_runs, lambda d: int(d[0]), 1 << 20),
 }
 
 
@@ -78,34 +81,41 @@ def _check(name, data):
 
 
 def bench_bulk(client, name, n, seconds):
-  count, elapsed, faults = 0, 0.0, 0
+  count, elapsed, cpu, faults = 0, 0.0, 0.0, 0
   last = None
   while elapsed < seconds:
-    f0, t0 = _faults(), time.perf_counter()
+    f0, c0, t0 = _faults(), time.process_time(), time.perf_counter()
     for sample in client.sample(name, num_samples=n, emit_timesteps=False):
       last = sample.data[0]
     elapsed += time.perf_counter() - t0
+    cpu += time.process_time() - c0
     faults += _faults() - f0
     count += n
     _check(name, last)
-  return count, elapsed, faults
+  return count, elapsed, cpu, faults
 
 
 def bench_batches(address, name, seconds):
-  count, elapsed, faults = 0, 0.0, 0
+  count, elapsed, cpu, faults = 0, 0.0, 0.0, 0
   with reverb.ReplayIterator(address, name, batch_size=_BATCH,
                              unpack_as_table_signature=False) as iterator:
     for _ in range(3):  # Warm-up: streams, first buffers.
       next(iterator)
     while elapsed < seconds:
-      f0, t0 = _faults(), time.perf_counter()
+      f0, c0, t0 = _faults(), time.process_time(), time.perf_counter()
       batch = next(iterator)
       elapsed += time.perf_counter() - t0
+      cpu += time.process_time() - c0
       faults += _faults() - f0
       count += _BATCH
       _check(name, batch.data[0][(count // _BATCH) % _BATCH])
       del batch
-  return count, elapsed, faults
+  return count, elapsed, cpu, faults
+
+
+def _figures(count, cpu, faults):
+  return {'faults': {'per item': faults / count},
+          'cpu_us_per_item': {'client': cpu / count * 1e6}}
 
 
 def run(args):
@@ -122,14 +132,13 @@ def run(args):
           writer.append([make(t)])
           writer.create_item(name, 1.0, [writer.history[0][-1]])
       bench_bulk(client, name, 8, 0.0)  # Warm-up.
-      count, elapsed, faults = bench_bulk(client, name, bulk_n, seconds)
+      count, elapsed, cpu, faults = bench_bulk(client, name, bulk_n, seconds)
       results.append((name, f'sample bulk (N={bulk_n})', count, elapsed,
-                      item_bytes, {'faults': {'per item': faults / count}}))
+                      item_bytes, _figures(count, cpu, faults)))
       if ours:
-        count, elapsed, faults = bench_batches(address, name, seconds)
+        count, elapsed, cpu, faults = bench_batches(address, name, seconds)
         results.append((name, f'batches of {_BATCH}', count, elapsed,
-                        item_bytes,
-                        {'faults': {'per item': faults / count}}))
+                        item_bytes, _figures(count, cpu, faults)))
   return results
 
 

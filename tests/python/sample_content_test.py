@@ -77,26 +77,41 @@ def fill(client, table, steps, length, delta_encoded=False):
         writer.create_item(table, 1.0, [c[-length:] for c in writer.history])
 
 
+# Tables of the filled server and the length of their items.
+LENGTHS = {'one': 1, 'three': 3, 'delta': 3}
+
+
+def filled_server():
+  """A server whose tables (LENGTHS) hold items over 12 steps; 'delta' is
+  written by the legacy writer, delta-encoded."""
+  server = reverb.Server([steps_table(name) for name in LENGTHS])
+  client = server.localhost_client()
+  for name, length in LENGTHS.items():
+    fill(client, name, 12, length, delta_encoded=name == 'delta')
+  return server
+
+
+def address_on(server, path, monkeypatch):
+  """The server's address; clients made with it afterwards take `path`
+  ('grpc', or 'in_process': the server's tables directly)."""
+  if path == 'grpc':
+    monkeypatch.setenv('REVERB_IN_PROCESS', '0')
+  return f'localhost:{server.port}'
+
+
 @pytest.fixture(name='server', scope='module')
 def server_fixture():
-  server = reverb.Server([steps_table('one'), steps_table('three'),
-                          steps_table('delta')])
-  client = server.localhost_client()
-  fill(client, 'one', 12, 1)
-  fill(client, 'three', 12, 3)
-  fill(client, 'delta', 12, 3, delta_encoded=True)
+  server = filled_server()
   yield server
   server.stop()
 
 
 @pytest.fixture(name='client', params=['grpc', 'in_process'])
 def client_fixture(server, request, monkeypatch):
-  if request.param == 'grpc':
-    monkeypatch.setenv('REVERB_IN_PROCESS', '0')
-  return reverb.Client(f'localhost:{server.port}')
+  return reverb.Client(address_on(server, request.param, monkeypatch))
 
 
-@pytest.mark.parametrize('table', ['one', 'three', 'delta'])
+@pytest.mark.parametrize('table', sorted(LENGTHS))
 def test_client_sample_returns_the_steps(client, table):
   for sample in client.sample(table, num_samples=20, emit_timesteps=False,
                               timeout=TIMEOUT):
@@ -107,7 +122,7 @@ def test_client_sample_returns_the_steps(client, table):
     check_steps(columns, columns[0][0])
 
 
-@pytest.mark.parametrize('table', ['one', 'three', 'delta'])
+@pytest.mark.parametrize('table', sorted(LENGTHS))
 @pytest.mark.parametrize('batch_size', [1, 7])
 def test_replay_iterator_batches_hold_the_steps(server, client, table,
                                                 batch_size):

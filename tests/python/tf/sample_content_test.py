@@ -16,25 +16,19 @@ _SPEC = importlib.util.spec_from_file_location(
 content = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(content)
 
-_LENGTHS = {'one': 1, 'three': 3, 'delta': 3}
+_LENGTHS = content.LENGTHS
 
 
 @pytest.fixture(name='server', scope='module')
 def server_fixture():
-  server = reverb.Server([content.steps_table(name) for name in _LENGTHS])
-  client = server.localhost_client()
-  content.fill(client, 'one', 12, 1)
-  content.fill(client, 'three', 12, 3)
-  content.fill(client, 'delta', 12, 3, delta_encoded=True)
+  server = content.filled_server()
   yield server
   server.stop()
 
 
 @pytest.fixture(name='address', params=['grpc', 'in_process'])
 def address_fixture(server, request, monkeypatch):
-  if request.param == 'grpc':
-    monkeypatch.setenv('REVERB_IN_PROCESS', '0')
-  return f'localhost:{server.port}'
+  return content.address_on(server, request.param, monkeypatch)
 
 
 def _specs(tf, leading):
