@@ -127,8 +127,8 @@ bool Shrinks(size_t compressed, size_t raw) { return compressed * 8 < raw * 7; }
 bool ProbeShrinks(absl::string_view input) {
   constexpr int kProbes = 4;
   constexpr size_t kProbeBytes = 8 << 10;
+  // snappy::MaxCompressedLength(kProbeBytes) is 32 + n + n / 6.
   thread_local char scratch[kProbeBytes + kProbeBytes / 6 + 64];
-  static_assert(sizeof(scratch) >= kProbeBytes + kProbeBytes / 6 + 32);
   size_t raw = 0, compressed = 0;
   const size_t stride = (input.size() - kProbeBytes) / (kProbes - 1);
   for (int i = 0; i < kProbes; ++i) {
@@ -158,15 +158,14 @@ void SnappyCompress(absl::string_view input, std::string* output) {
   size_t length = 0;
   if (max_length >= BufferPool::kMinBytes) {
     std::string compressed = BufferPool::Default().Take(max_length);
-    // Snappy streams hold at most 4 GiB.
-    const bool stored = input.size() <= std::numeric_limits<uint32_t>::max() &&
-                        !ProbeShrinks(input);
+    // A stored stream's length is a varint32: at most 4 GiB.
+    const bool storable = input.size() <= std::numeric_limits<uint32_t>::max();
+    const bool stored = storable && !ProbeShrinks(input);
     if (!stored) {
       snappy::RawCompress(input.data(), input.size(), compressed.data(),
                           &length);
     }
-    if (stored || (!Shrinks(length, input.size()) &&
-                   input.size() <= std::numeric_limits<uint32_t>::max())) {
+    if (stored || (storable && !Shrinks(length, input.size()))) {
       length = WriteStored(input, compressed.data());
     }
     compressed.resize(length);
