@@ -5,10 +5,10 @@
 
 Runs client_bench, writer_bench, dataset_bench, tf_client_bench,
 checkpoint_bench, prioritized_bench, ratelimit_bench, shard_bench,
-unix_socket_bench, tls_bench, in_process_bench, import_bench and
+unix_socket_bench, tls_bench, in_process_bench, import_bench,
 peers_bench (which also runs TorchRL and cpprb from `.venv-peers`, made by
-`.ci/peers_venv`, and skips them with a note where it is missing) (each a
-script of its own: see their docstrings), and soak_bench with --quick or
+`.ci/peers_venv`, and skips them with a note where it is missing) and
+batch_bench (each a script of its own: see their docstrings), and soak_bench with --quick or
 when named in --scripts (without --quick it soaks for 30 minutes a run), with
 our package (this interpreter) and, when
 `.venv-dmreverb` exists (`.ci/dmreverb_venv`), with dm-reverb, alternating
@@ -38,7 +38,7 @@ BENCH = pathlib.Path(__file__).resolve().parent
 SCRIPTS = ['client_bench', 'writer_bench', 'dataset_bench', 'tf_client_bench',
            'checkpoint_bench', 'prioritized_bench', 'ratelimit_bench',
            'shard_bench', 'unix_socket_bench', 'tls_bench', 'in_process_bench',
-           'import_bench', 'peers_bench', 'soak_bench']
+           'import_bench', 'peers_bench', 'batch_bench', 'soak_bench']
 # Run by default only with --quick (a few seconds then).
 LONG_SCRIPTS = ['soak_bench']
 DMREVERB_PYTHON = BENCH.parent / '.venv-dmreverb' / 'bin' / 'python'

@@ -26,6 +26,7 @@ FIGURES = {
     'tv_distance': 'TV distance, {}',
     'tls_cost_us': 'TLS us {}',
     'growth': '{} growth',
+    'faults': 'minor faults {}',
 }
 
 

@@ -233,6 +233,8 @@ bool SampleSource::State::CheckedSignature(absl::Time deadline) {
 
 SourceStatus SampleSource::Next() {
   State& s = *state_;
+  // The last rows have been copied out: their buffers serve the next ones.
+  for (Sample& sample : s.samples) RecycleSample(&sample);
   s.samples.clear();
   s.num_rows = 0;
   const absl::Time deadline =

@@ -5,6 +5,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "cc/support/buffer_pool.h"
 #include "cc/support/status_macros.h"
 #include "cc/tensor/compression.h"
 
@@ -149,6 +150,13 @@ absl::StatusOr<Sample> UnpackSample(std::shared_ptr<const SampleInfo> info,
 
 absl::StatusOr<Sample> UnpackSample(PackedSample packed) {
   return UnpackSample(std::move(packed.info), packed.chunks);
+}
+
+void RecycleSample(Sample* sample) {
+  for (Tensor& column : sample->columns) {
+    BufferPool::Default().Give(std::move(column.bytes));
+  }
+  sample->columns.clear();
 }
 
 absl::StatusOr<int64_t> NumTimesteps(const Sample& sample) {

@@ -59,6 +59,11 @@ REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(
     absl::Span<const ChunkData* const> chunks);
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(PackedSample packed);
 
+// Gives the columns' buffers to BufferPool::Default(), for a caller that
+// has copied the sample's data out: the next samples' unpacking reuses
+// them instead of faulting in fresh pages.
+REVERB_EXPORT void RecycleSample(Sample* sample);
+
 // The columns' row `step` (all columns must have the same number of rows and
 // none may be squeezed). INVALID_ARGUMENT otherwise.
 REVERB_EXPORT absl::StatusOr<std::vector<Tensor>> GetTimestep(

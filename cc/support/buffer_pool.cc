@@ -1,10 +1,31 @@
 #include "cc/support/buffer_pool.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <utility>
 
 #include "cc/support/mutex.h"
 
 namespace deepmind::reverb {
+namespace {
+
+// Asks for transparent huge pages on the 2 MiB-aligned part of a new
+// buffer's memory (a hint: the kernel may have none, or THP may be off).
+void AdviseHugePages(std::string* buffer) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHugePage = 2 << 20;
+  const auto begin = reinterpret_cast<uintptr_t>(buffer->data());
+  const uintptr_t end = begin + buffer->capacity();
+  const uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t last = end & ~(kHugePage - 1);
+  if (last > first) {
+    madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+#endif
+}
+
+}  // namespace
 
 BufferPool& BufferPool::Default() {
   static BufferPool* pool = new BufferPool();
@@ -33,7 +54,8 @@ std::string BufferPool::TakeKept(size_t size) {
     DropIdleLocked(absl::Now());
     Kept* best = nullptr;
     for (Kept& kept : kept_) {
-      if (kept.buffer.capacity() >= size &&
+      const size_t capacity = kept.buffer.capacity();
+      if (capacity >= size && capacity / 4 <= size &&
           (best == nullptr ||
            kept.buffer.capacity() < best->buffer.capacity())) {
         best = &kept;
@@ -44,8 +66,10 @@ std::string BufferPool::TakeKept(size_t size) {
       *best = std::move(kept_.back());
       kept_.pop_back();
       kept_bytes_ -= buffer.capacity();
+      ++reused_;
     } else {
       buffer.reserve((size + size / 4 + kMinBytes - 1) / kMinBytes * kMinBytes);
+      if (buffer.capacity() >= kHugePageMinBytes) AdviseHugePages(&buffer);
     }
   }
   return buffer;
@@ -59,6 +83,7 @@ void BufferPool::Give(std::string buffer) {
   DropIdleLocked(now);
   if (kept_bytes_ + bytes > kMaxBytes) return;
   kept_bytes_ += bytes;
+  ++given_kept_;
   kept_.push_back({std::move(buffer), now});
 }
 
@@ -77,6 +102,16 @@ void BufferPool::DropIdleLocked(absl::Time now) {
 size_t BufferPool::kept_bytes() const {
   MutexLock lock(&mu_);
   return kept_bytes_;
+}
+
+int64_t BufferPool::reused() const {
+  MutexLock lock(&mu_);
+  return reused_;
+}
+
+int64_t BufferPool::given_kept() const {
+  MutexLock lock(&mu_);
+  return given_kept_;
 }
 
 }  // namespace deepmind::reverb

@@ -8,13 +8,24 @@
 // else. The pool keeps such buffers when they are done with and hands them out
 // again, already backed by memory.
 //
+// Samplers take their batches' and decompressed tensors' buffers from the
+// pool too, and numpy arrays made of them (python/bindings) give them back
+// when they are freed: a learner's next batch lands in pages it has already
+// faulted in. New buffers of kHugePageMinBytes or more ask the kernel for
+// transparent huge pages (madvise), so that their first use faults in one
+// page per 2 MiB, not per 4 KiB.
+//
 // Only buffers of at least kMinBytes are kept, at most kMaxBytes in all,
-// and none for longer than `max_idle`: a process that stops writing large
-// steps gets its memory back. Thread-safe.
+// and none for longer than `max_idle` (checked whenever the pool is used):
+// a process that stops writing large steps gets its memory back. A kept
+// buffer serves requests of at least a quarter of its capacity (less is a
+// new buffer), so that a batch's buffer does not end up holding one step.
+// Thread-safe.
 #ifndef REVERB_CC_SUPPORT_BUFFER_POOL_H_
 #define REVERB_CC_SUPPORT_BUFFER_POOL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,6 +39,7 @@ class REVERB_EXPORT BufferPool {
  public:
   static constexpr size_t kMinBytes = 64 << 10;
   static constexpr size_t kMaxBytes = 256 << 20;
+  static constexpr size_t kHugePageMinBytes = 4 << 20;
 
   explicit BufferPool(absl::Duration max_idle = absl::Seconds(1))
       : max_idle_(max_idle) {}
@@ -50,6 +62,10 @@ class REVERB_EXPORT BufferPool {
 
   // Bytes (capacities) of the buffers kept.
   size_t kept_bytes() const;
+  // Calls of Take and Reserve served by a kept buffer, and buffers given
+  // back and kept, since the pool was made.
+  int64_t reused() const;
+  int64_t given_kept() const;
 
  private:
   struct Kept {
@@ -67,6 +83,8 @@ class REVERB_EXPORT BufferPool {
   mutable Mutex mu_;
   std::vector<Kept> kept_ ABSL_GUARDED_BY(mu_);
   size_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t reused_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t given_kept_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace deepmind::reverb

@@ -83,7 +83,68 @@ void DeltaEncodeAs(Tensor* tensor, bool encode) {
   }
 }
 
-// Compresses `input` into `output`, which may be the string `input` views.
+// Snappy's raw format has no stored mode, but a stream of one literal is
+// valid snappy: the varint32 length, a literal tag, and the bytes as they
+// are. Every snappy decoder (dm-reverb's too) reads it, at the cost of a
+// copy; writing it is a copy too. Returns the bytes written to `out`, which
+// has room for kStoredOverhead more than `input`.
+constexpr size_t kStoredOverhead = 10;  // Varint32 and literal tag, at most.
+
+size_t WriteStored(absl::string_view input, char* out) {
+  char* p = out;
+  for (uint32_t v = static_cast<uint32_t>(input.size());; v >>= 7) {
+    if (v < 0x80) {
+      *p++ = static_cast<char>(v);
+      break;
+    }
+    *p++ = static_cast<char>((v & 0x7f) | 0x80);
+  }
+  if (!input.empty()) {
+    const uint32_t n = static_cast<uint32_t>(input.size() - 1);
+    if (n < 60) {
+      *p++ = static_cast<char>(n << 2);
+    } else {
+      const int bytes = n < (1u << 8)    ? 1
+                        : n < (1u << 16) ? 2
+                        : n < (1u << 24) ? 3
+                                         : 4;
+      *p++ = static_cast<char>((59 + bytes) << 2);
+      for (int i = 0; i < bytes; ++i) *p++ = static_cast<char>(n >> (8 * i));
+    }
+    std::memcpy(p, input.data(), input.size());
+    p += input.size();
+  }
+  return p - out;
+}
+
+// Whether `compressed` bytes for `raw` are worth decoding: at least an
+// eighth saved. Less is not worth snappy's decoding over a copy.
+bool Shrinks(size_t compressed, size_t raw) { return compressed * 8 < raw * 7; }
+
+// Whether a large `input` looks compressible, from snappy's output for a
+// few blocks spread over it (kProbes of kProbeBytes): a 1 MiB step pays
+// about 3% of a full compression for the answer.
+bool ProbeShrinks(absl::string_view input) {
+  constexpr int kProbes = 4;
+  constexpr size_t kProbeBytes = 8 << 10;
+  // snappy::MaxCompressedLength(kProbeBytes) is 32 + n + n / 6.
+  thread_local char scratch[kProbeBytes + kProbeBytes / 6 + 64];
+  size_t raw = 0, compressed = 0;
+  const size_t stride = (input.size() - kProbeBytes) / (kProbes - 1);
+  for (int i = 0; i < kProbes; ++i) {
+    size_t length = 0;
+    snappy::RawCompress(input.data() + i * stride, kProbeBytes, scratch,
+                        &length);
+    raw += kProbeBytes;
+    compressed += length;
+  }
+  return Shrinks(compressed, raw);
+}
+
+// Compresses `input` into `output`, which may be the string `input` views:
+// snappy's stream, or the stored stream above when snappy does not shrink
+// the input (incompressible data: random bytes, encrypted or already
+// compressed data), so that reading it back is a copy, not a decode.
 //
 // snappy::Compress(std::string) zero-fills the string to the largest
 // possible output before compressing into it: for a 1 MB step that is a
@@ -93,10 +154,20 @@ void DeltaEncodeAs(Tensor* tensor, bool encode) {
 // copied out.
 void SnappyCompress(absl::string_view input, std::string* output) {
   const size_t max_length = snappy::MaxCompressedLength(input.size());
+  static_assert(kStoredOverhead <= 32);  // max_length >= size + 32.
   size_t length = 0;
   if (max_length >= BufferPool::kMinBytes) {
     std::string compressed = BufferPool::Default().Take(max_length);
-    snappy::RawCompress(input.data(), input.size(), compressed.data(), &length);
+    // A stored stream's length is a varint32: at most 4 GiB.
+    const bool storable = input.size() <= std::numeric_limits<uint32_t>::max();
+    const bool stored = storable && !ProbeShrinks(input);
+    if (!stored) {
+      snappy::RawCompress(input.data(), input.size(), compressed.data(),
+                          &length);
+    }
+    if (stored || (storable && !Shrinks(length, input.size()))) {
+      length = WriteStored(input, compressed.data());
+    }
     compressed.resize(length);
     output->swap(compressed);
     BufferPool::Default().Give(std::move(compressed));
@@ -104,6 +175,7 @@ void SnappyCompress(absl::string_view input, std::string* output) {
   }
   thread_local char scratch[BufferPool::kMinBytes];
   snappy::RawCompress(input.data(), input.size(), scratch, &length);
+  if (!Shrinks(length, input.size())) length = WriteStored(input, scratch);
   output->assign(scratch, length);
 }
 
@@ -190,7 +262,13 @@ absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto) {
         absl::StrCat("Compressed tensor content does not hold a ",
                      DescribeTensor(tensor), " tensor."));
   }
-  tensor.bytes.resize(length);
+  // A large tensor's buffer is a recycled one (already backed by memory,
+  // and zeroed only beyond what it held before): the decoder overwrites it.
+  if (length >= BufferPool::kMinBytes) {
+    tensor.bytes = BufferPool::Default().Take(length);
+  } else {
+    tensor.bytes.resize(length);
+  }
   if (!SnappyUncompress(compressed, tensor.bytes.data(), length)) {
     return absl::InvalidArgumentError("Corrupt compressed tensor content.");
   }

@@ -2,9 +2,12 @@
 // data on the wire and in checkpoints.
 //
 // Numeric tensors: dtype, shape, and the snappy-compressed row-major bytes in
-// `tensor_content`. String tensors: uncompressed, in TensorFlow's string-list
-// encoding of `tensor_content` (all lengths as varint32, then all bytes);
-// `string_val` is accepted when decoding.
+// `tensor_content`. Data that snappy does not shrink by an eighth (judged
+// from a few blocks of a large tensor) is stored instead: a snappy stream of
+// one literal, which any snappy decoder reads (dm-reverb's too), written and
+// read back with a copy. String tensors: uncompressed, in TensorFlow's
+// string-list encoding of `tensor_content` (all lengths as varint32, then all
+// bytes); `string_val` is accepted when decoding.
 //
 // Delta encoding (optional, per chunk) stores integer tensors of rank >= 2 as
 // differences between consecutive rows (wrap-around arithmetic on the

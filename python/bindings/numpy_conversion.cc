@@ -174,9 +174,14 @@ py::object TensorToNumpy(Tensor tensor) {
     return std::move(result);
   }
   py::dtype dtype = NumpyDtype(tensor.dtype);
-  // The array keeps the buffer alive through a capsule: no copy.
+  // The array keeps the buffer alive through a capsule: no copy. When numpy
+  // frees it, a large buffer goes back to the pool for the next batch.
   auto* owner = new std::string(std::move(tensor.bytes));
-  py::capsule base(owner, [](void* p) { delete static_cast<std::string*>(p); });
+  py::capsule base(owner, [](void* p) {
+    auto* buffer = static_cast<std::string*>(p);
+    BufferPool::Default().Give(std::move(*buffer));
+    delete buffer;
+  });
   return py::array(dtype, shape, owner->data(), base);
 }
 

@@ -2,7 +2,8 @@
 //
 // Numeric arrays are viewed where they are (NumpyView) or copied once into
 // a Tensor; Tensors become arrays without a copy (the array owns the
-// Tensor's buffer). Strings: numpy
+// Tensor's buffer, and gives a large one back to BufferPool::Default() when
+// it is freed). Strings: numpy
 // unicode, bytes and object arrays (of str or bytes) become DT_STRING
 // (str is UTF-8 encoded); DT_STRING comes back as an object array of bytes.
 // Supported dtypes: float16/32/64, int8/16/32/64, uint8/16/32/64, bool,

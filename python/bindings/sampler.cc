@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "cc/client/sample.h"
 #include "cc/client/sample_stream_interface.h"
+#include "cc/support/buffer_pool.h"
 #include "cc/tensor/tensor.h"
 #include "python/bindings/bind.h"
 #include "python/bindings/call.h"
@@ -44,6 +45,16 @@ py::tuple SampleToPython(Sample sample) {
 }  // namespace
 
 void BindSampler(py::module_& m) {
+  // The process's buffer pool (buffer_pool.h), which batches come from and
+  // go back to once numpy frees them.
+  m.def("buffer_pool_stats", [] {
+    const BufferPool& pool = BufferPool::Default();
+    py::dict stats;
+    stats["kept_bytes"] = pool.kept_bytes();
+    stats["reused"] = pool.reused();
+    stats["given_kept"] = pool.given_kept();
+    return stats;
+  });
   py::class_<Sampler>(m, "Sampler")
       .def_property_readonly_static(
           "NUM_INFO_TENSORS",

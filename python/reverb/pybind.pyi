@@ -1,6 +1,6 @@
 """Type stub of reverb.pybind, the compiled bindings of libreverb."""
 
-from typing import Callable, List, Optional, Sequence, Tuple, Union, overload
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 
@@ -147,6 +147,10 @@ class Writer:
   def NewEpisode(self) -> None: ...
   def Flush(self, timeout_ms: Optional[int] = None) -> None: ...
   def Close(self, timeout_ms: Optional[int] = None) -> None: ...
+
+# The process's pool of large buffers (batches come from it and go back to
+# it when numpy frees them): {'kept_bytes', 'reused', 'given_kept'}.
+def buffer_pool_stats() -> Dict[str, int]: ...
 
 class Sampler:
   NUM_INFO_TENSORS: int

@@ -29,6 +29,7 @@ module to use is always passed in.
 
 import argparse
 import faulthandler
+import hashlib
 import json
 import os
 import sys
@@ -73,6 +74,14 @@ def frame_pattern():
       np.uint8).reshape(84, 84, 4)
 
 
+def noise_bytes(size):
+  """`size` incompressible bytes, the same in every numpy (a SHA-256 stream):
+  ours stores such a chunk as one snappy literal, not compressed."""
+  blocks = (hashlib.sha256(i.to_bytes(4, 'little')).digest()
+            for i in range((size + 31) // 32))
+  return np.frombuffer(b''.join(blocks)[:size], np.uint8)
+
+
 def payloads():
   """[(name, data to insert, the flat columns one step of it comes back as)].
 
@@ -87,6 +96,7 @@ def payloads():
   raw = np.array([b'reverb', b'', b'\x00\xff\x10'], dtype=object)
   obs = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
   text = np.array(['h\u00e9llo', 'x'])
+  noise = noise_bytes(70_000)  # Larger than ours probes before compressing.
   return [
       ('vec', vec, [vec]),
       ('scalar', scalar, [np.array(scalar)]),
@@ -97,6 +107,7 @@ def payloads():
        [np.array(True), obs, np.array(-1.25), np.array(2, np.int64)]),
       ('text', text,
        [np.array([s.encode('utf-8') for s in text], dtype=object)]),
+      ('noise', noise, [noise]),
   ]
 
 

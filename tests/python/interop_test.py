@@ -14,7 +14,10 @@ without it) as a subprocess playing a role of dmreverb_peer.py:
   times_sampled, data) and counter by counter.
 
 The scenario, tables and payloads live in dmreverb_peer.py, which this file
-imports, so both sides check the same things.
+imports, so both sides check the same things. The payloads include
+incompressible bytes, which our writers store as one snappy literal
+(compression.h): dm-reverb reads them from our server, from its own server
+our client filled, and from our checkpoints.
 """
 
 import collections

@@ -51,6 +51,30 @@ TEST(BufferPoolTest, TakesTheSmallestBufferThatFits) {
   EXPECT_EQ(pool.Take(2 * kLarge).data(), big_data);
 }
 
+TEST(BufferPoolTest, ABufferServesRequestsOfAQuarterOfItsSizeOrMore) {
+  BufferPool pool(absl::InfiniteDuration());
+  std::string big = pool.Take(8 * kLarge);
+  const char* big_data = big.data();
+  const size_t capacity = big.capacity();
+  pool.Give(std::move(big));
+  EXPECT_EQ(pool.given_kept(), 1);
+  // Too small for it: a new buffer, and the big one stays for a batch.
+  EXPECT_NE(pool.Take(capacity / 4 - 1).data(), big_data);
+  EXPECT_EQ(pool.kept_bytes(), capacity);
+  EXPECT_EQ(pool.reused(), 0);
+  EXPECT_EQ(pool.Take(capacity / 4).data(), big_data);
+  EXPECT_EQ(pool.reused(), 1);
+}
+
+TEST(BufferPoolTest, LargeNewBuffersAreUsable) {
+  // Huge pages are a hint (madvise): the buffer works whatever the kernel
+  // does with it.
+  BufferPool pool(absl::InfiniteDuration());
+  std::string buffer = pool.Take(BufferPool::kHugePageMinBytes * 3);
+  buffer.assign(buffer.size(), 'x');
+  EXPECT_EQ(buffer.find_first_not_of('x'), std::string::npos);
+}
+
 TEST(BufferPoolTest, KeepsNeitherSmallBuffersNorMoreThanItsLimit) {
   BufferPool pool(absl::InfiniteDuration());
   pool.Give(std::string(BufferPool::kMinBytes / 2, 'x'));

@@ -285,6 +285,63 @@ TEST(TensorCompressionTest, IncompressibleDataRoundTrips) {
   }
 }
 
+TEST(TensorCompressionTest, IncompressibleDataIsStoredAsOneSnappyLiteral) {
+  // Small (compressed whole, then judged), large (judged from probes) and
+  // above a literal's 3-byte length.
+  for (size_t size :
+       {size_t{1}, size_t{59}, size_t{61}, size_t{300}, size_t{5000},
+        size_t{70000}, size_t{1} << 20, size_t{17} << 20}) {
+    SCOPED_TRACE(size);
+    const Tensor random =
+        RandomTensor(tensorflow::DT_UINT8, {static_cast<int64_t>(size)}, size);
+    tensorflow::TensorProto proto;
+    ASSERT_TRUE(CompressTensorAsProto(random, &proto).ok());
+    const std::string& content = proto.tensor_content();
+    // Varint32 length, a literal tag (and up to 4 length bytes), the bytes.
+    ASSERT_LE(content.size(), size + 10);
+    ASSERT_GE(content.size(), size + 2);
+    EXPECT_EQ(content.substr(content.size() - size), random.bytes);
+    // libsnappy (dm-reverb's decoder) reads it.
+    std::string decoded;
+    ASSERT_TRUE(snappy::Uncompress(content.data(), content.size(), &decoded));
+    EXPECT_EQ(decoded, random.bytes);
+    auto back = DecompressTensorFromProto(proto);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->bytes, random.bytes);
+  }
+}
+
+TEST(TensorCompressionTest, CompressibleDataIsCompressedWhateverItsProbesSay) {
+  // Random bytes where the probes look (the start, thirds, the end of a
+  // 1 MiB tensor) would be stored; compressible ones are compressed, and so
+  // is data that only looks compressible in its probes but turns out not
+  // to be: the full output is judged again and then stored.
+  std::string zeros(1 << 20, '\0');
+  std::string noise = RandomBytes(1 << 20, 7);
+  std::memset(noise.data(), 0, 8 << 10);
+  std::memset(noise.data() + (1 << 20) - (8 << 10), 0, 8 << 10);
+  const size_t stride = ((1 << 20) - (8 << 10)) / 3;
+  std::memset(noise.data() + stride, 0, 8 << 10);
+  std::memset(noise.data() + 2 * stride, 0, 8 << 10);
+  for (const std::string* bytes : {&zeros, &noise}) {
+    Tensor t;
+    t.dtype = tensorflow::DT_UINT8;
+    t.shape = {1 << 20};
+    t.bytes = *bytes;
+    tensorflow::TensorProto proto;
+    ASSERT_TRUE(CompressTensorAsProto(t, &proto).ok());
+    if (bytes == &zeros) {
+      EXPECT_LT(proto.tensor_content().size(), 100 << 10);
+    } else {
+      EXPECT_LE(proto.tensor_content().size(), bytes->size() + 10);
+      EXPECT_EQ(proto.tensor_content().substr(proto.tensor_content().size() -
+                                              bytes->size()),
+                *bytes);
+    }
+    EXPECT_EQ(DecompressTensorFromProto(proto)->bytes, *bytes);
+  }
+}
+
 TEST(TensorCompressionTest, TensorsWithoutTheirElementsAreNotCompressed) {
   tensorflow::TensorProto proto;
   EXPECT_EQ(CompressTensorAsProto(MakeStrings({3}, {"a"}), &proto).code(),
