@@ -231,7 +231,7 @@ class _ColumnHistory:
         was never set.
     """
     steps = column._origin[1]  # pylint: disable=protected-access
-    if any(self._reference(step) is not reference
+    if any(step >= self._length or self._reference(step) is not reference
            for step, reference in zip(steps, column)):
       raise ValueError(
           f'The column at path {column._path} no longer reads the steps it '  # pylint: disable=protected-access
