@@ -235,7 +235,7 @@ class _ColumnHistory:
            for step, reference in zip(steps, column)):
       raise ValueError(
           f'The column at path {column._path} no longer reads the steps it '  # pylint: disable=protected-access
-          f'was indexed from (the episode ended since?).')
+          f'was indexed from (they expired, or the episode ended since).')
     first = min(steps) - (num_items - 1)
     first_kept = self._length - len(self._references)
     if first < max(0, first_kept):
