@@ -68,31 +68,6 @@ absl::Status LockColumn(const Column& column,
 
 }  // namespace
 
-SignatureFit FitSignature(const std::vector<TrajectoryColumn>& trajectory,
-                          const std::vector<SignatureSpec>& signature) {
-  std::vector<std::shared_ptr<CellRef>> heads;
-  heads.reserve(trajectory.size());
-  for (const TrajectoryColumn& column : trajectory) {
-    if (column.refs.empty()) return SignatureFit::kUnknown;
-    heads.push_back(column.refs.front().lock());
-    if (heads.back() == nullptr) return SignatureFit::kUnknown;
-  }
-  if (signature.size() != trajectory.size()) return SignatureFit::kMismatch;
-  for (size_t c = 0; c < trajectory.size(); ++c) {
-    const CellRef& head = *heads[c];
-    if (head.dtype() != signature[c].dtype) return SignatureFit::kMismatch;
-    std::vector<int64_t> shape;
-    if (!trajectory[c].squeeze) {
-      shape.push_back(static_cast<int64_t>(trajectory[c].refs.size()));
-    }
-    shape.insert(shape.end(), head.shape().begin(), head.shape().end());
-    if (!ShapesCompatible(signature[c].shape, shape)) {
-      return SignatureFit::kMismatch;
-    }
-  }
-  return SignatureFit::kMatch;
-}
-
 absl::StatusOr<std::unique_ptr<TrajectoryWriter>> TrajectoryWriter::Create(
     std::shared_ptr<const Connection> connection,
     std::shared_ptr<ChunkerOptions> options) {

@@ -47,7 +47,6 @@
 #include "cc/client/writer_shard.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
-#include "cc/tensor/signature.h"
 
 namespace deepmind::reverb {
 
@@ -66,17 +65,6 @@ struct BatchColumn {
   std::vector<int> offsets;
   bool squeeze = false;
 };
-
-// How a trajectory fits a table's (flattened) signature, judged by the
-// first cell of each column as the Python writer's item check does it:
-// kMatch if the numbers of columns agree and each column's dtype and shape
-// (the cell's, after the number of cells unless squeezed) are compatible
-// with its spec; kMismatch if not; kUnknown if a column is empty or its
-// first cell has expired (CheckTrajectory says why).
-enum class SignatureFit { kMatch, kMismatch, kUnknown };
-REVERB_EXPORT SignatureFit
-FitSignature(const std::vector<TrajectoryColumn>& trajectory,
-             const std::vector<SignatureSpec>& signature);
 
 class REVERB_EXPORT TrajectoryWriter {
  public:

@@ -16,7 +16,6 @@
 #include "cc/client/chunker.h"
 #include "cc/client/legacy_writer.h"
 #include "cc/client/trajectory_writer.h"
-#include "cc/tensor/signature.h"
 #include "cc/tensor/tensor.h"
 #include "python/bindings/bind.h"
 #include "python/bindings/call.h"
@@ -91,30 +90,6 @@ std::vector<BatchColumn> BatchFromPython(const py::sequence& refs,
     columns[c].squeeze = squeeze[c].cast<bool>();
   }
   return columns;
-}
-
-// A table signature as CreateItem checks items against it.
-struct ItemSignature {
-  std::vector<SignatureSpec> specs;
-};
-
-// ItemSignature of (tensorflow.DataType value, shape) pairs: a shape is a
-// sequence of sizes (None unknown) or None for an unknown rank.
-ItemSignature ItemSignatureFromPython(const py::sequence& specs) {
-  ItemSignature signature;
-  for (py::handle spec : specs) {
-    const auto [dtype, shape] =
-        spec.cast<std::pair<int, std::optional<py::sequence>>>();
-    SignatureSpec& out = signature.specs.emplace_back();
-    out.dtype = static_cast<tensorflow::DataType>(dtype);
-    if (shape.has_value()) {
-      out.shape.emplace();
-      for (py::handle size : *shape) {
-        out.shape->push_back(size.is_none() ? -1 : size.cast<int64_t>());
-      }
-    }
-  }
-  return signature;
 }
 
 // The arrays of a step or batch (None for absent columns), viewed.
@@ -277,9 +252,6 @@ void BindWriters(py::module_& m) {
         return NumpyDtype(self.Lock()->dtype());
       });
 
-  py::class_<ItemSignature>(m, "ItemSignature")
-      .def(py::init(&ItemSignatureFromPython), py::arg("specs"));
-
   py::class_<TrajectoryWriter>(m, "TrajectoryWriter")
       .def("Append",
            [](TrajectoryWriter& self, const py::list& step) {
@@ -317,29 +289,16 @@ void BindWriters(py::module_& m) {
       .def(
           "CreateItem",
           // Reads the refs straight from the Python sequences (one item per
-          // step is common: this is on the per-step path). With a signature,
-          // as the Python writer checks items (FitSignature): column errors
-          // first unless it fits, then False if it does not (nothing
-          // queued), else True once queued.
+          // step is common: this is on the per-step path).
           [](TrajectoryWriter& self, const std::string& table, double priority,
-             const py::sequence& trajectory, const py::sequence& squeeze,
-             const ItemSignature* signature) -> py::object {
+             const py::sequence& trajectory, const py::sequence& squeeze) {
             std::vector<TrajectoryColumn> columns =
                 TrajectoryFromPython(trajectory, squeeze);
-            if (signature != nullptr) {
-              const SignatureFit fit = FitSignature(columns, signature->specs);
-              if (fit != SignatureFit::kMatch) {
-                RunWithoutGil([&] { return self.CheckTrajectory(columns); });
-                if (fit == SignatureFit::kMismatch) return py::bool_(false);
-              }
-            }
             RunWithoutGil(
                 [&] { return self.CreateItem(table, priority, columns); });
-            return signature != nullptr ? py::object(py::bool_(true))
-                                        : py::object(py::none());
           },
           py::arg("table"), py::arg("priority"), py::arg("trajectory"),
-          py::arg("squeeze_column"), py::arg("signature") = nullptr)
+          py::arg("squeeze_column"))
       .def(
           "CreateItems",
           [](TrajectoryWriter& self, const std::string& table,

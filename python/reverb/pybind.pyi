@@ -233,12 +233,6 @@ class WeakCellRef:
   @property
   def dtype(self) -> np.dtype: ...
 
-# A table signature as TrajectoryWriter.CreateItem checks items: per leaf
-# (tensorflow.DataType value, shape: sizes, None unknown; None: any rank).
-class ItemSignature:
-  def __init__(self, specs: Sequence[Tuple[int, Optional[Sequence[
-      Optional[int]]]]]) -> None: ...
-
 class TrajectoryWriter:
   # One entry per column (None: absent from this step).
   def Append(self, step: List[Optional[np.ndarray]]
@@ -248,19 +242,9 @@ class TrajectoryWriter:
   # Columns with a leading time dimension; T refs per present column.
   def AppendBatch(self, columns: List[Optional[np.ndarray]]
                   ) -> List[Optional[List[WeakCellRef]]]: ...
-  # With a signature: column errors first unless the item fits it, then
-  # False if it does not (nothing queued), else True.
   def CreateItem(self, table: str, priority: float,
                  trajectory: Sequence[Sequence[WeakCellRef]],
-                 squeeze_column: Sequence[bool],
-                 signature: Optional[ItemSignature] = None
-                 ) -> Optional[bool]: ...
-  # One item per priority, all or none: item i's column c holds
-  # refs[c][o + i] for each o in offsets[c].
-  def CreateItems(self, table: str, priorities: np.ndarray,
-                  refs: Sequence[Sequence[WeakCellRef]],
-                  offsets: Sequence[Sequence[int]],
-                  squeeze_column: Sequence[bool]) -> None: ...
+                 squeeze_column: Sequence[bool]) -> None: ...
   # The errors CreateItem would raise for the columns, queuing nothing.
   def CheckTrajectory(self, trajectory: Sequence[Sequence[WeakCellRef]],
                       squeeze_column: Sequence[bool]) -> None: ...

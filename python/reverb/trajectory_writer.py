@@ -355,12 +355,7 @@ class TrajectoryWriter:
                get_signature: Optional[Callable[[str], Any]] = None):
     self._writer = internal_writer
     self._get_signature = get_signature
-    # Per table: its signature (None if it has none) and, with our internal
-    # writer (which checks items against it in C++), the ItemSignature.
-    self._signatures: Dict[str, Tuple[
-        Optional[structured_value.FlatSignature],
-        Optional[pybind.ItemSignature]]] = {}
-    self._checks_in_cpp = isinstance(internal_writer, pybind.TrajectoryWriter)
+    self._signatures: Dict[str, Optional[structured_value.FlatSignature]] = {}
     # Union of the appended structures, None leaves.
     self._structure = _NO_STEPS
     self._history = None  # The structure with _ColumnHistory leaves.
@@ -520,16 +515,9 @@ class TrajectoryWriter:
             f'{trajectory}')
       references.append(column._data_references)  # pylint: disable=protected-access
       squeeze.append(column.is_squeezed)
-    if self._get_signature is None:
-      self._writer.CreateItem(table, priority, references, squeeze)
-      return
-    signature, item_signature = self._signature(table, references, squeeze)
-    if item_signature is None:
-      self._check_signature(table, signature, columns, references, squeeze)
-      self._writer.CreateItem(table, priority, references, squeeze)
-    elif not self._writer.CreateItem(table, priority, references, squeeze,
-                                     item_signature):
-      raise ValueError(_signature_mismatch(table, signature, columns))
+    if self._get_signature is not None:
+      self._check_signature(table, columns, references, squeeze)
+    self._writer.CreateItem(table, priority, references, squeeze)
 
   def create_items(self, table: str, *, priorities: Any, trajectory: Any):
     """Queues `len(priorities)` items in one call (not in dm-reverb; needs the
@@ -584,9 +572,10 @@ class TrajectoryWriter:
       offsets.append(column_offsets)
       squeeze.append(column.is_squeezed)
     if self._get_signature is not None:  # The last item's stands for all.
-      last = [column._data_references for column in columns]  # pylint: disable=protected-access
-      signature, _ = self._signature(table, last, squeeze)
-      self._check_signature(table, signature, columns, last, squeeze)
+      self._check_signature(
+          table, columns,
+          [column._data_references for column in columns],  # pylint: disable=protected-access
+          squeeze)
     self._writer.CreateItems(table, priorities, references, offsets, squeeze)
 
   def flush(self,
@@ -644,42 +633,22 @@ class TrajectoryWriter:
     self._closed = True
     self._writer.Close()
 
-  def _signature(
-      self, table: str, references: List[List[pybind.WeakCellRef]],
-      squeeze: List[bool]
-  ) -> Tuple[Optional[structured_value.FlatSignature],
-             Optional[pybind.ItemSignature]]:
-    """`table`'s signature (None if it has none) and its ItemSignature (None
-    if it has none or the internal writer is not ours).
-
-    Raises:
-      ValueError: If `table` does not exist; errors of the columns
-        themselves (expired or mixed cells, a closed writer) come first, as
-        in dm-reverb.
-    """
+  def _check_signature(self, table: str,
+                       columns: Sequence[TrajectoryColumn],
+                       references: List[List[pybind.WeakCellRef]],
+                       squeeze: List[bool]):
+    """Raises ValueError unless `table` exists and the columns match its
+    signature; errors of the columns themselves (expired or mixed cells, a
+    closed writer) come first, as in dm-reverb."""
     if table not in self._signatures:
       try:
-        signature = self._get_signature(table)
+        self._signatures[table] = self._get_signature(table)
       except ValueError:
         self._writer.CheckTrajectory(references, squeeze)
         raise ValueError(
             f"Unable to create item in table '{table}' since the table could "
             f'not be found.') from None
-      item_signature = None
-      if signature is not None and self._checks_in_cpp:
-        item_signature = pybind.ItemSignature(
-            [(data_type, shape) for _, data_type, shape in signature.specs])
-      self._signatures[table] = signature, item_signature
-    return self._signatures[table]
-
-  def _check_signature(self, table: str,
-                       signature: Optional[structured_value.FlatSignature],
-                       columns: Sequence[TrajectoryColumn],
-                       references: List[List[pybind.WeakCellRef]],
-                       squeeze: List[bool]):
-    """Raises ValueError unless the columns match `signature` (None: no
-    signature); errors of the columns themselves (expired or mixed cells, a
-    closed writer) come first, as in dm-reverb."""
+    signature = self._signatures[table]
     if signature is None:
       return
     try:
