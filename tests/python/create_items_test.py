@@ -1,6 +1,5 @@
 """TrajectoryWriter.create_items: the same items as create_item one by one,
-and the same errors; create_item's signature check in C++ gives what the
-Python check gives."""
+and the same errors."""
 
 import numpy as np
 import pytest
@@ -277,68 +276,3 @@ def test_one_item_of_each_step_of_an_append_batch_in_step_order(client):
       [10 * (t - 1), 10 * t] for t in range(1, 65)]
   writer.close()
 
-
-class _NotOurs:
-  """An internal writer that is not a pybind.TrajectoryWriter (so the
-  TrajectoryWriter checks signatures in Python), delegating to one."""
-
-  def __init__(self, writer):
-    self._writer = writer
-
-  def __getattr__(self, name):
-    return getattr(self._writer, name)
-
-
-def _signature_cases():
-  def expired(h):
-    column = h['obs'][-2:]
-    for _ in range(3):
-      h.writer.append({'obs': np.zeros([2], np.float32),
-                       'wide': np.zeros([3], np.float32),
-                       'double': np.zeros([2], np.float64)})
-    return column
-  return {
-      'fits': (1.0, lambda h: {'obs': h['obs'][-2:]}),
-      'squeezed': (1.0, lambda h: {'obs': h['obs'][-1]}),
-      'dtype': (1.0, lambda h: {'obs': h['double'][-2:]}),
-      'shape': (1.0, lambda h: {'obs': h['wide'][-2:]}),
-      'columns': (1.0, lambda h: {'obs': h['obs'][-2:], 'x': h['obs'][-1]}),
-      'nan fits': (float('nan'), lambda h: {'obs': h['obs'][-2:]}),
-      'nan dtype': (float('nan'), lambda h: {'obs': h['double'][-2:]}),
-      'expired': (1.0, lambda h: {'obs': expired(h)}),
-      'expired nan': (float('nan'), lambda h: {'obs': expired(h)}),
-  }
-
-
-class _History:
-  def __init__(self, writer):
-    self.writer = writer
-
-  def __getitem__(self, key):
-    return self.writer.history[key]
-
-
-@pytest.mark.parametrize('case', sorted(_signature_cases()))
-def test_signature_check_in_cpp_is_the_python_check(client, case):
-  priority, trajectory = _signature_cases()[case]
-  native = client.trajectory_writer(num_keep_alive_refs=2)
-  base = client.trajectory_writer(num_keep_alive_refs=2)
-  python = reverb.TrajectoryWriter(
-      _NotOurs(base._writer), base._get_signature)  # pylint: disable=protected-access
-  outcomes = []
-  for writer in (native, python):
-    for t in range(2):
-      writer.append({'obs': np.full([2], t, np.float32),
-                     'wide': np.zeros([3], np.float32),
-                     'double': np.zeros([2], np.float64)})
-    try:
-      writer.create_item('signed', priority, trajectory(_History(writer)))
-      outcomes.append(None)
-    except Exception as e:  # pylint: disable=broad-except
-      outcomes.append((type(e), str(e)))
-    writer.flush(timeout_ms=TIMEOUT_MS)
-  assert outcomes[0] == outcomes[1]
-  assert (outcomes[0] is None) == (case == 'fits')
-  assert client.server_info()['signed'].current_size == 2 * (case == 'fits')
-  native.close()
-  base.close()
