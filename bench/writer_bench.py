@@ -32,7 +32,15 @@ Client):
       only: dm-reverb has no such method; the row is then not run) or with
       T `append` calls ("append loop", both packages). The "1 item" rows
       make only the item of the batch's last step: they measure appending
-      (and the episode's end), not items. These rows count steps, not items.
+      (and the episode's end), not items. "append_batch + create_items"
+      makes the T items with one `create_items` call (ours only). These
+      rows count steps, not items.
+  32 per call (small only)  one long-lived writer (`num_keep_alive_refs=32`)
+      takes 32 steps and one item per step per call, `end_episode()` every
+      1024 steps: with `append_batch` and one `create_items` ("append_batch
+      + create_items", ours only) or with 32 `append` and `create_item`
+      calls ("append loop", both packages: dm-reverb's best way). As
+      TorchRL's `extend` of 32 items.
 Each writer first writes 20 untimed steps (or one batch) with the same writer
 and ends that episode: connection and stream set-up are not timed. Every
 workload has its own table (uniform sampling, Fifo removal, MinSize(1)).
@@ -59,6 +67,8 @@ import reverb  # pylint: disable=g-import-not-at-top,wrong-import-position
 _NUM_WORKERS = 4
 _EPISODE_STEPS = 100
 _BATCH_STEPS = 1000  # T of the batch workloads.
+_CALL_STEPS = 32  # Steps and items per call of the per-call workloads.
+_CALL_EPISODE_STEPS = 1024
 _WARMUP_STEPS = 20
 _NUM_CHECKED = 32
 # A step's tag: writer number * _TAG_WRITER + its index in the writer's pool.
@@ -116,12 +126,22 @@ PAYLOADS = {
 WORKLOADS = [(payload, 'step', writers, label)
              for payload in PAYLOADS
              for writers, label in ((1, '1 writer'), (4, '4 writers'))]
-# Batch modes: 'append_batch' or 'loop', then '/1' for one item per batch.
+# Batch modes: 'append_batch', 'create_items' or 'loop', then '/1' for one
+# item per batch.
 WORKLOADS += [('small', mode, 1, f'T={_BATCH_STEPS} {label}')
               for mode, label in (('append_batch', 'append_batch'),
+                                  ('create_items',
+                                   'append_batch + create_items'),
                                   ('loop', 'append loop'),
                                   ('append_batch/1', 'append_batch, 1 item'),
                                   ('loop/1', 'append loop, 1 item'))]
+# Per-call modes: 'call_items' (append_batch + create_items), 'call_loop'.
+WORKLOADS += [('small', mode, 1, f'{_CALL_STEPS} per call, {label}')
+              for mode, label in (('call_items', 'append_batch + create_items'),
+                                  ('call_loop', 'append loop'))]
+# Modes that need a method dm-reverb lacks.
+_OURS_ONLY = {'append_batch': 'append_batch', 'create_items': 'create_items',
+              'call_items': 'create_items'}
 
 
 def table_name(payload, mode, writers):
@@ -146,11 +166,19 @@ class StepWriter:
     # Items per batch: one per step, or '/1' for the last step's.
     self._batch_items = 1 if items == '1' else _BATCH_STEPS
     batched = mode != 'step'
-    self.writer = client.trajectory_writer(
-        num_keep_alive_refs=_BATCH_STEPS if batched else 2)
+    keep = (_CALL_STEPS if mode.startswith('call') else
+            _BATCH_STEPS if batched else 2)
+    self.writer = client.trajectory_writer(num_keep_alive_refs=keep)
     if batched:
       self._batch = {key: np.stack([step[key] for step in self._pool])
                      for key in self._keys}
+    # The pool in calls of _CALL_STEPS steps: stacked and one by one.
+    self._calls = [
+        ({key: self._batch[key][i:i + _CALL_STEPS] for key in self._keys},
+         self._pool[i:i + _CALL_STEPS])
+        for i in range(0, len(self._pool) - _CALL_STEPS + 1, _CALL_STEPS)
+    ] if mode.startswith('call') else []
+    self._ones = np.ones(_BATCH_STEPS)
     self.steps = 0  # Steps written, warm-up included.
     self.items = 0  # Items made, warm-up included.
 
@@ -166,23 +194,59 @@ class StepWriter:
 
   def _batch_episode(self):
     writer = self.writer
-    if self._mode == 'append_batch':
+    if self._mode in ('append_batch', 'create_items'):
       writer.append_batch(self._batch)
     else:
       for step in self._pool:
         writer.append(step)
-    for t in range(-self._batch_items, 0):
-      writer.create_item(self._table, 1.0,
-                         {key: writer.history[key][t] for key in self._keys})
+    if self._mode == 'create_items':
+      writer.create_items(
+          self._table, priorities=self._ones[:self._batch_items],
+          trajectory={key: writer.history[key][-1] for key in self._keys})
+    else:
+      for t in range(-self._batch_items, 0):
+        writer.create_item(
+            self._table, 1.0,
+            {key: writer.history[key][t] for key in self._keys})
     self.steps += _BATCH_STEPS
     self.items += self._batch_items
     writer.end_episode()
+
+  def _call(self):
+    writer = self.writer
+    batch, steps = self._calls[(self.steps // _CALL_STEPS) % len(self._calls)]
+    if self._mode == 'call_items':
+      writer.append_batch(batch)
+      writer.create_items(
+          self._table, priorities=self._ones[:_CALL_STEPS],
+          trajectory={key: writer.history[key][-1] for key in self._keys})
+    else:
+      for step in steps:
+        writer.append(step)
+        writer.create_item(self._table, 1.0,
+                           {key: writer.history[key][-1] for key in self._keys})
+    self.steps += _CALL_STEPS
+    self.items += _CALL_STEPS
+    if self.steps % _CALL_EPISODE_STEPS == 0:
+      writer.end_episode()
+
+  def _once(self):
+    """One step, batch episode or call, as the mode says."""
+    if self._mode == 'step':
+      self._step()
+    elif self._mode.startswith('call'):
+      self._call()
+    else:
+      self._batch_episode()
 
   def warm_up(self):
     if self._mode == 'step':
       while self.steps < _WARMUP_STEPS:
         self._step()
       self.writer.end_episode()
+    elif self._mode.startswith('call'):
+      while self.steps < _CALL_EPISODE_STEPS:
+        self._call()
     else:
       self._batch_episode()
 
@@ -192,12 +256,8 @@ class StepWriter:
     first = self.steps
     start = time.monotonic()
     deadline = start + seconds
-    if self._mode == 'step':
-      while time.monotonic() < deadline:
-        self._step()
-    else:
-      while time.monotonic() < deadline:
-        self._batch_episode()
+    while time.monotonic() < deadline:
+      self._once()
     self.writer.flush()
     end = time.monotonic()
     self.writer.end_episode()
@@ -207,13 +267,13 @@ class StepWriter:
 
 def worker(number):
   """--worker N: for each job line on stdin, makes its StepWriter and warms
-  it up, says READY (or SKIP if the package lacks append_batch), waits for
-  GO, writes and reports DONE {json}."""
+  it up, says READY (or SKIP if the package lacks a method the mode needs),
+  waits for GO, writes and reports DONE {json}."""
   for client, job in harness.worker_jobs():
     step_writer = StepWriter(client, job['table'], job['payload'],
                              job['mode'], number)
-    if (job['mode'].startswith('append_batch') and
-        not hasattr(step_writer.writer, 'append_batch')):
+    needs = _OURS_ONLY.get(job['mode'].partition('/')[0])
+    if needs is not None and not hasattr(step_writer.writer, needs):
       step_writer.writer.close()
       print('SKIP', flush=True)
       continue

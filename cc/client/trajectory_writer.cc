@@ -21,31 +21,33 @@ namespace {
 // Every call after Close() returns CANCELLED with dm-reverb's message.
 constexpr char kClosed[] = "TrajectoryWriter::Close has been called.";
 
-// Locks the cells of `column` and appends them to `cells`: INVALID_ARGUMENT
-// (dm-reverb's messages) if one has expired, a squeezed column has other
-// than one cell, or the cells differ in dtype or shape. Unlike dm-reverb
-// (which crashes on it), an empty column is an error too.
-absl::Status LockColumn(const TrajectoryColumn& column,
+// Locks the cells of `column` (TrajectoryWriter::ColumnRefs) and appends
+// them to `cells`: INVALID_ARGUMENT (dm-reverb's messages) if one has
+// expired, a squeezed column has other than one cell, or the cells differ in
+// dtype or shape. Unlike dm-reverb (which crashes on it), an empty column is
+// an error too.
+template <typename Column>
+absl::Status LockColumn(const Column& column,
                         std::vector<std::shared_ptr<CellRef>>* cells) {
-  if (column.refs.empty()) {
+  if (column.size == 0) {
     return absl::InvalidArgumentError("the column is empty.");
   }
   const size_t first = cells->size();
-  for (const auto& weak : column.refs) {
-    std::shared_ptr<CellRef> ref = weak.lock();
+  for (size_t j = 0; j < column.size; ++j) {
+    std::shared_ptr<CellRef> ref = column[j].lock();
     if (ref == nullptr) {
       return absl::InvalidArgumentError("Column contains expired CellRef.");
     }
     cells->push_back(std::move(ref));
   }
-  if (column.squeeze && column.refs.size() != 1) {
+  if (column.squeeze && column.size != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "TrajectoryColumn must contain exactly one row when squeeze is set "
         "but got ",
-        column.refs.size(), "."));
+        column.size, "."));
   }
   const CellRef& head = *(*cells)[first];
-  for (size_t i = 1; i < column.refs.size(); ++i) {
+  for (size_t i = 1; i < column.size; ++i) {
     const CellRef& cell = *(*cells)[first + i];
     if (cell.dtype() != head.dtype()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -196,11 +198,9 @@ TrajectoryWriter::AppendBatch(
 }
 
 absl::Status TrajectoryWriter::LockTrajectory(
-    const std::vector<TrajectoryColumn>& trajectory, Item* item) const {
+    absl::Span<const ColumnRefs> trajectory, Item* item) const {
   size_t num_cells = 0;
-  for (const TrajectoryColumn& column : trajectory) {
-    num_cells += column.refs.size();
-  }
+  for (const ColumnRefs& column : trajectory) num_cells += column.size;
   absl::Status status =
       num_cells == 0
           ? absl::InvalidArgumentError("trajectory must not be empty.")
@@ -225,32 +225,86 @@ absl::Status TrajectoryWriter::LockTrajectory(
   return status;
 }
 
+absl::InlinedVector<TrajectoryWriter::ColumnRefs, 4> TrajectoryWriter::RefsOf(
+    const std::vector<TrajectoryColumn>& trajectory) {
+  absl::InlinedVector<ColumnRefs, 4> columns;
+  columns.reserve(trajectory.size());
+  for (const TrajectoryColumn& column : trajectory) {
+    columns.push_back(
+        {column.refs.data(), nullptr, 0, column.refs.size(), column.squeeze});
+  }
+  return columns;
+}
+
 absl::Status TrajectoryWriter::CheckTrajectory(
     const std::vector<TrajectoryColumn>& trajectory) const {
   Item item;
-  REVERB_RETURN_IF_ERROR(LockTrajectory(trajectory, &item));
+  REVERB_RETURN_IF_ERROR(LockTrajectory(RefsOf(trajectory), &item));
   MutexLock lock(&mu_);
   if (closed_) return absl::CancelledError(kClosed);
   return status_;
 }
 
-absl::Status TrajectoryWriter::CreateItem(
-    const std::string& table, double priority,
-    const std::vector<TrajectoryColumn>& trajectory) {
+absl::Status TrajectoryWriter::MakeItem(const std::string& table,
+                                        double priority,
+                                        absl::Span<const ColumnRefs> trajectory,
+                                        Item* item) const {
   if (std::isnan(priority)) {
     return absl::InvalidArgumentError("`priority` must not be nan.");
   }
+  REVERB_RETURN_IF_ERROR(LockTrajectory(trajectory, item));
+  item->key = NewRandomKey();
+  item->table = table;
+  item->priority = priority;
+  item->inserted_at = absl::Now();
+  return absl::OkStatus();
+}
+
+absl::Status TrajectoryWriter::CreateItem(
+    const std::string& table, double priority,
+    const std::vector<TrajectoryColumn>& trajectory) {
   Item item;
-  REVERB_RETURN_IF_ERROR(LockTrajectory(trajectory, &item));
-  item.key = NewRandomKey();
-  item.table = table;
-  item.priority = priority;
-  item.inserted_at = absl::Now();
+  REVERB_RETURN_IF_ERROR(MakeItem(table, priority, RefsOf(trajectory), &item));
   MutexLock lock(&mu_);
   if (closed_) return absl::CancelledError(kClosed);
   REVERB_RETURN_IF_ERROR(status_);
   item.seq = next_seq_++;
   queue_.push_back(std::move(item));
+  return absl::OkStatus();
+}
+
+absl::Status TrajectoryWriter::CreateItems(
+    const std::string& table, absl::Span<const double> priorities,
+    const std::vector<BatchColumn>& columns) {
+  const int num_items = static_cast<int>(priorities.size());
+  absl::InlinedVector<ColumnRefs, 4> trajectory;
+  trajectory.reserve(columns.size());
+  for (int c = 0; c < static_cast<int>(columns.size()); ++c) {
+    const BatchColumn& column = columns[c];
+    for (int offset : column.offsets) {
+      if (offset < 0 || static_cast<int64_t>(offset) + num_items >
+                            static_cast<int64_t>(column.refs.size())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Offset ", offset, " of column ", c, " needs ", num_items,
+            " refs from it, but the column has ", column.refs.size(), "."));
+      }
+    }
+    trajectory.push_back({column.refs.data(), column.offsets.data(), 0,
+                          column.offsets.size(), column.squeeze});
+  }
+  std::vector<Item> items(num_items);
+  for (int i = 0; i < num_items; ++i) {
+    for (ColumnRefs& column : trajectory) column.shift = i;
+    REVERB_RETURN_IF_ERROR(
+        MakeItem(table, priorities[i], trajectory, &items[i]));
+  }
+  MutexLock lock(&mu_);
+  if (closed_) return absl::CancelledError(kClosed);
+  REVERB_RETURN_IF_ERROR(status_);
+  for (Item& item : items) {
+    item.seq = next_seq_++;
+    queue_.push_back(std::move(item));
+  }
   return absl::OkStatus();
 }
 

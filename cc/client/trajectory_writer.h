@@ -57,6 +57,15 @@ struct TrajectoryColumn {
   bool squeeze = false;
 };
 
+// One column of every item of a CreateItems batch: item i's column holds
+// the cells refs[o + i] for each o in `offsets`, in order (a squeezed
+// column has one offset).
+struct BatchColumn {
+  std::vector<std::weak_ptr<CellRef>> refs;
+  std::vector<int> offsets;
+  bool squeeze = false;
+};
+
 class REVERB_EXPORT TrajectoryWriter {
  public:
   // A request is written once it holds this many bytes.
@@ -107,6 +116,15 @@ class REVERB_EXPORT TrajectoryWriter {
   // column whose cells differ in dtype or shape; CANCELLED once closed.
   absl::Status CreateItem(const std::string& table, double priority,
                           const std::vector<TrajectoryColumn>& trajectory);
+
+  // Queues one item per priority, all of them or (on error) none: item i,
+  // of priority priorities[i], is made of `columns` as BatchColumn says.
+  // The error is CreateItem's for the first item that has one (same code
+  // and message); INVALID_ARGUMENT if an offset is negative or a column has
+  // too few refs for the items ("... column N ...").
+  absl::Status CreateItems(const std::string& table,
+                           absl::Span<const double> priorities,
+                           const std::vector<BatchColumn>& columns);
 
   // The error CreateItem would return for `trajectory` (all but the NaN
   // priority check), without queuing anything: callers that check items
@@ -176,9 +194,31 @@ class REVERB_EXPORT TrajectoryWriter {
 
   TrajectoryWriter(WriterShard shard, std::shared_ptr<ChunkerOptions> options);
 
+  // The refs of one column of an item: refs[j], or refs[offsets[j] + shift]
+  // if `offsets` is set (a column of a CreateItems batch).
+  struct ColumnRefs {
+    const std::weak_ptr<CellRef>* refs;
+    const int* offsets;
+    int shift;
+    size_t size;
+    bool squeeze;
+
+    const std::weak_ptr<CellRef>& operator[](size_t j) const {
+      return offsets == nullptr ? refs[j] : refs[offsets[j] + shift];
+    }
+  };
+
+  // The ColumnRefs of a CreateItem (or CheckTrajectory) trajectory.
+  static absl::InlinedVector<ColumnRefs, 4> RefsOf(
+      const std::vector<TrajectoryColumn>& trajectory);
+
   // CheckTrajectory's checks; fills the cells and columns of `item`.
-  absl::Status LockTrajectory(const std::vector<TrajectoryColumn>& trajectory,
+  absl::Status LockTrajectory(absl::Span<const ColumnRefs> trajectory,
                               Item* item) const ABSL_LOCKS_EXCLUDED(mu_);
+  // CreateItem's checks and fields of an item (all but its seq).
+  absl::Status MakeItem(const std::string& table, double priority,
+                        absl::Span<const ColumnRefs> trajectory,
+                        Item* item) const ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::StatusOr<std::vector<std::optional<std::weak_ptr<CellRef>>>> AppendImpl(
       absl::Span<const std::optional<TensorView>> step, bool partial);

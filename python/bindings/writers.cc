@@ -1,3 +1,4 @@
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -11,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "cc/client/chunker.h"
 #include "cc/client/legacy_writer.h"
 #include "cc/client/trajectory_writer.h"
@@ -62,6 +64,29 @@ std::vector<TrajectoryColumn> TrajectoryFromPython(
     for (py::handle cell : cells) {
       columns[c].refs.push_back(cell.cast<const WeakCellRef&>().ref);
     }
+    columns[c].squeeze = squeeze[c].cast<bool>();
+  }
+  return columns;
+}
+
+// The columns of a CreateItems batch: per column a sequence of WeakCellRefs,
+// a sequence of offsets and a squeeze flag.
+std::vector<BatchColumn> BatchFromPython(const py::sequence& refs,
+                                         const py::sequence& offsets,
+                                         const py::sequence& squeeze) {
+  const size_t num_columns = refs.size();
+  if (offsets.size() != num_columns || squeeze.size() != num_columns) {
+    throw py::value_error(
+        "CreateItems needs offsets and a squeeze flag per column.");
+  }
+  std::vector<BatchColumn> columns(num_columns);
+  for (size_t c = 0; c < num_columns; ++c) {
+    const py::sequence cells = refs[c];
+    columns[c].refs.reserve(cells.size());
+    for (py::handle cell : cells) {
+      columns[c].refs.push_back(cell.cast<const WeakCellRef&>().ref);
+    }
+    columns[c].offsets = offsets[c].cast<std::vector<int>>();
     columns[c].squeeze = squeeze[c].cast<bool>();
   }
   return columns;
@@ -274,6 +299,25 @@ void BindWriters(py::module_& m) {
           },
           py::arg("table"), py::arg("priority"), py::arg("trajectory"),
           py::arg("squeeze_column"))
+      .def(
+          "CreateItems",
+          [](TrajectoryWriter& self, const std::string& table,
+             const py::array_t<double, py::array::c_style |
+                                           py::array::forcecast>& priorities,
+             const py::sequence& refs, const py::sequence& offsets,
+             const py::sequence& squeeze) {
+            if (priorities.ndim() != 1) {
+              throw py::value_error("CreateItems needs one priority per item.");
+            }
+            std::vector<BatchColumn> columns =
+                BatchFromPython(refs, offsets, squeeze);
+            const absl::Span<const double> values(
+                priorities.data(), static_cast<size_t>(priorities.size()));
+            RunWithoutGil(
+                [&] { return self.CreateItems(table, values, columns); });
+          },
+          py::arg("table"), py::arg("priorities"), py::arg("refs"),
+          py::arg("offsets"), py::arg("squeeze_column"))
       .def(
           "CheckTrajectory",
           [](TrajectoryWriter& self, const py::sequence& trajectory,

@@ -257,6 +257,12 @@ class TrajectoryWriter:
   def CreateItem(self, table: str, priority: float,
                  trajectory: Sequence[Sequence[WeakCellRef]],
                  squeeze_column: Sequence[bool]) -> None: ...
+  # One item per priority, all or none: item i's column c holds
+  # refs[c][o + i] for each o in offsets[c].
+  def CreateItems(self, table: str, priorities: np.ndarray,
+                  refs: Sequence[Sequence[WeakCellRef]],
+                  offsets: Sequence[Sequence[int]],
+                  squeeze_column: Sequence[bool]) -> None: ...
   # The errors CreateItem would raise for the columns, queuing nothing.
   def CheckTrajectory(self, trajectory: Sequence[Sequence[WeakCellRef]],
                       squeeze_column: Sequence[bool]) -> None: ...

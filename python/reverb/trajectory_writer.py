@@ -17,7 +17,9 @@ called positionally; the history holds exactly the references `Append` and
 `AppendPartial` return.
 
 Beyond dm-reverb: `append_batch` appends T steps given with a leading time
-dimension in one call.
+dimension in one call, and `create_items` queues N items in one call, the
+last the trajectory given, each earlier one the same trajectory one step
+earlier (e.g. one item per step of an `append_batch`).
 """
 
 import collections
@@ -47,19 +49,22 @@ class TrajectoryColumn:
     data_references: Cell references (`pybind.WeakCellRef`), oldest first.
     squeeze: Insert the single cell without a time dimension.
     path: Where the column comes from, for error messages.
+    origin: The `_ColumnHistory` the cells come from and their steps in it,
+      for `TrajectoryWriter.create_items` (None: not from a history).
 
   Raises:
     ValueError: If squeezed with other than one cell, or a cell is None
       (expired from the history, or never set).
   """
 
-  __slots__ = ('_data_references', 'is_squeezed', '_path')
+  __slots__ = ('_data_references', 'is_squeezed', '_path', '_origin')
 
   def __init__(self,
                data_references: Sequence[pybind.WeakCellRef],
                *,
                squeeze: bool = False,
-               path: Optional[Path] = None):
+               path: Optional[Path] = None,
+               origin: Optional[Tuple['_ColumnHistory', Sequence[int]]] = None):
     if squeeze and len(data_references) != 1:
       raise ValueError(
           f'Columns must contain exactly one data reference when squeeze '
@@ -72,6 +77,7 @@ class TrajectoryColumn:
     self._data_references = list(data_references)
     self.is_squeezed = squeeze
     self._path = path
+    self._origin = origin
 
   def __len__(self) -> int:
     return len(self._data_references)
@@ -87,15 +93,25 @@ class TrajectoryColumn:
       TypeError: If `val` is none of these (numpy integers work too).
     """
     if isinstance(val, slice):
-      return TrajectoryColumn(self._data_references[val])
+      return TrajectoryColumn(self._data_references[val],
+                              origin=self._sub_origin(val))
     if isinstance(val, list):
-      return TrajectoryColumn([self._cell(i) for i in val])
+      return TrajectoryColumn([self._cell(i) for i in val],
+                              origin=self._sub_origin(val))
     try:
       index = operator.index(val)
     except TypeError:
       raise TypeError(f'TrajectoryColumn indices must be integers or slices, '
                       f'not {type(val)}') from None
-    return TrajectoryColumn([self._cell(index)], squeeze=True)
+    return TrajectoryColumn([self._cell(index)], squeeze=True,
+                            origin=self._sub_origin([index]))
+
+  def _sub_origin(self, val: Union[slice, List[int]]):
+    if self._origin is None:
+      return None
+    history, steps = self._origin
+    return history, (list(steps[val]) if isinstance(val, slice) else
+                     [steps[i] for i in val])
 
   def _cell(self, index: int) -> pybind.WeakCellRef:
     references = self._data_references
@@ -180,10 +196,12 @@ class _ColumnHistory:
     first_kept = self._length - len(self._references)
     return None if index < first_kept else self._references[index - first_kept]
 
-  def _slice(self, val: slice) -> List[Optional[pybind.WeakCellRef]]:
+  def _slice(self, val: slice) -> range:
+    """The steps of a slice: positions before step 0 (from a start below
+    -len) are negative."""
     step = 1 if val.step is None else operator.index(val.step)
     if step < 0:
-      return [self._reference(i) for i in range(*val.indices(self._length))]
+      return range(*val.indices(self._length))
     if step == 0:
       raise ValueError('slice step cannot be zero')
     length = self._length
@@ -191,9 +209,48 @@ class _ColumnHistory:
     start = start + length if start < 0 else min(start, length)
     stop = length if val.stop is None else operator.index(val.stop)
     stop = stop + length if stop < 0 else min(stop, length)
-    # Positions before step 0 (start < 0) read None.
-    return [self._reference(i) if i >= 0 else None
-            for i in range(start, stop, step)]
+    return range(start, stop, step)
+
+  def _column(self, steps: Sequence[int], *, squeeze: bool = False,
+              path: Path) -> TrajectoryColumn:
+    # Positions before step 0 read None.
+    return TrajectoryColumn(
+        [self._reference(i) if i >= 0 else None for i in steps],
+        squeeze=squeeze, path=path, origin=(self, steps))
+
+  def window(self, column: TrajectoryColumn,
+             num_items: int) -> Tuple[List[pybind.WeakCellRef], List[int]]:
+    """The cells of `num_items` items of `column`'s steps, the last at those
+    steps and each earlier one a step earlier: (the cells from the first
+    item's first step to the last item's last, the offset of each of the
+    first item's cells in them; item i's are i later).
+
+    Raises:
+      ValueError: If the column is not (or no longer) of this history's
+        steps, or a step the items need has expired, precedes the first or
+        was never set.
+    """
+    steps = column._origin[1]  # pylint: disable=protected-access
+    if any(step >= self._length or self._reference(step) is not reference
+           for step, reference in zip(steps, column)):
+      raise ValueError(
+          f'The column at path {column._path} no longer reads the steps it '  # pylint: disable=protected-access
+          f'was indexed from (they expired, or the episode ended since).')
+    first = min(steps) - (num_items - 1)
+    first_kept = self._length - len(self._references)
+    if first < max(0, first_kept):
+      raise ValueError(
+          f'{num_items} items of the column at path {column._path} need its '  # pylint: disable=protected-access
+          f'steps from {first} on, but its history holds steps '
+          f'{max(0, first_kept)} to {self._length - 1}.')
+    cells = list(itertools.islice(self._references, first - first_kept,
+                                  max(steps) + 1 - first_kept))
+    if any(cell is None for cell in cells):
+      raise ValueError(
+          f'TrajectoryColumns cannot contain any None data references: '
+          f'{num_items} items of the column at path {column._path} need its '  # pylint: disable=protected-access
+          f'steps {first} to {max(steps)}, and some were never set.')
+    return cells, [step - first - (num_items - 1) for step in steps]
 
   def __getitem__(self, val) -> TrajectoryColumn:
     """A column of some steps: `[i]` squeezed, `[a:b]`, `[[i, j]]`.
@@ -205,27 +262,29 @@ class _ColumnHistory:
     """
     if type(val) is int:  # The common case (one per column and item), inlined.
       references = self._references
-      reference = (references[val] if -len(references) <= val < 0 else
-                   self._reference(val))
-      if reference is not None:
+      if -len(references) <= val < 0:
         column = TrajectoryColumn.__new__(TrajectoryColumn)
-        column._data_references = [reference]
-        column.is_squeezed = True
-        column._path = self._path + (val,)
-        return column
-      return TrajectoryColumn([reference], squeeze=True,
-                              path=self._path + (val,))
+        column._data_references = [references[val]]
+        if column._data_references[0] is not None:
+          column.is_squeezed = True
+          column._path = self._path + (val,)
+          column._origin = (self, (self._length + val,))
+          return column
     path = self._path + (val,)
     if isinstance(val, slice):
-      return TrajectoryColumn(self._slice(val), path=path)
+      return self._column(self._slice(val), path=path)
     if isinstance(val, list):
-      return TrajectoryColumn([self._reference(i) for i in val], path=path)
+      return self._column([i + self._length if i < 0 else i for i in val],
+                          path=path)
     try:
       index = operator.index(val)
     except TypeError:
       raise TypeError(f'_ColumnHistory indices must be integers or slices, '
                       f'not {type(val)}') from None
-    return TrajectoryColumn([self._reference(index)], squeeze=True, path=path)
+    if index >= self._length:
+      raise IndexError('list index out of range')
+    return self._column([index + self._length if index < 0 else index],
+                        squeeze=True, path=path)
 
 
 def _signature_mismatch(table: str,
@@ -459,6 +518,65 @@ class TrajectoryWriter:
     if self._get_signature is not None:
       self._check_signature(table, columns, references, squeeze)
     self._writer.CreateItem(table, priority, references, squeeze)
+
+  def create_items(self, table: str, *, priorities: Any, trajectory: Any):
+    """Queues `len(priorities)` items in one call (not in dm-reverb; needs the
+    `pybind.TrajectoryWriter`).
+
+    The last item is what `create_item(table, priorities[-1], trajectory)`
+    would queue; each earlier one is the same trajectory one step earlier,
+    every column shifted back along its history. So, after T steps,
+    `create_items(table, priorities=np.ones(T), trajectory={'obs':
+    history['obs'][-1]})` queues an item of each of the T steps, in step
+    order, and `history['obs'][-3:]` instead the last 3 steps of each. The
+    trajectory's columns must come from indexing `history` (then may be
+    indexed further). The signature is checked once for all items; either
+    every item is queued or (on error) none is.
+
+    Args:
+      table: The table to insert into.
+      priorities: One float per item, oldest item first (a sequence or a
+        1-D array).
+      trajectory: A nest of `TrajectoryColumn`s, the last item.
+
+    Raises:
+      TypeError: If a leaf is not a TrajectoryColumn.
+      ValueError: If `priorities` is not 1-D or holds a NaN, a column is not
+        (or no longer) of the history, a step the items need has expired,
+        precedes the episode's first step or was never set, or for what
+        `create_item` raises ValueError for (same messages).
+      RuntimeError: If the writer is closed.
+    """
+    priorities = np.asarray(priorities, dtype=np.float64)
+    if priorities.ndim != 1:
+      raise ValueError(
+          f'priorities must be one-dimensional (one per item), got shape '
+          f'{priorities.shape}')
+    num_items = len(priorities)
+    columns = _tree.flatten(trajectory)
+    references, offsets, squeeze = [], [], []
+    for column in columns:
+      if not isinstance(column, TrajectoryColumn):
+        raise TypeError(
+            f'All leaves of `trajectory` must be `TrajectoryColumn` but got '
+            f'{trajectory}')
+      if column._origin is None:  # pylint: disable=protected-access
+        raise ValueError(
+            f'create_items needs columns indexed from the history, but the '
+            f'column at path {column._path} was made otherwise.')  # pylint: disable=protected-access
+      if len(column) and num_items:
+        cells, column_offsets = column._origin[0].window(column, num_items)  # pylint: disable=protected-access
+      else:  # Nothing to shift: CreateItems reports an empty column.
+        cells, column_offsets = [], []
+      references.append(cells)
+      offsets.append(column_offsets)
+      squeeze.append(column.is_squeezed)
+    if self._get_signature is not None:  # The last item's stands for all.
+      self._check_signature(
+          table, columns,
+          [column._data_references for column in columns],  # pylint: disable=protected-access
+          squeeze)
+    self._writer.CreateItems(table, priorities, references, offsets, squeeze)
 
   def flush(self,
             block_until_num_items: int = 0,

@@ -3,6 +3,7 @@
 // timeout, the server's errors and streaming again to a restarted server.
 #include "cc/client/trajectory_writer.h"
 
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -60,6 +61,37 @@ TEST_F(TrajectoryWriterTest, ItemsReachTheTableWithTheirChunksAndPriorities) {
   EXPECT_EQ(stored[1].item.priority(), 3);
   EXPECT_EQ(stored[1].columns, (std::vector<std::vector<int32_t>>{{3}}));
   EXPECT_EQ(stored[1].chunk_keys, (std::vector<uint64_t>{ChunkKey(cells[3])}));
+  writer->Close();
+}
+
+TEST_F(TrajectoryWriterTest, CreateItemsQueuesShiftedItemsAllOrNone) {
+  auto table = FifoTable("t", *MinSizeRateLimiter(1));
+  StartServer({table});
+  auto writer = NewWriter(/*max_chunk_length=*/2, /*num_keep_alive_refs=*/5);
+  std::vector<std::weak_ptr<CellRef>> cells;
+  for (int32_t t = 0; t < 5; ++t) cells.push_back(Append(*writer, t));
+  // Three items of two steps each (steps 1-2, 2-3, 3-4) and a squeezed
+  // column of their first step.
+  const std::vector<BatchColumn> columns = {
+      {{cells[1], cells[2], cells[3], cells[4]}, {0, 1}, false},
+      {{cells[1], cells[2], cells[3]}, {0}, true}};
+  // Too few refs for four items; a NaN priority of the third: no item.
+  EXPECT_EQ(writer->CreateItems("t", {1, 2, 3, 4}, columns).message(),
+            "Offset 1 of column 0 needs 4 refs from it, but the column has 4.");
+  EXPECT_EQ(writer->CreateItems("t", {1, 2, NAN}, columns).message(),
+            "`priority` must not be nan.");
+  EXPECT_EQ(writer->num_pending_items(), 0);
+  ASSERT_TRUE(writer->CreateItems("t", {1, 2, 3}, columns).ok());
+  ASSERT_TRUE(writer->Flush(0, absl::Seconds(30)).ok());
+
+  auto stored = StoredItems(*table);
+  ASSERT_EQ(stored.size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(stored[i].item.priority(), i + 1);
+    EXPECT_EQ(stored[i].columns,
+              (std::vector<std::vector<int32_t>>{{i + 1, i + 2}, {i + 1}}));
+    EXPECT_TRUE(stored[i].item.flat_trajectory().columns(1).squeeze());
+  }
   writer->Close();
 }
 
