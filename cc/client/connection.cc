@@ -22,6 +22,8 @@ constexpr int kMaxReconnectBackoffMs = 30 * 1000;
 
 // How long Explain's call waits for the channel's failure.
 constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
+// How often WaitForConnection explains a channel that stays failed.
+constexpr absl::Duration kExplainInterval = absl::Milliseconds(250);
 // How long LocalTables() waits for the server's answer at most.
 constexpr absl::Duration kLocalTableTimeout = absl::Seconds(5);
 
@@ -81,14 +83,22 @@ Connection::OpenInsertStream(grpc::ClientContext* context) const {
 }
 
 absl::Status Connection::WaitForConnection(absl::Duration timeout) const {
-  const auto deadline = absl::ToChronoTime(absl::Now() + timeout);
+  const absl::Time deadline = absl::Now() + timeout;
   grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/true);
   while (state != GRPC_CHANNEL_READY) {
+    absl::Time wake = deadline;
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
       absl::Status explained = Explain(absl::UnavailableError(""));
       if (absl::IsUnauthenticated(explained)) return explained;
+      // The channel may stay in TRANSIENT_FAILURE through its reconnects
+      // (round_robin), and the last error names the address that failed
+      // last: look again after each reconnect could have failed.
+      wake = std::min(deadline, absl::Now() + kExplainInterval);
     }
-    if (!channel_->WaitForStateChange(state, deadline)) break;
+    if (!channel_->WaitForStateChange(state, absl::ToChronoTime(wake)) &&
+        absl::Now() >= deadline) {
+      break;
+    }
     state = channel_->GetState(/*try_to_connect=*/true);
   }
   if (state == GRPC_CHANNEL_READY) return absl::OkStatus();
