@@ -49,6 +49,16 @@ struct WeakCellRef {
   }
 };
 
+// The cells of one column: a sequence of WeakCellRefs.
+std::vector<std::weak_ptr<CellRef>> CellRefs(const py::sequence& cells) {
+  std::vector<std::weak_ptr<CellRef>> refs;
+  refs.reserve(cells.size());
+  for (py::handle cell : cells) {
+    refs.push_back(cell.cast<const WeakCellRef&>().ref);
+  }
+  return refs;
+}
+
 // A trajectory as TrajectoryWriter.CreateItem takes it: per column, a
 // sequence of WeakCellRefs and a squeeze flag.
 std::vector<TrajectoryColumn> TrajectoryFromPython(
@@ -59,11 +69,7 @@ std::vector<TrajectoryColumn> TrajectoryFromPython(
   }
   std::vector<TrajectoryColumn> columns(num_columns);
   for (size_t c = 0; c < num_columns; ++c) {
-    const py::sequence cells = trajectory[c];
-    columns[c].refs.reserve(cells.size());
-    for (py::handle cell : cells) {
-      columns[c].refs.push_back(cell.cast<const WeakCellRef&>().ref);
-    }
+    columns[c].refs = CellRefs(trajectory[c]);
     columns[c].squeeze = squeeze[c].cast<bool>();
   }
   return columns;
@@ -81,11 +87,7 @@ std::vector<BatchColumn> BatchFromPython(const py::sequence& refs,
   }
   std::vector<BatchColumn> columns(num_columns);
   for (size_t c = 0; c < num_columns; ++c) {
-    const py::sequence cells = refs[c];
-    columns[c].refs.reserve(cells.size());
-    for (py::handle cell : cells) {
-      columns[c].refs.push_back(cell.cast<const WeakCellRef&>().ref);
-    }
+    columns[c].refs = CellRefs(refs[c]);
     columns[c].offsets = offsets[c].cast<std::vector<int>>();
     columns[c].squeeze = squeeze[c].cast<bool>();
   }
