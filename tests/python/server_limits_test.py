@@ -415,14 +415,29 @@ def _insert_large_item(proto, key=1, num_bytes=1 * _MIB):
   assert status.code == _OK, status
 
 
+def _unreading_channel(port: int) -> grpc.Channel:
+  """A channel (of its own) for calls whose responses are not read.
+
+  Without BDP probing its receive windows stay at their initial 64 KiB, so
+  the server's unread streams stall; with it, grpcio may keep widening them
+  and buffer gigabytes of responses nobody asked for in this process.
+  """
+  return grpc.insecure_channel(
+      f'localhost:{port}',
+      options=[('grpc.use_local_subchannel_pool', 1),
+               ('grpc.max_send_message_length', -1),
+               ('grpc.http2.bdp_probe', 0)])
+
+
 def test_stalled_sample_stream_is_cancelled(pb, start):
   server = start(stalled_sample_stream_timeout_seconds=1.0)
   proto = Protocol(pb, server.port)
   _insert_large_item(proto)
   # 10 GB asked for and never read: flow control stops the server, and
   # after a second the stream is cancelled.
-  call = proto.stub.SampleStream(iter([_sample_request(proto, 10_000)]),
-                                 timeout=120)
+  channel = _unreading_channel(server.port)
+  call = pb.Stub(channel).SampleStream(
+      iter([_sample_request(proto, 10_000)]), timeout=120)
   _wait_for(lambda: _open_streams(server) == 1, 'the stream to open')
   _wait_for(lambda: _open_streams(server) == 0, 'the stream to be cancelled')
   received = 0
@@ -435,6 +450,7 @@ def test_stalled_sample_stream_is_cancelled(pb, start):
   assert status.code == _OK, status
   assert len(samples) == 3
   proto.channel.close()
+  channel.close()
 
 
 def test_sample_stream_that_is_read_is_not_cancelled(pb, start):
@@ -466,6 +482,14 @@ for _ in sys.stdin:
 '''
 
 
+def _rss(pid='self') -> int:
+  with open(f'/proc/{pid}/status') as f:
+    for line in f:
+      if line.startswith('VmRSS:'):
+        return int(line.split()[1]) * _KIB
+  raise AssertionError('no VmRSS')
+
+
 class ServerProcess:
   """A server in a subprocess: its port, RSS and stream counts."""
 
@@ -476,11 +500,7 @@ class ServerProcess:
     self.port = int(self.process.stdout.readline())
 
   def rss(self) -> int:
-    with open(f'/proc/{self.process.pid}/status') as f:
-      for line in f:
-        if line.startswith('VmRSS:'):
-          return int(line.split()[1]) * _KIB
-    raise AssertionError('no VmRSS')
+    return _rss(self.process.pid)
 
   def stats(self) -> dict:
     self.process.stdin.write('\n')
@@ -515,10 +535,7 @@ def test_200_abandoned_streams_leave_rss_bounded_and_the_server_serving(pb):
     # nobody closes.
     calls = []
     for i in range(10):
-      channel = grpc.insecure_channel(
-          f'localhost:{server.port}',
-          options=[('grpc.use_local_subchannel_pool', 1),
-                   ('grpc.max_send_message_length', -1)])
+      channel = _unreading_channel(server.port)
       channels.append(channel)
       stub = pb.Stub(channel)
       for j in range(10):
@@ -529,11 +546,16 @@ def test_200_abandoned_streams_leave_rss_bounded_and_the_server_serving(pb):
                     for k in range(16)]
         calls.append(stub.InsertStream(abandoned(requests), timeout=120))
     peak = 0
+    own_baseline = _rss()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
       peak = max(peak, server.rss())
       stats = server.stats()
       assert stats['held'] <= 16 << 20
+      # This process's unread responses must stay in the transport's
+      # windows (a guard: a client stack that reads ahead would fill the
+      # machine's memory, not fail this test).
+      assert _rss() - own_baseline < 1 << 30
       time.sleep(0.1)
     # While they are open, another client is served.
     keys, status = proto.insert(
