@@ -22,7 +22,8 @@ updates 1,000 per call), each checked for the data it moved, run on:
 Our buffers are tables of Uniform sampling and Fifo removal (Prioritized
 with exponent 0.6 for the prioritized rows, as the peers' alpha) of the same
 capacity as the peers'. An item is written with a TrajectoryWriter (append
-and create_item; `append_batch` for 32 per call where the package has it),
+and create_item; `append_batch` and `create_items` for 32 per call where
+the package has them),
 flushed within the timed inserts; a batch comes from a `ReplayIterator`
 (batch_size 32) where the package has one, else it is 32 samples of one
 `Client.sample` stream, stacked; priorities go through `mutate_priorities`
@@ -108,6 +109,10 @@ class _OursBuffer:
       for item in items:
         self._writer.append({'x': item})
     column = self._writer.history['x']
+    if hasattr(self._writer, 'create_items'):  # One item per step, one call.
+      self._writer.create_items(self._table, priorities=[1.0] * len(items),
+                                trajectory={'x': column[-1]})
+      return
     for i in range(-len(items), 0):
       self._writer.create_item(self._table, 1.0, {'x': column[i]})
 
