@@ -413,13 +413,8 @@ ClientStatus ClientBridge::Insert(const std::vector<TensorRef>& data,
 ClientStatus ClientBridge::UpdatePriorities(
     const std::string& table, const std::vector<uint64_t>& keys,
     const std::vector<double>& priorities) {
-  std::vector<KeyWithPriority> updates(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    updates[i].set_key(keys[i]);
-    updates[i].set_priority(priorities[i]);
-  }
   return ToClientStatus(state_->client->MutatePriorities(
-      table, updates, {}, absl::InfiniteDuration()));
+      table, keys, priorities, {}, absl::InfiniteDuration()));
 }
 
 }  // namespace deepmind::reverb::tf_ops
