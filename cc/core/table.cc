@@ -555,11 +555,9 @@ absl::Status Table::AddItemLocked(TableItem item, int32_t times_sampled,
   for (const auto& chunk : item.chunks) ++episode_refs_[chunk->episode_id()];
   chunk_census_.Add(item);
   const int64_t chunk_bytes = ChunkBytes(item);
+  // The item never changes from here on: serialized once, for every sample.
+  item.encoded_item = item.item.SerializeAsString();
   auto stored = std::make_shared<const TableItem>(std::move(item));
-  // The item never changes from here on: sized once (after the move, which
-  // does not carry the cached size), it is serialized for every sample with
-  // the sizes cached now.
-  stored->item.ByteSizeLong();
   entries_.emplace(key, Entry{std::move(stored), priority, times_sampled,
                               chunk_bytes, next_seq_++});
   while (static_cast<int64_t>(entries_.size()) > max_size_) {

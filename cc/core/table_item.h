@@ -5,12 +5,16 @@
 // inserted_at) plus shared references to the chunks its trajectory reads,
 // in the order the trajectory first mentions them. The table keeps the
 // mutable priority and times_sampled next to it, so the item itself never
-// changes after insertion and samples can share it without copying.
+// changes after insertion and samples can share it without copying. For
+// the same reason the table serializes it once, when it stores it: every
+// sample sent over gRPC carries those bytes (sample_response.h), which spares
+// a serialization of the item per sample for about its size in memory.
 #ifndef REVERB_CC_CORE_TABLE_ITEM_H_
 #define REVERB_CC_CORE_TABLE_ITEM_H_
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,12 +27,15 @@ namespace deepmind::reverb {
 struct REVERB_EXPORT TableItem {
   PrioritizedItem item;
   std::vector<std::shared_ptr<Chunk>> chunks;
+  // `item` serialized, as stored (times_sampled 0); set by the table when it
+  // stores the item.
+  std::string encoded_item;
 };
 
 struct REVERB_EXPORT SampledItem {
-  // The item as inserted. Its `priority` and `times_sampled` fields are those
-  // of insertion; the current values are below. Its sizes are cached
-  // (GetCachedSize() is valid).
+  // The item as inserted (and its encoded_item). Its `priority` and
+  // `times_sampled` fields are those of insertion; the current values are
+  // below.
   std::shared_ptr<const TableItem> ref;
   double probability = 0;
   int64_t table_size = 0;

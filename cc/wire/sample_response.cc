@@ -31,16 +31,12 @@ std::string EncodeSampleInfo(const SampledItem& sample) {
   PutTag(6, kVarint, &overrides);  // PrioritizedItem.times_sampled
   PutVarint64(static_cast<uint64_t>(int64_t{sample.times_sampled}), &overrides);
 
-  const PrioritizedItem& item = sample.ref->item;
-  const size_t item_size = item.GetCachedSize();  // Sized by the table.
+  const std::string& item = sample.ref->encoded_item;
   std::string out;
-  out.reserve(item_size + overrides.size() + 32);
+  out.reserve(item.size() + overrides.size() + 32);
   PutTag(1, kLengthDelimited, &out);  // SampleInfo.item
-  PutVarint64(item_size + overrides.size(), &out);
-  const size_t at = out.size();
-  out.resize(at + item_size);
-  item.SerializeWithCachedSizesToArray(
-      reinterpret_cast<uint8_t*>(out.data() + at));
+  PutVarint64(item.size() + overrides.size(), &out);
+  out.append(item);
   out.append(overrides);
   PutTag(2, kFixed64, &out);  // SampleInfo.probability
   PutDouble(sample.probability, &out);

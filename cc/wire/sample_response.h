@@ -6,10 +6,11 @@
 //    and serialize every chunk again for every response); pieces of
 //    kMinBorrowedBytes or more are borrowed, not copied (see
 //    chunk_encoding.h);
-//  - an entry's SampleInfo holds the stored item serialized as it is (items
-//    never change after insertion), followed by its current `priority` and
-//    `times_sampled`: of a scalar field given twice, a parser keeps the last.
-//    This spares a copy of the item per sample.
+//  - an entry's SampleInfo holds the stored item's bytes as the table
+//    serialized them when it stored the item (TableItem::encoded_item),
+//    followed by its current `priority` and `times_sampled`: of a scalar
+//    field given twice, a parser keeps the last. This spares a
+//    serialization of the item per sample.
 // Any protobuf parser reads the bytes as the same response
 // (docs/wire-protocol.md, "SampleStream").
 #ifndef REVERB_CC_WIRE_SAMPLE_RESPONSE_H_
@@ -32,8 +33,8 @@ struct SampleResponseBytes {
   grpc::ByteBuffer bytes;
 };
 
-// The SampleInfo of `sample`, as wire bytes. The item's sizes must be cached
-// (as a table caches them when it stores an item).
+// The SampleInfo of `sample`, as wire bytes (its item's encoded_item must be
+// set, as a table sets it when it stores an item).
 REVERB_EXPORT std::string EncodeSampleInfo(const SampledItem& sample);
 
 // Appends `sample` to `responses` as SampleEntries: the first carries its

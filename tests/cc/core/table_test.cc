@@ -84,11 +84,13 @@ TEST(TableTest, SampleReturnsItemWithInfo) {
   EXPECT_EQ(sample->times_sampled, 1);
   EXPECT_TRUE(sample->ref->item.has_inserted_at());
   EXPECT_EQ(table->Get(key)->times_sampled(), 1);
-  // Responses serialize the stored item with its cached sizes.
-  EXPECT_EQ(
-      sample->ref->item.GetCachedSize(),
-      static_cast<int>(PrioritizedItem(sample->ref->item).ByteSizeLong()));
-  EXPECT_GT(sample->ref->item.GetCachedSize(), 0);
+  // Responses carry the item as the table encoded it when it stored it.
+  PrioritizedItem encoded;
+  ASSERT_TRUE(encoded.ParseFromString(sample->ref->encoded_item));
+  EXPECT_EQ(encoded.SerializeAsString(),
+            sample->ref->item.SerializeAsString());
+  EXPECT_EQ(encoded.key(), key);
+  EXPECT_EQ(encoded.times_sampled(), 0);
 }
 
 TEST(TableTest, InsertOfExistingKeyOnlyUpdatesPriority) {

@@ -24,7 +24,8 @@ std::shared_ptr<Chunk> MakeChunk(uint64_t key, size_t content_bytes) {
   return std::make_shared<Chunk>(std::move(data));
 }
 
-// A stored item over `chunks` (one slice each), sized as a table sizes it.
+// A stored item over `chunks` (one slice each), encoded as a table encodes
+// it.
 SampledItem MakeSample(uint64_t key,
                        std::vector<std::shared_ptr<Chunk>> chunks) {
   auto item = std::make_shared<TableItem>();
@@ -39,7 +40,7 @@ SampledItem MakeSample(uint64_t key,
     slice->set_length(1);
   }
   item->chunks = std::move(chunks);
-  item->item.ByteSizeLong();
+  item->encoded_item = item->item.SerializeAsString();
   SampledItem sample;
   sample.ref = item;
   sample.probability = 0.25;
