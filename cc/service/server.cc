@@ -68,6 +68,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
       GRPC_ARG_MAX_CONCURRENT_STREAMS,
       options.limits.max_concurrent_streams_per_connection);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // gRPC binds with SO_REUSEPORT by default: a second server on a port in
+  // use would start without an error and the kernel would then split
+  // connections between the two (and a port 0 bind could land on a port a
+  // server still listens on). Without it the second one fails to start.
+  // SO_REUSEADDR stays, so a restart on the port of a server that has
+  // stopped works at once.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddChannelArgument(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
       static_cast<int>(absl::ToInt64Milliseconds(kMinPingInterval)));

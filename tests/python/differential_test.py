@@ -62,6 +62,8 @@ DELIBERATE = {
     'server.server_with_negative_port': 'outside [0, 65535]',
     'server.server_with_port_above_65535': 'outside [0, 65535]',
     'server.server_with_port_zero': '`Server(port=0)`',
+    'server.server_with_port_of_other_server':
+        'while another server listens on P',
     'server.table_queue_of_negative_size': 'whose min_diff > max_diff',
     'tf_client.sample_info_shapes_in_graph':
         'the info fields are scalars',
