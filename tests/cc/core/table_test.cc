@@ -87,8 +87,7 @@ TEST(TableTest, SampleReturnsItemWithInfo) {
   // Responses carry the item as the table encoded it when it stored it.
   PrioritizedItem encoded;
   ASSERT_TRUE(encoded.ParseFromString(sample->ref->encoded_item));
-  EXPECT_EQ(encoded.SerializeAsString(),
-            sample->ref->item.SerializeAsString());
+  EXPECT_EQ(encoded.SerializeAsString(), sample->ref->item.SerializeAsString());
   EXPECT_EQ(encoded.key(), key);
   EXPECT_EQ(encoded.times_sampled(), 0);
 }
