@@ -29,7 +29,8 @@ flushed within the timed inserts; a batch comes from a `ReplayIterator`
 `Client.sample` stream, stacked; priorities go through `mutate_priorities`
 (with arrays where the package takes them, else a dict). Workloads are
 labelled `name [column]`; the report ends with the ratios ours / TorchRL and
-ours / cpprb (--quick: 0.3 s a workload, else 2 s).
+ours / cpprb (--quick: 0.3 s a workload, else 2 s; each after a quarter of
+that as warm-up).
 """
 
 import itertools
