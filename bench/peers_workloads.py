@@ -127,14 +127,14 @@ def run_workloads(system, seconds):
     buffer = system.open(kind, prioritized)
     _fill(buffer, kind, pool)
     batches = []
+    # Kept for the checks below: the first 50, within 64 MiB. A learner
+    # drops each batch once used; keeping every one would charge each
+    # system for memory it would otherwise reuse.
+    num_kept = min(50, _MAX_KEPT_BYTES // (BATCH * item_bytes(kind)))
 
     def step():
       batch = buffer.sample()
-      # Kept for the checks below: the first 50, within 64 MiB. A learner
-      # drops each batch once used; keeping every one would charge each
-      # system for memory it would otherwise reuse.
-      if len(batches) < 50 and (len(batches) + 1) * BATCH * item_bytes(
-          kind) <= _MAX_KEPT_BYTES:
+      if len(batches) < num_kept:
         batches.append(batch)
       return BATCH
 
