@@ -172,4 +172,15 @@ std::shared_ptr<Table> Connection::LocalTable(const std::string& table,
   return it == local_tables_.end() ? nullptr : it->second.lock();
 }
 
+std::shared_ptr<const SharedMemoryClient> Connection::SharedMemory(
+    absl::Duration timeout, bool refresh) const {
+  MutexLock lock(&shared_memory_mu_);
+  if (shared_memory_known_ && !refresh) return shared_memory_;
+  auto session = SharedMemoryClient::Start(
+      stub_.get(), std::min(timeout, kLocalTableTimeout));
+  shared_memory_known_ = session.ok();
+  shared_memory_ = session.ok() ? *std::move(session) : nullptr;
+  return shared_memory_;
+}
+
 }  // namespace deepmind::reverb

@@ -17,6 +17,10 @@
 // whether writers and samplers can use the tables directly instead of
 // streams. Setting the environment variable REVERB_IN_PROCESS=0 turns this
 // off (every call goes through gRPC).
+//
+// A server on this host may offer shared memory for large chunks
+// (SharedMemory(), shared_memory_client.h); REVERB_SHARED_MEMORY=0 turns
+// that off.
 #ifndef REVERB_CC_CLIENT_CONNECTION_H_
 #define REVERB_CC_CLIENT_CONNECTION_H_
 
@@ -27,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "cc/client/channel_security.h"
+#include "cc/client/shared_memory_client.h"
 #include "cc/core/table.h"
 #include "cc/support/export.h"
 #include "cc/support/keepalive.h"
@@ -95,6 +100,16 @@ class REVERB_EXPORT Connection {
       absl::Duration timeout = absl::InfiniteDuration()) const
       ABSL_LOCKS_EXCLUDED(local_mu_);
 
+  // The server's shared-memory session for this process
+  // (shared_memory_client.h), or null if it offers none. Asked at most
+  // once, waiting at most `timeout` (or 5 s, whichever is shorter); with
+  // `refresh`, asked again (a writer opening a stream does: the server may
+  // have restarted, with a new session). An error (the server is
+  // unreachable) is not remembered (null). Thread-safe.
+  std::shared_ptr<const SharedMemoryClient> SharedMemory(
+      absl::Duration timeout, bool refresh = false) const
+      ABSL_LOCKS_EXCLUDED(shared_memory_mu_);
+
  private:
   const std::string server_address_;
   const ChannelSecurity security_;
@@ -113,6 +128,11 @@ class REVERB_EXPORT Connection {
   mutable bool local_known_ ABSL_GUARDED_BY(local_mu_) = false;
   mutable absl::flat_hash_map<std::string, std::weak_ptr<Table>> local_tables_
       ABSL_GUARDED_BY(local_mu_);
+
+  mutable Mutex shared_memory_mu_;
+  mutable bool shared_memory_known_ ABSL_GUARDED_BY(shared_memory_mu_) = false;
+  mutable std::shared_ptr<const SharedMemoryClient> shared_memory_
+      ABSL_GUARDED_BY(shared_memory_mu_);
 };
 
 }  // namespace deepmind::reverb

@@ -2,6 +2,7 @@
 
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "cc/client/local_insert_stream.h"
 #include "cc/support/status_macros.h"
@@ -16,7 +17,9 @@ namespace {
 // The InsertStream of a gRPC call.
 class GrpcInsertStream final : public InsertStream {
  public:
+  // `shared_memory`: the server's session, or null.
   GrpcInsertStream(std::shared_ptr<const Connection> connection,
+                   std::shared_ptr<const SharedMemoryClient> shared_memory,
                    ConfirmedCallback on_confirmed, EndedCallback on_ended);
   ~GrpcInsertStream() override;
 
@@ -42,14 +45,22 @@ class GrpcInsertStream final : public InsertStream {
       stream_;
   std::thread reader_;
   bool finished_ = false;  // FinishCall() has run.
+  // Null without shared memory. Declared last: its segments go after the
+  // call has ended.
+  std::unique_ptr<SharedMemoryClient::Writer> shared_memory_;
 };
 
-GrpcInsertStream::GrpcInsertStream(std::shared_ptr<const Connection> connection,
-                                   ConfirmedCallback on_confirmed,
-                                   EndedCallback on_ended)
+GrpcInsertStream::GrpcInsertStream(
+    std::shared_ptr<const Connection> connection,
+    std::shared_ptr<const SharedMemoryClient> shared_memory,
+    ConfirmedCallback on_confirmed, EndedCallback on_ended)
     : connection_(std::move(connection)),
       on_confirmed_(std::move(on_confirmed)),
       on_ended_(std::move(on_ended)) {
+  if (shared_memory != nullptr) {
+    shared_memory_ =
+        std::make_unique<SharedMemoryClient::Writer>(std::move(shared_memory));
+  }
   context_.set_wait_for_ready(false);
   stream_ = connection_->OpenInsertStream(&context_);
   reader_ = std::thread([this] { ReadConfirmations(); });
@@ -66,7 +77,23 @@ GrpcInsertStream::~GrpcInsertStream() {
 bool GrpcInsertStream::Write(
     const InsertStreamRequest& request,
     absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
-  return stream_->Write(EncodeInsertRequest(request, chunks),
+  if (shared_memory_ == nullptr) {
+    return stream_->Write(EncodeInsertRequest(request, chunks),
+                          grpc::WriteOptions().set_no_compression());
+  }
+  std::vector<std::shared_ptr<const ChunkData>> as_bytes;
+  std::vector<SharedMemoryChunk> as_segments;
+  for (const auto& chunk : chunks) {
+    const size_t size = chunk->ByteSizeLong();
+    SharedMemoryChunk segment;
+    if (shared_memory_->Wants(size) &&
+        shared_memory_->Write(*chunk, size, &segment)) {
+      as_segments.push_back(std::move(segment));
+    } else {
+      as_bytes.push_back(chunk);
+    }
+  }
+  return stream_->Write(EncodeInsertRequest(request, as_bytes, as_segments),
                         grpc::WriteOptions().set_no_compression());
 }
 
@@ -110,8 +137,10 @@ absl::StatusOr<std::unique_ptr<InsertStream>> InsertStream::Open(
     return std::unique_ptr<InsertStream>(new LocalInsertStream(
         std::move(tables), std::move(on_confirmed), std::move(on_ended)));
   }
+  auto shared_memory = connection->SharedMemory(connect_timeout, true);
   return std::unique_ptr<InsertStream>(new GrpcInsertStream(
-      std::move(connection), std::move(on_confirmed), std::move(on_ended)));
+      std::move(connection), std::move(shared_memory), std::move(on_confirmed),
+      std::move(on_ended)));
 }
 
 }  // namespace deepmind::reverb

@@ -46,6 +46,10 @@
 // LocalInsertStream (local_insert_stream.h): the same contract, with
 // chunks and items handed to the tables directly instead of a call.
 //
+// On the server's host (Connection::SharedMemory, asked again at each
+// Open()), chunks from the session's min_chunk_bytes on go as shared-memory
+// segments (shared_memory_client.h) instead of bytes in the request.
+//
 // Timeouts: Open() waits up to `connect_timeout` for the channel to connect,
 // else returns UNAVAILABLE ("Could not connect to the Reverb server at ...
 // within ...", see Connection::WaitForConnection); an unreachable or dead

@@ -65,6 +65,13 @@ absl::Status SampleStream::Request(int64_t n, absl::Duration timeout) {
   SampleStreamRequest request;
   request.set_table(table_);
   request.set_num_samples(n);
+  if (!shared_memory_asked_) {
+    shared_memory_ = connection_->SharedMemory(kSharedMemoryTimeout);
+    shared_memory_asked_ = true;
+  }
+  if (shared_memory_ != nullptr) {
+    request.set_shared_memory_secret(shared_memory_->secret());
+  }
   const bool bounded =
       timeout != absl::InfiniteDuration() && timeout > absl::ZeroDuration();
   request.mutable_rate_limiter_timeout()->set_milliseconds(
@@ -101,6 +108,12 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
       next_entry_ = 0;
       if (!ReadResponse()) {
         return Fail(read_timed_out_ ? ReadTimedOut() : absl::OkStatus());
+      }
+      if (shared_memory_ != nullptr) {
+        if (absl::Status taken = shared_memory_->TakeChunks(response_);
+            !taken.ok()) {
+          return Fail(taken);
+        }
       }
       continue;
     }

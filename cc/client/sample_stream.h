@@ -2,7 +2,9 @@
 // calling thread (the contract of each method: sample_stream_interface.h).
 //
 // Request(n) writes a request for n more samples; Read() gathers each
-// sample's entries (which may span responses) and unpacks its chunks. The
+// sample's entries (which may span responses) and unpacks its chunks. On
+// the server's host, large chunks may come as shared-memory segments
+// (Connection::SharedMemory), read when their response arrives. The
 // Sampler runs one per worker thread; Client.sample keeps idle ones per
 // table to save the call setup. A ShardedSampleStream runs one per shard.
 //
@@ -94,6 +96,11 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
   bool read_timed_out_ = false;
   absl::Status status_;
   bool finished_ = false;  // Finish() has been called.
+  // The server's shared-memory session, asked before the first request (at
+  // most kSharedMemoryTimeout): its chunks may then come as segments.
+  static constexpr absl::Duration kSharedMemoryTimeout = absl::Seconds(5);
+  bool shared_memory_asked_ = false;
+  std::shared_ptr<const SharedMemoryClient> shared_memory_;
 };
 
 }  // namespace deepmind::reverb

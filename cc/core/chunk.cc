@@ -87,7 +87,8 @@ Chunk::Chunk(absl::Cord wire, std::shared_ptr<const ChunkData> proto,
       uncompressed_size_(
           std::max<int64_t>(1, header.data_uncompressed_size())) {}
 
-absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire) {
+absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire,
+                                                    std::string segment) {
   // The header: every field but `data`, copied and parsed by protobuf.
   std::string head;
   int num_tensors = 0;
@@ -106,8 +107,10 @@ absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire) {
   }
   ChunkData header;
   if (!ParseQuietly(head, &header)) return NotAChunk("bad header");
-  return std::shared_ptr<Chunk>(
+  auto chunk = std::shared_ptr<Chunk>(
       new Chunk(std::move(wire), nullptr, header, num_tensors));
+  chunk->segment_ = std::move(segment);
+  return chunk;
 }
 
 std::string Chunk::Serialize() const {

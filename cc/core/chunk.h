@@ -16,11 +16,17 @@
 // copied: samplers in the process read it as it is, gRPC responses borrow
 // its tensor contents (WireBuffer::PutChunk) and a checkpoint serializes it.
 // Exactly one of wire() and proto() holds the chunk.
+//
+// A chunk a client on the server's host sent as a shared-memory segment
+// (cc/service/shared_memory_host.h) is kept as bytes mapped from that
+// segment: wire() is the mapping, segment() names the file, and samplers on
+// the host are given the file instead of the bytes.
 #ifndef REVERB_CC_CORE_CHUNK_H_
 #define REVERB_CC_CORE_CHUNK_H_
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
@@ -47,11 +53,16 @@ class REVERB_EXPORT Chunk {
   // The chunk whose serialized ChunkData is `wire`, kept as it is.
   // INVALID_ARGUMENT if `wire` does not parse as a ChunkData. Tensor contents
   // are not parsed (they are bytes to the server); every other field is.
-  static absl::StatusOr<std::shared_ptr<Chunk>> Parse(absl::Cord wire);
+  // `segment`: the shared-memory segment (cc/support/shm_segment.h) `wire`
+  // is mapped from, if it is.
+  static absl::StatusOr<std::shared_ptr<Chunk>> Parse(
+      absl::Cord wire, std::string segment = "");
 
   uint64_t key() const { return key_; }
   // The serialized ChunkData; empty for a chunk kept as a proto.
   const absl::Cord& wire() const { return wire_; }
+  // The name of the shared-memory segment holding wire(); empty if none.
+  const std::string& segment() const { return segment_; }
   // The ChunkData of a chunk made by Share(); null for one kept as bytes.
   const std::shared_ptr<const ChunkData>& proto() const { return proto_; }
   // Size of the serialized chunk.
@@ -77,6 +88,7 @@ class REVERB_EXPORT Chunk {
         const ChunkData& header, int num_tensors);
 
   const absl::Cord wire_;
+  std::string segment_;
   const std::shared_ptr<const ChunkData> proto_;
   size_t size_;
   uint64_t key_;

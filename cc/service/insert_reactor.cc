@@ -17,6 +17,7 @@ namespace deepmind::reverb {
 InsertReactor::InsertReactor(const ReverbServiceImpl* service)
     : StreamReactor(service->open_streams(), service->finishing_streams()),
       metrics_(service->metrics()),
+      shared_memory_(service->shared_memory()),
       open_stream_(&metrics_->open_insert_streams),
       held_bytes_(service->held_chunk_bytes(),
                   service->limits().max_held_chunk_bytes_per_stream,
@@ -58,9 +59,22 @@ void InsertReactor::OnWriteDone(bool ok) {
   MaybeFinishLocked();
 }
 
+InsertReactor::~InsertReactor() {
+  if (!writer_dirs_.empty()) shared_memory_->ForgetWriters(writer_dirs_);
+}
+
 absl::Status InsertReactor::ProcessRequest() {
   REVERB_RETURN_IF_ERROR(DecodeInsertRequest(request_bytes_, &request_));
   request_bytes_.Clear();
+  for (const SharedMemoryChunk& shared : request_.shared_chunks) {
+    if (shared_memory_ == nullptr) {
+      return absl::InvalidArgumentError(
+          "This server takes no shared-memory chunks.");
+    }
+    REVERB_ASSIGN_OR_RETURN(auto chunk,
+                            shared_memory_->Accept(shared, &writer_dirs_));
+    request_.chunks.push_back(std::move(chunk));
+  }
   // Confirmations of the inserts made right away (on this thread) go out
   // together once every item of the request is in, not one response each.
   {

@@ -11,6 +11,9 @@
 //    the rate limiter allowed it). The confirmations of the items a request
 //    inserted at once go out together, after its last item; keys that pile
 //    up while a response is being written go out in the next one.
+//  - Chunks sent as shared-memory segments are taken by the server's
+//    SharedMemoryHost (shared_memory_host.h) and then handled as the others;
+//    one it cannot take ends the call.
 //  - The first error ends the call with its status: a request that does not
 //    parse (INVALID_ARGUMENT), an error of the InsertSession (chunks that
 //    would take it past the server's held-chunk limits among them:
@@ -36,6 +39,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +47,7 @@
 #include "cc/core/insert_session.h"
 #include "cc/core/table.h"
 #include "cc/service/service_metrics.h"
+#include "cc/service/shared_memory_host.h"
 #include "cc/service/stream_reactor.h"
 #include "cc/support/byte_budget.h"
 #include "cc/wire/insert_request.h"
@@ -57,6 +62,9 @@ class InsertReactor
  public:
   // Starts reading. Tables are looked up in `service`.
   explicit InsertReactor(const ReverbServiceImpl* service);
+  // Removes the shared-memory directories of the stream's writer (see
+  // SharedMemoryHost::ForgetWriters).
+  ~InsertReactor() override;
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -80,6 +88,7 @@ class InsertReactor
   friend StreamReactor;
 
   ServiceMetrics* const metrics_;
+  SharedMemoryHost* const shared_memory_;  // Null if the server has none.
   const ServiceMetrics::OpenStream open_stream_;
   grpc::ByteBuffer request_bytes_;
   DecodedInsertRequest request_;
@@ -87,6 +96,8 @@ class InsertReactor
   ByteBudget::Account held_bytes_;
   // Used by OnReadDone only.
   InsertSession session_;
+  // The directories the writer's shared-memory chunks came from.
+  std::vector<std::string> writer_dirs_;
 
   // The stream's inserts, and the tables it has queued them into.
   const Table::Cancellation cancellation_ =

@@ -88,6 +88,12 @@ void SampleReactor::OnReadDone(bool ok) {
     return;
   }
   table_ = *std::move(table);
+  SharedMemoryHost* host = service_->shared_memory();
+  if (lender_ == nullptr && host != nullptr &&
+      !request_.shared_memory_secret().empty() &&
+      host->SecretMatches(request_.shared_memory_secret())) {
+    lender_ = std::make_unique<SharedMemoryHost::Lender>(host);
+  }
   remaining_ = request_.num_samples();
   // Only a strictly positive timeout counts (as dm-reverb).
   timeout_ =
@@ -159,9 +165,13 @@ void SampleReactor::OnSampled(
   // Each batch starts a response of its own; the one at the front may be in
   // flight.
   int64_t last_bytes = ReverbServiceImpl::kMaxSampleResponseBytes;
+  SharedMemoryHost::Lender* lender = lender_.get();
   for (const SampledItem& sample : *samples) {
     AppendSample(sample, ReverbServiceImpl::kMaxSampleResponseBytes,
-                 &responses_, &last_bytes);
+                 &responses_, &last_bytes, [lender](const Chunk& chunk) {
+                   return lender != nullptr ? lender->Lend(chunk)
+                                            : std::string();
+                 });
   }
   remaining_ -= static_cast<int64_t>(samples->size());
   samples->clear();  // Chunks are released outside the table's worker.

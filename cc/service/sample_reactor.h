@@ -4,7 +4,10 @@
 // On the wire: reads SampleStreamRequests and writes SampleStreamResponses,
 // both as raw bytes; responses are encoded by AppendSample
 // (cc/wire/sample_response.h), with the chunks of each sample in its
-// entries, every time it is sampled.
+// entries, every time it is sampled. A stream whose requests carry the
+// server's shared-memory secret gets the chunks kept in shared memory as
+// links to them instead (SharedMemoryHost::Lender); they are removed when
+// the call ends.
 //  - A request is served with exactly `num_samples` samples of its table, or
 //    the call ends with an error; then the next request is read. A request
 //    that does not parse or has `num_samples` <= 0 or above the server's
@@ -45,6 +48,7 @@
 #include "cc/core/table.h"
 #include "cc/core/table_item.h"
 #include "cc/service/service_metrics.h"
+#include "cc/service/shared_memory_host.h"
 #include "cc/service/stream_reactor.h"
 #include "cc/wire/sample_response.h"
 #include "grpcpp/alarm.h"
@@ -108,6 +112,9 @@ class SampleReactor
   bool reads_done_ ABSL_GUARDED_BY(guard_->mu) = false;
   // Responses to write; the front one is in flight while a write is.
   std::deque<SampleResponseBytes> responses_ ABSL_GUARDED_BY(guard_->mu);
+  // Set once a request carries the server's shared-memory secret: chunks
+  // kept in segments then go as links (shared_memory_host.h).
+  std::unique_ptr<SharedMemoryHost::Lender> lender_ ABSL_GUARDED_BY(guard_->mu);
   // Unused if stall_timeout_ is infinite.
   std::unique_ptr<grpc::Alarm> stall_alarm_ ABSL_GUARDED_BY(guard_->mu);
   bool stall_alarm_armed_ ABSL_GUARDED_BY(guard_->mu) = false;

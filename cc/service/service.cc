@@ -69,7 +69,8 @@ ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
       executor_(kNumExecutorThreads, "reverb-respond"),
       checkpoint_executor_(1, "reverb-ckpt"),
       limits_(limits),
-      held_chunk_bytes_(limits.max_held_chunk_bytes, "max_held_chunk_bytes") {
+      held_chunk_bytes_(limits.max_held_chunk_bytes, "max_held_chunk_bytes"),
+      shared_memory_(SharedMemoryHost::Create()) {
   for (const auto& table : tables_) tables_by_name_[table->name()] = table;
   absl::BitGen gen;
   tables_state_id_.set_high(absl::Uniform<uint64_t>(gen));
@@ -187,6 +188,15 @@ ReverbServiceImpl::InitializeConnection(grpc::CallbackServerContext* context) {
     return refused;
   }
   return new InitializeConnectionReactor(this, context->peer());
+}
+
+grpc::ServerUnaryReactor* ReverbServiceImpl::SharedMemorySession(
+    grpc::CallbackServerContext* context,
+    const SharedMemorySessionRequest* request,
+    SharedMemorySessionResponse* response) {
+  if (auto* refused = RefuseUnary(context)) return refused;
+  if (shared_memory_ != nullptr) *response = shared_memory_->Offer(*request);
+  return FinishUnary(context, absl::OkStatus());
 }
 
 }  // namespace deepmind::reverb

@@ -18,6 +18,9 @@
 //  - What one client may cost is bounded by ServerLimits
 //    (server_limits.h): the chunks insert streams keep (a ByteBudget shared
 //    by the streams), the samples of a request, a stalled sample stream.
+//  - SharedMemorySession offers clients on the server's host chunks as
+//    shared-memory segments instead of bytes, both ways
+//    (shared_memory_host.h).
 //  - With an auth token, every call without it ends at once with
 //    UNAUTHENTICATED (auth_token.h).
 //
@@ -39,6 +42,7 @@
 #include "cc/core/table.h"
 #include "cc/service/auth_token.h"
 #include "cc/service/server_limits.h"
+#include "cc/service/shared_memory_host.h"
 #include "cc/service/service_metrics.h"
 #include "cc/support/byte_budget.h"
 #include "cc/support/export.h"
@@ -56,7 +60,8 @@ using ReverbCallbackServiceBase = ReverbService::WithCallbackMethod_Checkpoint<
                 ReverbService::WithRawCallbackMethod_SampleStream<
                     ReverbService::WithCallbackMethod_ServerInfo<
                         ReverbService::WithCallbackMethod_InitializeConnection<
-                            ReverbService::Service>>>>>>>;
+                            ReverbService::WithCallbackMethod_SharedMemorySession<
+                                ReverbService::Service>>>>>>>>;
 
 class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
  public:
@@ -137,6 +142,13 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   grpc::ServerBidiReactor<InitializeConnectionRequest,
                           InitializeConnectionResponse>*
   InitializeConnection(grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* SharedMemorySession(
+      grpc::CallbackServerContext* context,
+      const SharedMemorySessionRequest* request,
+      SharedMemorySessionResponse* response) override;
+
+  // Null if the service offers no shared memory (shared_memory_host.h).
+  SharedMemoryHost* shared_memory() const { return shared_memory_.get(); }
 
  private:
   ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
@@ -171,6 +183,8 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   mutable ByteBudget held_chunk_bytes_;
   mutable std::atomic<int64_t> finishing_streams_{0};
   mutable ServiceMetrics metrics_;
+  // Made last, removed first: the names it removes are no longer served.
+  const std::unique_ptr<SharedMemoryHost> shared_memory_;
 };
 
 }  // namespace deepmind::reverb

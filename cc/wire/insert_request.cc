@@ -7,6 +7,7 @@
 #include "cc/core/chunk.h"
 #include "cc/support/quiet_parse.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/varint.h"
 #include "cc/support/wire_reader.h"
 #include "cc/wire/chunk_encoding.h"
 
@@ -17,6 +18,7 @@ namespace {
 constexpr int kRequestChunks = 1;
 constexpr int kRequestItems = 2;
 constexpr int kRequestKeepChunkKeys = 3;
+constexpr int kRequestSharedChunks = 1000;
 
 absl::Status Malformed() {
   return absl::InvalidArgumentError("Malformed InsertStreamRequest.");
@@ -68,13 +70,19 @@ bool ReadKeys(WireReader& reader, WireType type, std::vector<uint64_t>* keys) {
 
 grpc::ByteBuffer EncodeInsertRequest(
     const InsertStreamRequest& request,
-    absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
+    absl::Span<const std::shared_ptr<const ChunkData>> chunks,
+    absl::Span<const SharedMemoryChunk> shared_chunks) {
   WireBuffer wire;
   for (const auto& chunk : chunks) {
     wire.PutChunk(kRequestChunks, *chunk, chunk->ByteSizeLong(),
                   [&chunk]() -> std::shared_ptr<const void> { return chunk; });
   }
   request.AppendToString(wire.pending());
+  for (const SharedMemoryChunk& chunk : shared_chunks) {
+    PutTag(kRequestSharedChunks, kLengthDelimited, wire.pending());
+    PutVarint64(chunk.ByteSizeLong(), wire.pending());
+    chunk.AppendToString(wire.pending());
+  }
   return wire.Finish();
 }
 
@@ -83,6 +91,7 @@ absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
   request->chunks.clear();
   request->items.clear();
   request->keep_chunk_keys.clear();
+  request->shared_chunks.clear();
   const absl::Cord cord = ToCord(bytes);
   WireReader reader(cord);
   while (!reader.done()) {
@@ -91,6 +100,15 @@ absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
     if (!reader.ReadTag(&field, &type)) return Malformed();
     if (field == kRequestKeepChunkKeys) {
       if (!ReadKeys(reader, type, &request->keep_chunk_keys)) {
+        return Malformed();
+      }
+      continue;
+    }
+    if (field == kRequestSharedChunks && type == kLengthDelimited) {
+      absl::Cord value;
+      if (!reader.ReadLengthDelimited(&value) ||
+          !ParseQuietly(std::string(value),
+                        &request->shared_chunks.emplace_back())) {
         return Malformed();
       }
       continue;

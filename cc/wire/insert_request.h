@@ -22,17 +22,21 @@ namespace deepmind::reverb {
 class Chunk;  // cc/core/chunk.h: the server's side needs it, writers do not.
 
 // The wire bytes of `request` with `chunks` as its `chunks` field (in
-// order, before the request's own fields). `request` must have no chunks of
-// its own.
+// order, before the request's own fields) and `shared_chunks` as its
+// `shared_chunks` (after them). `request` must have neither of its own.
 REVERB_EXPORT grpc::ByteBuffer EncodeInsertRequest(
     const InsertStreamRequest& request,
-    absl::Span<const std::shared_ptr<const ChunkData>> chunks);
+    absl::Span<const std::shared_ptr<const ChunkData>> chunks,
+    absl::Span<const SharedMemoryChunk> shared_chunks = {});
 
 // An InsertStreamRequest as the server reads it.
 struct DecodedInsertRequest {
   std::vector<std::shared_ptr<Chunk>> chunks;
   std::vector<PrioritizedItem> items;
   std::vector<uint64_t> keep_chunk_keys;
+  // Chunks sent as shared-memory segments, for the server to take
+  // (cc/service/shared_memory_host.h).
+  std::vector<SharedMemoryChunk> shared_chunks;
 };
 
 // Parses `bytes`, a serialized InsertStreamRequest, into `request` (whose

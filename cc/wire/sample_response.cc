@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "cc/support/varint.h"
 
@@ -14,6 +15,27 @@ constexpr int kResponseEntries = 1;
 constexpr int kEntryInfo = 1;
 constexpr int kEntryData = 2;
 constexpr int kEntryEndOfSequence = 3;
+constexpr int kEntrySharedData = 1000;  // An extension: SharedMemoryChunks.
+constexpr size_t kSharedDataTagSize = 2;
+constexpr int kSharedChunkSegment = 1;  // SharedMemoryChunk.segment
+
+size_t VarintSize(uint64_t value) {
+  size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
+}
+
+// The bytes of a SharedMemoryChunk naming `segment`.
+std::string SharedChunkMessage(const std::string& segment) {
+  std::string message;
+  PutTag(kSharedChunkSegment, kLengthDelimited, &message);
+  PutVarint64(segment.size(), &message);
+  message.append(segment);
+  return message;
+}
 
 void PutDouble(double value, std::string* out) {
   char bytes[8];
@@ -51,24 +73,37 @@ std::string EncodeSampleInfo(const SampledItem& sample) {
 
 void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
                   std::deque<SampleResponseBytes>* responses,
-                  int64_t* last_response_bytes) {
+                  int64_t* last_response_bytes,
+                  absl::FunctionRef<std::string(const Chunk&)> lend) {
   const std::string info = EncodeSampleInfo(sample);
   const size_t info_size = info.size();
   const auto& chunks = sample.ref->chunks;
   size_t next = 0;  // The first chunk not yet written.
   bool with_info = true;
+  std::vector<std::string> lent;  // This entry's SharedMemoryChunks.
   do {
     if (responses->empty() || *last_response_bytes >= max_response_bytes) {
       responses->emplace_back();
       *last_response_bytes = 0;
     }
-    // This entry's chunks: until the response passes the cap.
+    // This entry's chunks: until the response passes the cap. Lent chunks
+    // count as their size too: the links hold that much memory until the
+    // client takes them.
     int64_t bytes = *last_response_bytes + (with_info ? info_size : 0);
     size_t end = next;
     size_t entry_size = with_info ? LengthDelimitedSize(info_size) : 0;
+    lent.assign(chunks.size(), std::string());
     while (end < chunks.size() && bytes < max_response_bytes) {
-      const size_t chunk_size = chunks[end]->DataByteSizeLong();
-      entry_size += LengthDelimitedSize(chunk_size);
+      const Chunk& chunk = *chunks[end];
+      const size_t chunk_size = chunk.DataByteSizeLong();
+      if (!chunk.segment().empty()) lent[end] = lend(chunk);
+      if (lent[end].empty()) {
+        entry_size += LengthDelimitedSize(chunk_size);
+      } else {
+        lent[end] = SharedChunkMessage(lent[end]);
+        entry_size += kSharedDataTagSize +
+                      VarintSize(lent[end].size()) + lent[end].size();
+      }
       bytes += static_cast<int64_t>(chunk_size);
       ++end;
     }
@@ -83,7 +118,11 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     for (; next < end; ++next) {
       const std::shared_ptr<Chunk>& chunk = chunks[next];
       auto owner = [&chunk]() -> std::shared_ptr<const void> { return chunk; };
-      if (chunk->proto() != nullptr) {
+      if (!lent[next].empty()) {
+        PutTag(kEntrySharedData, kLengthDelimited, wire.pending());
+        PutVarint64(lent[next].size(), wire.pending());
+        wire.pending()->append(lent[next]);
+      } else if (chunk->proto() != nullptr) {
         wire.PutChunk(kEntryData, *chunk->proto(), chunk->DataByteSizeLong(),
                       owner);
       } else {

@@ -20,6 +20,8 @@
 #include <deque>
 #include <string>
 
+#include "absl/functional/function_ref.h"
+#include "cc/core/chunk.h"
 #include "cc/core/table_item.h"
 #include "cc/support/export.h"
 #include "cc/wire/chunk_encoding.h"
@@ -42,10 +44,13 @@ REVERB_EXPORT std::string EncodeSampleInfo(const SampledItem& sample);
 // there is none or the last one (`*last_response_bytes` long) has reached
 // `max_response_bytes`, and again before a chunk once it has: a large
 // sample spans entries of several responses. A chunk is never split.
-REVERB_EXPORT void AppendSample(const SampledItem& sample,
-                                int64_t max_response_bytes,
-                                std::deque<SampleResponseBytes>* responses,
-                                int64_t* last_response_bytes);
+// A chunk kept in a shared-memory segment goes as the segment `lend` names
+// for it (SampleEntry.shared_data), unless that is empty (then as bytes).
+REVERB_EXPORT void AppendSample(
+    const SampledItem& sample, int64_t max_response_bytes,
+    std::deque<SampleResponseBytes>* responses, int64_t* last_response_bytes,
+    absl::FunctionRef<std::string(const Chunk&)> lend =
+        [](const Chunk&) { return std::string(); });
 
 }  // namespace deepmind::reverb
 

@@ -1,0 +1,120 @@
+#include "cc/client/shared_memory_client.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "cc/support/shm_segment.h"
+#include "cc/support/status_macros.h"
+#include "cc/wire/grpc_status.h"
+#include "grpcpp/client_context.h"
+
+namespace deepmind::reverb {
+namespace {
+
+bool Digits(absl::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+// Whether `name` is "<prefix>.s<n>/<m>", a name the server lends under.
+bool LentName(absl::string_view name, absl::string_view prefix) {
+  if (!absl::ConsumePrefix(&name, prefix) || !absl::ConsumePrefix(&name, ".s")) {
+    return false;
+  }
+  const size_t slash = name.find('/');
+  return slash != absl::string_view::npos && Digits(name.substr(0, slash)) &&
+         Digits(name.substr(slash + 1));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const SharedMemoryClient>>
+SharedMemoryClient::Start(ReverbService::StubInterface* stub,
+                          absl::Duration timeout) {
+  if (!SharedMemoryAllowed()) return nullptr;
+  grpc::ClientContext context;
+  context.set_wait_for_ready(false);
+  if (timeout != absl::InfiniteDuration()) {
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  }
+  SharedMemorySessionRequest request;
+  request.set_pid(getpid());
+  request.set_pid_namespace(PidNamespace());
+  SharedMemorySessionResponse response;
+  const grpc::Status status =
+      stub->SharedMemorySession(&context, request, &response);
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) return nullptr;
+  if (!status.ok()) return FromGrpcStatus(status);
+  if (response.probe().empty() || response.min_chunk_bytes() <= 0) {
+    return nullptr;
+  }
+  auto probe = OpenSegmentFile(response.probe());
+  if (!probe.ok()) return nullptr;  // Another host, or another user.
+  std::string secret(probe->size, '\0');
+  if (pread(probe->fd, secret.data(), secret.size(), 0) !=
+      static_cast<ssize_t>(secret.size())) {
+    return nullptr;
+  }
+  return std::shared_ptr<const SharedMemoryClient>(new SharedMemoryClient(
+      response.prefix(), std::move(secret), response.min_chunk_bytes()));
+}
+
+SharedMemoryClient::Writer::~Writer() {
+  if (!dir_.empty()) RemoveSegmentTree(dir_);
+}
+
+bool SharedMemoryClient::Writer::Write(const ChunkData& chunk, size_t size,
+                                       SharedMemoryChunk* out) {
+  if (dir_.empty()) {
+    std::string dir =
+        absl::StrCat(session_->prefix_, ".w", getpid(), "-", RandomToken());
+    if (mkdir(SegmentPath(dir).c_str(), 0700) != 0) return false;
+    dir_ = std::move(dir);
+  }
+  std::string name = absl::StrCat(dir_, "/", written_++);
+  const absl::Status written =
+      WriteSegment(name, size, [&chunk](char* bytes) {
+        chunk.SerializeWithCachedSizesToArray(
+            reinterpret_cast<uint8_t*>(bytes));
+      });
+  if (!written.ok()) return false;
+  out->set_segment(std::move(name));
+  out->set_secret(session_->secret_);
+  return true;
+}
+
+absl::Status SharedMemoryClient::TakeChunks(
+    SampleStreamResponse* response) const {
+  for (auto& entry : *response->mutable_entries()) {
+    for (const SharedMemoryChunk& shared : entry.shared_data()) {
+      if (!LentName(shared.segment(), prefix_)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("The server lent shared-memory chunk '",
+                         shared.segment(), "', a name it may not use."));
+      }
+      REVERB_ASSIGN_OR_RETURN(OpenSegment segment,
+                              OpenSegmentFile(shared.segment()));
+      unlink(SegmentPath(shared.segment()).c_str());
+      REVERB_ASSIGN_OR_RETURN(absl::Cord bytes,
+                              MapSegment(segment, /*populate=*/true, nullptr));
+      const absl::string_view flat = bytes.Flatten();
+      if (!entry.add_data()->ParseFromArray(flat.data(),
+                                            static_cast<int>(flat.size()))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Shared-memory chunk ", shared.segment(), " is not a chunk."));
+      }
+    }
+    entry.clear_shared_data();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace deepmind::reverb

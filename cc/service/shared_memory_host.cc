@@ -1,0 +1,199 @@
+#include "cc/service/shared_memory_host.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "cc/support/log.h"
+#include "cc/support/shm_segment.h"
+#include "cc/support/status_macros.h"
+
+namespace deepmind::reverb {
+namespace {
+
+int64_t MinChunkBytes() {
+  const char* value = std::getenv("REVERB_SHARED_MEMORY_MIN_BYTES");
+  int64_t bytes;
+  if (value != nullptr && absl::SimpleAtoi(value, &bytes) && bytes > 0) {
+    return bytes;
+  }
+  return SharedMemoryHost::kDefaultMinChunkBytes;
+}
+
+bool NameCharacter(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+         (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+}
+
+// Whether `name` is "<prefix>.w<pid>-<token>/<file>" (letters, digits,
+// '-' and '_' after the prefix); sets `dir` to its directory.
+bool WriterSegmentName(absl::string_view name, absl::string_view prefix,
+                       absl::string_view* dir) {
+  absl::string_view rest = name;
+  if (!absl::ConsumePrefix(&rest, prefix) || !absl::ConsumePrefix(&rest, ".w")) {
+    return false;
+  }
+  const size_t slash = rest.find('/');
+  if (slash == absl::string_view::npos || slash == 0 ||
+      slash + 1 == rest.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (i != slash && !NameCharacter(rest[i])) return false;
+  }
+  *dir = name.substr(0, name.size() - (rest.size() - slash));
+  return true;
+}
+
+// The writer's pid in a directory name "<prefix>.w<pid>-<token>", or -1.
+int64_t WriterPid(absl::string_view name, absl::string_view prefix) {
+  if (!absl::ConsumePrefix(&name, prefix) || !absl::ConsumePrefix(&name, ".w")) {
+    return -1;
+  }
+  int64_t pid;
+  const size_t dash = name.find('-');
+  if (dash == absl::string_view::npos ||
+      !absl::SimpleAtoi(name.substr(0, dash), &pid) || pid <= 0) {
+    return -1;
+  }
+  return pid;
+}
+
+}  // namespace
+
+std::unique_ptr<SharedMemoryHost> SharedMemoryHost::Create() {
+  if (!SharedMemoryAllowed()) return nullptr;
+  SweepDeadServers();
+  const std::string prefix = ServerPrefix(RandomToken());
+  const std::string secret = absl::StrCat(RandomToken(), RandomToken());
+  absl::Status status =
+      WriteSegment(absl::StrCat(prefix, ".probe"), secret.size(),
+                   [&secret](char* bytes) {
+                     std::memcpy(bytes, secret.data(), secret.size());
+                   });
+  if (status.ok() &&
+      mkdir(SegmentPath(absl::StrCat(prefix, ".chunks")).c_str(), 0700) != 0) {
+    status = absl::InternalError(std::strerror(errno));
+  }
+  if (!status.ok()) {
+    RemoveSegmentTree(absl::StrCat(prefix, ".probe"));
+    Log(LogSeverity::kWarning,
+        absl::StrCat("Shared memory is off (clients on this host use gRPC "
+                     "bytes): ",
+                     status.message()));
+    return nullptr;
+  }
+  return std::unique_ptr<SharedMemoryHost>(
+      new SharedMemoryHost(prefix, secret, MinChunkBytes()));
+}
+
+SharedMemoryHost::SharedMemoryHost(std::string prefix, std::string secret,
+                                   int64_t min_chunk_bytes)
+    : prefix_(std::move(prefix)),
+      secret_(std::move(secret)),
+      min_chunk_bytes_(min_chunk_bytes),
+      pid_namespace_(PidNamespace()) {}
+
+SharedMemoryHost::~SharedMemoryHost() {
+  DIR* dir = opendir(kSharedMemoryDir);
+  if (dir == nullptr) return;
+  std::vector<std::string> names;
+  while (const dirent* entry = readdir(dir)) {
+    if (absl::StartsWith(entry->d_name, absl::StrCat(prefix_, "."))) {
+      names.emplace_back(entry->d_name);
+    }
+  }
+  closedir(dir);
+  for (const std::string& name : names) RemoveSegmentTree(name);
+}
+
+SharedMemorySessionResponse SharedMemoryHost::Offer(
+    const SharedMemorySessionRequest& request) const {
+  SharedMemorySessionResponse response;
+  if (request.pid_namespace() != pid_namespace_ || pid_namespace_ == 0 ||
+      !ProcessAlive(request.pid())) {
+    return response;
+  }
+  response.set_probe(absl::StrCat(prefix_, ".probe"));
+  response.set_prefix(prefix_);
+  response.set_min_chunk_bytes(min_chunk_bytes_);
+  return response;
+}
+
+bool SharedMemoryHost::SecretMatches(absl::string_view secret) const {
+  return secret == secret_;
+}
+
+absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
+    const SharedMemoryChunk& chunk, std::vector<std::string>* writer_dirs) {
+  absl::string_view dir;
+  if (!SecretMatches(chunk.secret()) ||
+      !WriterSegmentName(chunk.segment(), prefix_, &dir)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Shared-memory chunk '", chunk.segment(),
+                     "' is not one this server accepts (a wrong name or "
+                     "secret)."));
+  }
+  bool known = false;
+  for (const std::string& d : *writer_dirs) known = known || d == dir;
+  if (!known) writer_dirs->emplace_back(dir);
+  REVERB_ASSIGN_OR_RETURN(OpenSegment segment,
+                          OpenSegmentFile(chunk.segment()));
+  std::string name = absl::StrCat(prefix_, ".chunks/", next_chunk_++);
+  if (rename(SegmentPath(chunk.segment()).c_str(),
+             SegmentPath(name).c_str()) != 0) {
+    return absl::InternalError(
+        absl::StrCat("Could not keep shared-memory chunk ", chunk.segment(),
+                     ": ", std::strerror(errno)));
+  }
+  auto bytes = MapSegment(segment, /*populate=*/false,
+                          [path = SegmentPath(name)]() { unlink(path.c_str()); });
+  if (!bytes.ok()) {
+    unlink(SegmentPath(name).c_str());
+    return bytes.status();
+  }
+  return Chunk::Parse(*std::move(bytes), std::move(name));
+}
+
+void SharedMemoryHost::ForgetWriters(
+    const std::vector<std::string>& writer_dirs) const {
+  for (const std::string& dir : writer_dirs) RemoveSegmentTree(dir);
+  DIR* dir = opendir(kSharedMemoryDir);
+  if (dir == nullptr) return;
+  std::vector<std::string> dead;
+  while (const dirent* entry = readdir(dir)) {
+    const int64_t pid = WriterPid(entry->d_name, prefix_);
+    if (pid > 0 && !ProcessAlive(pid)) dead.emplace_back(entry->d_name);
+  }
+  closedir(dir);
+  for (const std::string& name : dead) RemoveSegmentTree(name);
+}
+
+SharedMemoryHost::Lender::~Lender() {
+  if (!dir_.empty()) RemoveSegmentTree(dir_);
+}
+
+std::string SharedMemoryHost::Lender::Lend(const Chunk& chunk) {
+  if (dir_.empty()) {
+    std::string dir = absl::StrCat(host_->prefix_, ".s", host_->next_lender_++);
+    if (mkdir(SegmentPath(dir).c_str(), 0700) != 0) return "";
+    dir_ = std::move(dir);
+  }
+  std::string name = absl::StrCat(dir_, "/", lent_++);
+  if (link(SegmentPath(chunk.segment()).c_str(), SegmentPath(name).c_str()) !=
+      0) {
+    return "";
+  }
+  return name;
+}
+
+}  // namespace deepmind::reverb

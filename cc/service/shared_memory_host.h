@@ -1,0 +1,114 @@
+// SharedMemoryHost: the server's side of shared-memory transport with
+// clients on its host (docs/wire-protocol.md, "Shared memory").
+//
+// Session: a client asks SharedMemorySession with its pid and pid
+// namespace. A client of the server's pid namespace (whose liveness the
+// server can check) gets the name of the probe file, a file readable by the
+// server's user only that holds a random secret, the prefix of the server's
+// names and the size from which chunks go as segments. A client that can
+// read the probe is on this host, as this user: it sends the secret with
+// each segment, and with its sample requests to get segments back.
+//
+// Names under /dev/shm (P = the prefix, "reverb-<pid>-<pid ns>-<token>"):
+//   P.probe            the secret;
+//   P.chunks/<n>       the segments the tables' chunks are mapped from;
+//   P.w<pid>-<token>/  a writer's segments (one directory per insert
+//                      stream, made by the client: <pid> is its own);
+//   P.s<n>/            segments lent to one sample stream.
+//
+// Inserts: Accept() takes a writer's segment by moving it into P.chunks and
+// mapping it; the chunk keeps the mapping (no copy) and removes the file
+// when the last item referring to it goes.
+// Samples: a Lender hard-links a chunk's file into its stream's directory
+// (no copy); the client opens the link, removes it and reads the chunk.
+//
+// Leaks: an insert stream's directory goes when the stream ends, with those
+// of writers whose process is gone (a client killed while writing); a
+// sample stream's directory goes with its Lender; everything goes with the
+// host; and what a killed server left is swept by the next host made on the
+// machine (SweepDeadServers).
+//
+// Thread-safe.
+#ifndef REVERB_CC_SERVICE_SHARED_MEMORY_HOST_H_
+#define REVERB_CC_SERVICE_SHARED_MEMORY_HOST_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "cc/core/chunk.h"
+#include "cc/support/export.h"
+#include "reverb/cc/reverb_service.pb.h"
+
+namespace deepmind::reverb {
+
+class REVERB_EXPORT SharedMemoryHost {
+ public:
+  // Chunks from this size on go as segments unless the environment
+  // variable REVERB_SHARED_MEMORY_MIN_BYTES says otherwise.
+  static constexpr int64_t kDefaultMinChunkBytes = 128 << 10;
+
+  // Sweeps what dead servers left, then makes the probe and the chunk
+  // directory. Null if shared memory is turned off (REVERB_SHARED_MEMORY=0)
+  // or /dev/shm cannot be used (the reason is logged).
+  static std::unique_ptr<SharedMemoryHost> Create();
+  // Removes every name of the host's. Chunks mapped stay readable.
+  ~SharedMemoryHost();
+
+  const std::string& prefix() const { return prefix_; }
+
+  // The answer to SharedMemorySession.
+  SharedMemorySessionResponse Offer(
+      const SharedMemorySessionRequest& request) const;
+
+  // Whether `secret` is this host's.
+  bool SecretMatches(absl::string_view secret) const;
+
+  // The chunk in writer segment `chunk` (see above), or INVALID_ARGUMENT
+  // (a wrong secret or name, not a chunk) or NOT_FOUND (no such segment).
+  // `writer_dirs` gains the segment's directory if it is new to it.
+  absl::StatusOr<std::shared_ptr<Chunk>> Accept(
+      const SharedMemoryChunk& chunk, std::vector<std::string>* writer_dirs);
+
+  // Removes `writer_dirs` (an ended stream's), and the directories of
+  // writers whose process is gone.
+  void ForgetWriters(const std::vector<std::string>& writer_dirs) const;
+
+  // Lends chunks to one sample stream; removes what it lent and the client
+  // has not taken when it goes.
+  class REVERB_EXPORT Lender {
+   public:
+    explicit Lender(SharedMemoryHost* host) : host_(host) {}
+    ~Lender();
+    Lender(const Lender&) = delete;
+    Lender& operator=(const Lender&) = delete;
+
+    // The name of a new link to `chunk`'s segment (which it must have), or
+    // empty if it could not be made (the chunk then goes as bytes).
+    std::string Lend(const Chunk& chunk);
+
+   private:
+    SharedMemoryHost* const host_;
+    std::string dir_;  // Made on the first Lend().
+    int64_t lent_ = 0;
+  };
+
+ private:
+  SharedMemoryHost(std::string prefix, std::string secret,
+                   int64_t min_chunk_bytes);
+
+  const std::string prefix_;
+  const std::string secret_;
+  const int64_t min_chunk_bytes_;
+  const uint64_t pid_namespace_;
+  std::atomic<int64_t> next_chunk_{0};
+  std::atomic<int64_t> next_lender_{0};
+};
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SERVICE_SHARED_MEMORY_HOST_H_

@@ -1,0 +1,192 @@
+#include "cc/support/shm_segment.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace deepmind::reverb {
+namespace {
+
+absl::Status Errno(absl::string_view what, absl::string_view name) {
+  const int error = errno;
+  const std::string text =
+      absl::StrCat(what, " ", SegmentPath(name), ": ", std::strerror(error));
+  return error == ENOENT ? absl::NotFoundError(text)
+                         : absl::InternalError(text);
+}
+
+// The pid in "reverb-<pid>-<pid namespace>-...", or -1 (also for a server
+// of another pid namespace, whose processes this one cannot see).
+int64_t ServerPid(absl::string_view name) {
+  if (!absl::ConsumePrefix(&name, "reverb-")) return -1;
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(name, absl::MaxSplits('-', 2));
+  int64_t pid;
+  if (parts.size() < 3 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0 ||
+      parts[1] != absl::StrCat(PidNamespace())) {
+    return -1;
+  }
+  return pid;
+}
+
+}  // namespace
+
+bool SharedMemoryAllowed() {
+  const char* value = std::getenv("REVERB_SHARED_MEMORY");
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
+
+std::string SegmentPath(absl::string_view name) {
+  return absl::StrCat(kSharedMemoryDir, "/", name);
+}
+
+uint64_t PidNamespace() {
+  struct stat info;
+  if (stat("/proc/self/ns/pid", &info) != 0) return 0;
+  return info.st_ino;
+}
+
+bool ProcessAlive(int64_t pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  // "<pid> (<comm>) <state> ...": the command may hold spaces and ')'.
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() &&
+         line[paren + 2] != 'Z' && line[paren + 2] != 'X';
+}
+
+std::string RandomToken() {
+  std::random_device device;
+  const uint64_t value = (uint64_t{device()} << 32) ^ device();
+  return absl::StrFormat("%016x", value);
+}
+
+std::string ServerPrefix(absl::string_view token) {
+  return absl::StrCat("reverb-", getpid(), "-", PidNamespace(), "-", token);
+}
+
+absl::Status WriteSegment(absl::string_view name, size_t size,
+                          absl::FunctionRef<void(char* bytes)> fill) {
+  const std::string path = SegmentPath(name);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno("Could not create", name);
+  absl::Status status;
+  void* address = MAP_FAILED;
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    status = Errno("Could not size", name);
+  } else {
+    address = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (address == MAP_FAILED) status = Errno("Could not map", name);
+  }
+  if (address != MAP_FAILED) {
+    fill(static_cast<char*>(address));
+    munmap(address, size);
+  }
+  close(fd);
+  if (!status.ok()) unlink(path.c_str());
+  return status;
+}
+
+OpenSegment::OpenSegment(OpenSegment&& other) noexcept
+    : fd(std::exchange(other.fd, -1)), size(other.size) {}
+
+OpenSegment::~OpenSegment() {
+  if (fd >= 0) close(fd);
+}
+
+absl::StatusOr<OpenSegment> OpenSegmentFile(absl::string_view name) {
+  OpenSegment segment;
+  segment.fd =
+      open(SegmentPath(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (segment.fd < 0) return Errno("Could not open", name);
+  struct stat info;
+  if (fstat(segment.fd, &info) != 0) return Errno("Could not stat", name);
+  if (!S_ISREG(info.st_mode) || info.st_uid != geteuid() ||
+      info.st_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        SegmentPath(name),
+        " is not a shared-memory segment (a non-empty file of this user)."));
+  }
+  segment.size = static_cast<size_t>(info.st_size);
+  return segment;
+}
+
+absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment,
+                                      bool populate,
+                                      std::function<void()> on_release) {
+  void* address =
+      mmap(nullptr, segment.size, PROT_READ,
+           MAP_SHARED | (populate ? MAP_POPULATE : 0), segment.fd, 0);
+  if (address != MAP_FAILED) {
+    const absl::string_view bytes(static_cast<const char*>(address),
+                                  segment.size);
+    return absl::MakeCordFromExternal(
+        bytes, [address, size = segment.size,
+                on_release = std::move(on_release)]() {
+          munmap(address, size);
+          if (on_release) on_release();
+        });
+  }
+  std::string bytes(segment.size, '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t read =
+        pread(segment.fd, bytes.data() + done, bytes.size() - done, done);
+    if (read < 0 && errno == EINTR) continue;
+    if (read <= 0) {
+      return absl::InternalError("Could not read a shared-memory segment.");
+    }
+    done += static_cast<size_t>(read);
+  }
+  if (on_release) on_release();
+  return absl::Cord(std::move(bytes));
+}
+
+void RemoveSegmentTree(absl::string_view name) {
+  const std::string path = SegmentPath(name);
+  if (DIR* dir = opendir(path.c_str()); dir != nullptr) {
+    while (const dirent* entry = readdir(dir)) {
+      if (std::strcmp(entry->d_name, ".") != 0 &&
+          std::strcmp(entry->d_name, "..") != 0) {
+        unlinkat(dirfd(dir), entry->d_name, 0);
+      }
+    }
+    closedir(dir);
+    rmdir(path.c_str());
+    return;
+  }
+  unlink(path.c_str());
+}
+
+int SweepDeadServers() {
+  DIR* dir = opendir(kSharedMemoryDir);
+  if (dir == nullptr) return 0;
+  std::vector<std::string> dead;
+  while (const dirent* entry = readdir(dir)) {
+    const int64_t pid = ServerPid(entry->d_name);
+    if (pid > 0 && !ProcessAlive(pid)) dead.emplace_back(entry->d_name);
+  }
+  closedir(dir);
+  for (const std::string& name : dead) RemoveSegmentTree(name);
+  return static_cast<int>(dead.size());
+}
+
+}  // namespace deepmind::reverb

@@ -1,0 +1,91 @@
+// Shared-memory segments: files under /dev/shm that one process writes and
+// another maps, and the file-system chores around them (names, sweeps).
+//
+// A segment holds one serialized chunk and nothing else. Every name of a
+// server's starts with "reverb-<pid>-<pid namespace>-<token>" (ServerPrefix)
+// so that what a killed server leaves behind can be told from what live
+// servers hold, and swept (SweepDeadServers). The protocol above these files is
+// in cc/service/shared_memory_host.h and cc/client/shared_memory_client.h.
+//
+// Files and directories are created readable by their owner only.
+#ifndef REVERB_CC_SUPPORT_SHM_SEGMENT_H_
+#define REVERB_CC_SUPPORT_SHM_SEGMENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/string_view.h"
+#include "cc/support/export.h"
+
+namespace deepmind::reverb {
+
+// Where segments live.
+inline constexpr char kSharedMemoryDir[] = "/dev/shm";
+
+// False if the environment variable REVERB_SHARED_MEMORY is "0".
+REVERB_EXPORT bool SharedMemoryAllowed();
+
+// `name` (relative to kSharedMemoryDir) as a path.
+REVERB_EXPORT std::string SegmentPath(absl::string_view name);
+
+// The inode of this process's pid namespace (0 if unknown).
+REVERB_EXPORT uint64_t PidNamespace();
+
+// Whether process `pid` (of this pid namespace) is alive: it exists and is
+// not a zombie.
+REVERB_EXPORT bool ProcessAlive(int64_t pid);
+
+// 16 random hex digits, for names.
+REVERB_EXPORT std::string RandomToken();
+
+// "reverb-<this pid>-<PidNamespace()>-<token>".
+REVERB_EXPORT std::string ServerPrefix(absl::string_view token);
+
+// Creates file `name` (it must not exist) of `size` bytes, which `fill`
+// writes (into memory mapped from the file, its pages allocated at once).
+REVERB_EXPORT absl::Status WriteSegment(
+    absl::string_view name, size_t size,
+    absl::FunctionRef<void(char* bytes)> fill);
+
+// A segment, opened.
+struct REVERB_EXPORT OpenSegment {
+  int fd = -1;
+  size_t size = 0;
+  OpenSegment() = default;
+  OpenSegment(OpenSegment&& other) noexcept;
+  OpenSegment& operator=(OpenSegment&&) = delete;
+  ~OpenSegment();  // Closes fd.
+};
+
+// Opens segment `name`: a regular file (not a link) of this process's user,
+// not empty. NOT_FOUND if it does not exist, INVALID_ARGUMENT if it is not
+// such a file.
+REVERB_EXPORT absl::StatusOr<OpenSegment> OpenSegmentFile(
+    absl::string_view name);
+
+// The bytes of `segment`, mapped read-only (`populate`: its pages mapped
+// at once, for a reader about to read them all). The mapping stays until
+// the last copy of the Cord goes, then `on_release` runs. If the segment
+// cannot be mapped (too many mappings, say), its bytes are read into memory
+// instead and `on_release` runs at once.
+REVERB_EXPORT absl::StatusOr<absl::Cord> MapSegment(
+    const OpenSegment& segment, bool populate,
+    std::function<void()> on_release);
+
+// Removes `name` and, if it is a directory, the files in it first. Errors
+// (it does not exist, say) are ignored.
+REVERB_EXPORT void RemoveSegmentTree(absl::string_view name);
+
+// Removes what servers that are gone left under kSharedMemoryDir: every
+// entry named "reverb-<pid>-<pid namespace>-..." of this pid namespace whose
+// process is not alive. Returns how many it removed.
+REVERB_EXPORT int SweepDeadServers();
+
+}  // namespace deepmind::reverb
+
+#endif  // REVERB_CC_SUPPORT_SHM_SEGMENT_H_
