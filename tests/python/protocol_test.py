@@ -23,8 +23,11 @@ import os
 import pathlib
 import random
 import re
+import secrets
+import shutil
 import subprocess
 import sys
+import threading
 import time
 import types
 from typing import List, NamedTuple, Sequence, Tuple
@@ -903,3 +906,106 @@ def test_concurrent_insert_and_sample_streams_all_complete(proto, client):
       assert entry.info.item.key in all_keys
       assert list(entry.data) == [chunk_of(entry.info.item.key)]
   assert sizes(client)['uniform'] == len(all_keys)
+
+
+# --- Shared memory (an extension: docs/wire-protocol.md, "Shared memory") ----
+
+_SHM = pathlib.Path('/dev/shm')
+
+
+def _shared_memory_session(proto):
+  """The server's SharedMemorySession for this process, and its secret."""
+  session, status = proto.call(
+      'SharedMemorySession',
+      proto.pb.service.SharedMemorySessionRequest(
+          pid=os.getpid(), pid_namespace=os.stat('/proc/self/ns/pid').st_ino))
+  assert status.code == _OK, status
+  if not session.probe:
+    pytest.skip('the server offers no shared memory here')
+  return session, (_SHM / session.probe).read_bytes()
+
+
+def test_shared_memory_chunks_go_both_ways_as_segments(proto, client):
+  session, secret = _shared_memory_session(proto)
+  # A writer's segment: a file holding the serialized ChunkData, in a
+  # directory named after the writer's pid.
+  data = np.arange(256 * 64, dtype=np.float32).reshape(256, 64)
+  chunk = proto.chunk(501, data)
+  writer_dir = _SHM / f'{session.prefix}.w{os.getpid()}-{secrets.token_hex(8)}'
+  writer_dir.mkdir(mode=0o700)
+  try:
+    (writer_dir / '0').write_bytes(chunk.SerializeToString())
+    segment = f'{writer_dir.name}/0'
+    keys, status = proto.insert([proto.pb.service.InsertStreamRequest(
+        items=[proto.item(601, 'uniform', [(501, 0, 256, 0)])],
+        shared_chunks=[proto.pb.service.SharedMemoryChunk(
+            segment=segment, secret=secret)])])
+    assert (keys, status.code) == ([601], _OK), status
+    assert not (writer_dir / '0').exists()  # The server took the file.
+  finally:
+    shutil.rmtree(writer_dir, ignore_errors=True)
+  # A sampler that sends the secret gets the chunk as a segment to read
+  # (and remove); one that does not gets its bytes.
+  # The link lives until the client takes it or the call ends: the
+  # request stream stays open until the response has been read.
+  read = threading.Event()
+
+  def requests():
+    yield proto.pb.service.SampleStreamRequest(
+        table='uniform', num_samples=1, shared_memory_secret=secret)
+    read.wait(_TIMEOUT)
+
+  stream = proto.stub.SampleStream(requests(), timeout=_TIMEOUT)
+  (entry,) = next(stream).entries
+  assert not entry.data and len(entry.shared_data) == 1
+  lent = _SHM / entry.shared_data[0].segment
+  assert entry.shared_data[0].segment.startswith(f'{session.prefix}.s')
+  assert proto.pb.schema.ChunkData.FromString(lent.read_bytes()) == chunk
+  read.set()
+  assert not list(stream)
+  # The call has ended: what it lent goes, taken or not (once the server
+  # is done with the call, just after its status).
+  deadline = time.monotonic() + _TIMEOUT
+  while lent.parent.exists() and time.monotonic() < deadline:
+    time.sleep(0.01)
+  assert not lent.parent.exists()
+  samples, status = proto.sample('uniform', 1)
+  assert status.code == _OK and samples[0][0].data[0] == chunk
+  np.testing.assert_array_equal(
+      sample_with_client(client, 'uniform').data[0], data)
+
+
+def test_shared_memory_segments_outside_the_writers_names_are_refused(
+    proto, client):
+  session, secret = _shared_memory_session(proto)
+  victim = _SHM / f'victim-{secrets.token_hex(4)}'
+  victim.write_bytes(b'keep me')
+  try:
+    for segment, chunk_secret in [
+        (f'../..{victim}', secret),
+        (victim.name, secret),
+        (f'{session.prefix}.probe', secret),
+        (f'{session.prefix}.w1-x/../../{victim.name}', secret),
+        (f'{session.prefix}.wgone/0', b'not the secret'),
+    ]:
+      keys, status = proto.insert([proto.pb.service.InsertStreamRequest(
+          shared_chunks=[proto.pb.service.SharedMemoryChunk(
+              segment=segment, secret=chunk_secret)])])
+      assert (keys, status.code) == ([], grpc.StatusCode.INVALID_ARGUMENT), (
+          segment, status)
+      assert victim.read_bytes() == b'keep me'
+  finally:
+    victim.unlink()
+  assert (_SHM / f'{session.prefix}.probe').read_bytes() == secret
+  # A segment that is gone is NOT_FOUND.
+  keys, status = proto.insert([proto.pb.service.InsertStreamRequest(
+      shared_chunks=[proto.pb.service.SharedMemoryChunk(
+          segment=f'{session.prefix}.w{os.getpid()}-none/0', secret=secret)])])
+  assert status.code == grpc.StatusCode.NOT_FOUND, status
+  # A client of another pid namespace is offered nothing.
+  response, status = proto.call(
+      'SharedMemorySession',
+      proto.pb.service.SharedMemorySessionRequest(pid=os.getpid(),
+                                                  pid_namespace=1))
+  assert status.code == _OK and not response.probe
+  assert sizes(client)['uniform'] == 0

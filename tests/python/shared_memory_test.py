@@ -1,0 +1,298 @@
+"""Shared memory between a server and clients in other processes of its
+host: large chunks travel as /dev/shm segments (docs/wire-protocol.md,
+"Shared memory"), with the same results as over TCP and nothing left
+behind by killed processes."""
+
+import os
+import pathlib
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import reverb
+
+TIMEOUT = 60
+SHM = pathlib.Path('/dev/shm')
+STEP_SHAPE = (256, 1024)  # 256 KiB per step, one chunk each.
+
+SERVER = """
+  import sys, time, reverb
+  server = reverb.Server([
+      reverb.Table('uniform', reverb.selectors.Uniform(),
+                   reverb.selectors.Fifo(), 1000,
+                   reverb.rate_limiters.MinSize(1)),
+  ], port=None)
+  print(server.port, flush=True)
+  sys.stdin.read()  # Until the test closes stdin (or kills us).
+"""
+
+WRITER = """
+  import sys, numpy as np, reverb
+  client = reverb.Client(f'localhost:{sys.argv[1]}')
+  steps, shape = int(sys.argv[2]), (256, 1024)
+  with client.trajectory_writer(num_keep_alive_refs=2) as writer:
+    for i in range(steps if steps > 0 else 10**9):
+      step = np.random.default_rng(i).integers(0, 256, shape, np.uint8)
+      step[0, 0] = i % 251
+      writer.append({'x': step})
+      if i:
+        writer.create_item('uniform', 1.0, {'x': writer.history['x'][-2:]})
+      if i % 4 == 3:
+        writer.flush()
+        print(i, flush=True)
+"""
+
+
+def _step(i):
+  """Step i: random bytes (snappy cannot shrink them below the segment
+  threshold), i % 251 first."""
+  step = np.random.default_rng(i).integers(0, 256, STEP_SHAPE, np.uint8)
+  step[0, 0] = i % 251
+  return step
+
+
+class ServerProcess:
+  """A server in a process of its own; `env` adds to its environment."""
+
+  def __init__(self, **env):
+    self.process = subprocess.Popen(
+        [sys.executable, '-c', textwrap.dedent(SERVER)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env=dict(os.environ, **env))
+    self.port = int(self.process.stdout.readline())
+    self.address = f'localhost:{self.port}'
+
+  def names(self):
+    """This server's names under /dev/shm."""
+    return sorted(p.name for p in SHM.glob(f'reverb-{self.process.pid}-*'))
+
+  def stored_segments(self):
+    return [p.name for d in SHM.glob(f'reverb-{self.process.pid}-*.chunks')
+            for p in d.iterdir()]
+
+  def stop(self):
+    if self.process.poll() is None:
+      self.process.stdin.close()
+      try:
+        self.process.wait(TIMEOUT)
+      except subprocess.TimeoutExpired:
+        self.process.kill()
+    self.process.wait(TIMEOUT)
+
+  def kill(self):
+    self.process.kill()
+    self.process.wait(TIMEOUT)
+
+
+def _write(client, steps):
+  with client.trajectory_writer(num_keep_alive_refs=2) as writer:
+    for i in range(steps):
+      writer.append({'x': _step(i)})
+      if i:
+        writer.create_item('uniform', 1.0, {'x': writer.history['x'][-2:]})
+    writer.flush()
+
+
+def _sampled_items(client, n):
+  """{first step's value: (step 0, step 1)} of n samples."""
+  items = {}
+  for sample in client.sample('uniform', num_samples=n):
+    first, second = sample[0].data[0], sample[1].data[0]
+    items[int(first[0, 0])] = (first, second)
+  return items
+
+
+def _wait_for(predicate, what):
+  deadline = time.monotonic() + TIMEOUT
+  while not predicate():
+    assert time.monotonic() < deadline, f'timed out waiting for {what}'
+    time.sleep(0.05)
+
+
+@pytest.fixture(name='shm_env')
+def shm_env_fixture(monkeypatch):
+  """The test process with shared memory on (whatever the caller's
+  environment says)."""
+  monkeypatch.delenv('REVERB_SHARED_MEMORY', raising=False)
+  monkeypatch.delenv('REVERB_SHARED_MEMORY_MIN_BYTES', raising=False)
+  if not SHM.is_dir() or not os.access(SHM, os.W_OK):
+    pytest.skip('/dev/shm is not a writable directory here')
+
+
+@pytest.mark.parametrize('mode', ['shared_memory', 'server_off', 'client_off'])
+def test_large_steps_cross_processes_as_segments_or_bytes_alike(
+    shm_env, monkeypatch, mode):
+  server = ServerProcess(
+      **({'REVERB_SHARED_MEMORY': '0'} if mode == 'server_off' else {}))
+  try:
+    if mode == 'client_off':
+      monkeypatch.setenv('REVERB_SHARED_MEMORY', '0')
+    client = reverb.Client(server.address)
+    _write(client, 9)
+    info = client.server_info()['uniform']
+    assert info.current_size == 8
+    # Each step is a chunk of its own (chunk_length 1 per column: 1 MiB).
+    stored = server.stored_segments()
+    assert len(stored) == (9 if mode == 'shared_memory' else 0), stored
+    items = _sampled_items(client, 200)
+    assert sorted(items) == list(range(8))  # 200 uniform draws of 8 items.
+    for first, (step0, step1) in items.items():
+      np.testing.assert_array_equal(step0, _step(first))
+      np.testing.assert_array_equal(step1, _step(first + 1))
+    lent = [n for n in server.names() if '.s' in n.split('-')[-1]]
+    assert bool(lent) == (mode == 'shared_memory'), server.names()
+    if mode == 'shared_memory':
+      # The server keeps what it stores in the segments it received: once
+      # the table lets go of an item's chunks, their segments go too.
+      client.reset('uniform')
+      _wait_for(lambda: not server.stored_segments(), 'freed segments')
+  finally:
+    server.stop()
+  # A stopped server removes every name of its own.
+  assert not server.names()
+
+
+def test_writer_killed_while_writing_leaves_no_segment(shm_env):
+  server = ServerProcess()
+  try:
+    writer = subprocess.Popen(
+        [sys.executable, '-c', textwrap.dedent(WRITER), str(server.port), '0'],
+        stdout=subprocess.PIPE, text=True)
+    try:
+      for _ in range(3):  # Three flushes: 12 steps stored and confirmed.
+        assert writer.stdout.readline(), 'the writer died'
+      time.sleep(0.2)  # Kill it mid-stream, most likely mid-segment.
+      os.kill(writer.pid, signal.SIGKILL)
+    finally:
+      writer.kill()
+      writer.wait(TIMEOUT)
+    # The writer's directory goes once the server notices the stream end.
+    _wait_for(lambda: not [n for n in server.names() if '.w' in n],
+              'the writer directory to be removed')
+    # What it had stored is still there, and served.
+    client = reverb.Client(server.address)
+    assert client.server_info()['uniform'].current_size >= 11
+    for sample in client.sample('uniform', num_samples=20):
+      # Step i is marked i % 251: the writer may have got past 251.
+      first, second = sample[0].data[0], sample[1].data[0]
+      step = next(i for i in range(int(first[0, 0]), 10**5, 251)
+                  if np.array_equal(first, _step(i)))
+      np.testing.assert_array_equal(second, _step(step + 1))
+  finally:
+    server.stop()
+
+
+def test_directories_of_writers_that_are_gone_are_swept(shm_env):
+  server = ServerProcess()
+  try:
+    client = reverb.Client(server.address)
+    _write(client, 2)
+    prefix = next(n for n in server.names() if n.endswith('.probe'))[:-6]
+    # A writer that died before sending anything: the server never heard
+    # its directory's name, but its pid is gone.
+    dead_pid = _dead_pid()
+    stale = SHM / f'{prefix}.w{dead_pid}-{secrets.token_hex(8)}'
+    stale.mkdir(mode=0o700)
+    (stale / '0').write_bytes(b'x' * 1000)
+    # One of a live process stays.
+    live = SHM / f'{prefix}.w{os.getpid()}-{secrets.token_hex(8)}'
+    live.mkdir(mode=0o700)
+    try:
+      _write(client, 2)  # An insert stream that ends: the server sweeps.
+      _wait_for(lambda: not stale.exists(), 'the dead writer to be swept')
+      assert live.exists()
+    finally:
+      shutil.rmtree(live, ignore_errors=True)
+  finally:
+    server.stop()
+
+
+def _dead_pid():
+  process = subprocess.Popen(['true'])
+  process.wait(TIMEOUT)
+  return process.pid
+
+
+def test_killed_server_leaves_nothing_after_the_next_start(shm_env):
+  server = ServerProcess()
+  client = reverb.Client(server.address)
+  _write(client, 5)
+  _sampled_items(client, 10)
+  names = server.names()
+  assert any(n.endswith('.chunks') for n in names), names
+  server.kill()
+  assert server.names() == names  # SIGKILL: nothing could remove them.
+  with reverb.Server([reverb.Table.queue('q', 10)]):
+    assert not server.names()
+
+
+def _netns_unavailable():
+  if shutil.which('ip') is None:
+    return 'the `ip` command (iproute2) is missing'
+  if os.geteuid() != 0:
+    return 'network namespaces need root'
+  return None
+
+
+NETNS_CLIENT = """
+  import sys, numpy as np, reverb
+  client = reverb.Client(sys.argv[1])
+  shape = (256, 1024)
+  with client.trajectory_writer(num_keep_alive_refs=2) as writer:
+    for i in range(4):
+      step = np.random.default_rng(i).integers(0, 256, shape, np.uint8)
+      step[0, 0] = 100 + i
+      writer.append({'x': step})
+      if i:
+        writer.create_item('uniform', 1.0, {'x': writer.history['x'][-2:]})
+    writer.flush()
+  for sample in client.sample('uniform', num_samples=20):
+    first = int(sample[0].data[0][0, 0])
+    assert sample[1].data[0][0, 0] == first + 1
+  print('OK', flush=True)
+"""
+
+
+def test_a_client_in_another_network_namespace_works(shm_env):
+  reason = _netns_unavailable()
+  if reason:
+    pytest.skip(reason)
+  netns = f'rvbshm{os.getpid()}{secrets.token_hex(2)}'
+  host_end = f'vs{secrets.token_hex(3)}'
+  run = lambda *a: subprocess.run(['ip', *a], check=True, capture_output=True,
+                                  timeout=30)
+  made = subprocess.run(['ip', 'netns', 'add', netns], capture_output=True,
+                        timeout=30)
+  if made.returncode != 0:
+    pytest.skip(f'`ip netns add` failed: {made.stderr!r}')
+  server = None
+  try:
+    run('link', 'add', host_end, 'type', 'veth', 'peer', 'name', 'eth0',
+        'netns', netns)
+    run('addr', 'add', '10.79.0.1/24', 'dev', host_end)
+    run('link', 'set', host_end, 'up')
+    run('-n', netns, 'addr', 'add', '10.79.0.2/24', 'dev', 'eth0')
+    run('-n', netns, 'link', 'set', 'eth0', 'up')
+    run('-n', netns, 'link', 'set', 'lo', 'up')
+    server = ServerProcess(REVERB_BIND_ADDRESS='0.0.0.0')
+    client = subprocess.run(
+        ['ip', 'netns', 'exec', netns, sys.executable, '-c',
+         textwrap.dedent(NETNS_CLIENT), f'10.79.0.1:{server.port}'],
+        capture_output=True, text=True, timeout=TIMEOUT)
+    assert client.stdout.strip() == 'OK', client.stderr
+    # Same host, same pid namespace: it used shared memory.
+    assert server.stored_segments()
+  finally:
+    if server is not None:
+      server.stop()
+    subprocess.run(['ip', 'link', 'del', host_end], capture_output=True,
+                   timeout=30)
+    subprocess.run(['ip', 'netns', 'del', netns], capture_output=True,
+                   timeout=30)
