@@ -27,6 +27,7 @@ FIGURES = {
     'tls_cost_us': 'TLS us {}',
     'growth': '{} growth',
     'faults': 'minor faults {}',
+    'memory_per_payload': '{} memory / payload',
 }
 
 

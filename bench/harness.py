@@ -75,16 +75,16 @@ class ChildProcess:
   stdout; stderr is kept and shown (after `name`) if the child fails.
   Stopped (stdin closed, then waited for) on exit."""
 
-  def __init__(self, args, name):
+  def __init__(self, args, name, env=None):
     self._name = name
     self._log = tempfile.TemporaryFile(mode='w+')
     # The child runs like the parent; -I keeps it from user site-packages
-    # and PYTHONPATH too.
+    # and PYTHONPATH too. `env`: variables to add to its environment.
     flags = ['-I'] if sys.flags.isolated else []
     self._proc = subprocess.Popen(
         [sys.executable] + flags + [os.path.abspath(sys.argv[0])] + args,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-        text=True)
+        text=True, env=dict(os.environ, **(env or {})))
 
   @property
   def pid(self):
@@ -133,11 +133,11 @@ class ChildProcess:
 
 class ServerProcess(ChildProcess):
   """The running script with --serve; `port` is where it listens (and
-  `unix_socket_path` too, if given)."""
+  `unix_socket_path` too, if given). `env`: as ChildProcess's."""
 
-  def __init__(self, unix_socket_path=None):
+  def __init__(self, unix_socket_path=None, env=None):
     unix = ['--unix-socket', unix_socket_path] if unix_socket_path else []
-    super().__init__(['--serve'] + unix, 'benchmark server')
+    super().__init__(['--serve'] + unix, 'benchmark server', env)
     self.port = int(self.read('PORT '))
 
 

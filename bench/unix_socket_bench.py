@@ -1,11 +1,15 @@
-"""TCP loopback against a unix domain socket: 1 MB items between two processes.
+"""Same-host transports: TCP loopback, a unix domain socket and shared
+memory, for 1 MB items between two processes.
 
   .venv/bin/python bench/unix_socket_bench.py [--quick] [--json OUT]
 
-The server runs in a child process (this script with --serve) listening on
-a TCP port and on a unix socket (`reverb.Server(..., unix_socket_path=)`);
-this process runs, over each of the two (a `reverb.Client` each), taking
-turns in four rounds of 0.5 s a workload,
+Two servers run in child processes (this script with --serve): one with
+shared memory off (REVERB_SHARED_MEMORY=0) listening on a TCP port and on a
+unix socket (`reverb.Server(..., unix_socket_path=)`), one with it on (the
+default: large chunks travel as /dev/shm segments, docs/wire-protocol.md
+"Shared memory"). This process runs, over each of the three (`tcp`,
+`unix`, `shared memory`: a `reverb.Client` each), taking turns in four
+rounds of 0.5 s a workload,
   insert        `client.insert(item, {table: 1.0})` of a 1 MiB int32 array;
   sample bulk   `client.sample(table, num_samples=50)` generators, consumed.
 Every sampled item is checked afterwards (shape, dtype, and every 257th
@@ -13,14 +17,18 @@ element of the contents, which encode the insert's sequence number: a full
 comparison would cost the client as much CPU as the sampling). These rows
 also carry the CPU each item cost during the workload: `client`, this
 process (time.process_time, all threads), and `server`, the server's
-process (/proc/PID/stat), in microseconds per item. With dm-reverb, which
-has no unix sockets, only the TCP rows are measured. Two rows bound what gRPC can reach
+process (/proc/PID/stat), in microseconds per item. `server memory` rows
+give what each server holds once its table is full (its RSS beyond its idle
+self, shared memory apart, plus its segments under /dev/shm) per byte of
+the items the table keeps. With dm-reverb, which
+has neither unix sockets nor shared memory, only the TCP rows are measured. Two rows bound what gRPC can reach
 on this machine: `raw stream` is 1 MiB blocks sent from a child process
 over a bare socket of each kind and received into one buffer (no gRPC, no
 copies beyond the kernel's), and `memcpy` is a 1 MiB numpy copy in this
 process. --same-process is ignored: the point is two processes.
 """
 
+import contextlib
 import inspect
 import os
 import socket
@@ -108,6 +116,19 @@ def raw_stream(family, blocks):
   return elapsed
 
 
+def server_bytes(pid):
+  """What server process `pid` holds: its RSS apart from shared memory
+  (RssAnon + RssFile), plus the sizes of its segments under /dev/shm."""
+  with open(f'/proc/{pid}/status') as f:
+    fields = dict(line.split(':', 1) for line in f if ':' in line)
+  rss = sum(int(fields[k].split()[0]) * 1024 for k in ('RssAnon', 'RssFile'))
+  segments = 0
+  for root, _, files in os.walk('/dev/shm'):
+    if os.path.basename(root).startswith(f'reverb-{pid}-'):
+      segments += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+  return rss + segments
+
+
 def bench_memcpy(count):
   target = np.empty_like(_BASE)
   start = time.perf_counter()
@@ -124,10 +145,18 @@ def run(args):
   results = []
   with tempfile.TemporaryDirectory() as directory:
     path = os.path.join(directory, 'bench.sock') if _UNIX else None
-    with harness.ServerProcess(path) as server:
+    with contextlib.ExitStack() as stack:
+      server = stack.enter_context(harness.ServerProcess(
+          path, env={'REVERB_SHARED_MEMORY': '0'}))
+      servers = {'tcp': server}
       clients = {'tcp': reverb.Client(f'localhost:{server.port}')}
       if _UNIX:
+        servers['unix'] = server
         clients['unix'] = reverb.Client(f'unix:{path}')
+        servers['shared memory'] = stack.enter_context(harness.ServerProcess())
+        clients['shared memory'] = reverb.Client(
+            f'localhost:{servers["shared memory"].port}')
+      idle_bytes = {name: server_bytes(servers[name].pid) for name in clients}
       inserted = 0
       for client in clients.values():
         # Warm-up: connection, first allocations.
@@ -139,10 +168,21 @@ def run(args):
       # both alike.
       for _ in range(rounds):
         for name, client in clients.items():
-          inserted += inserts[name].timed(server, lambda c=client: bench_insert(
-              c, inserted, seconds, 100_000))
-          samples[name].timed(server, lambda c=client: harness.sample_bulk(
+          inserted += inserts[name].timed(
+              servers[name],
+              lambda c=client: bench_insert(c, inserted, seconds, 100_000))
+          samples[name].timed(servers[name], lambda c=client: harness.sample_bulk(
               c, 't', bulk_n, seconds, check_item)[:2])
+      # What each server holds beyond its idle self, per byte of the items
+      # its table keeps (the server of `tcp` and `unix` is one).
+      for name in dict.fromkeys(clients, None):
+        if name == 'unix':
+          continue
+        stored = clients[name].server_info()['t'].current_size * _ITEM_BYTES
+        held = server_bytes(servers[name].pid) - idle_bytes[name]
+        results.append(('1MB', f'server memory, {name}', None, None, 0,
+                        {'memory_per_payload': {
+                            'server': round(held / stored, 3)}}))
       for name in clients:
         results.append(inserts[name].row('1MB', f'insert, {name}',
                                           _ITEM_BYTES))

@@ -80,11 +80,13 @@ bool SharedMemoryClient::Writer::Write(const ChunkData& chunk, size_t size,
     dir_ = std::move(dir);
   }
   std::string name = absl::StrCat(dir_, "/", written_++);
-  const absl::Status written =
-      WriteSegment(name, size, [&chunk](char* bytes) {
+  const absl::Status written = WriteSegment(
+      name, size,
+      [&chunk](char* bytes) {
         chunk.SerializeWithCachedSizesToArray(
             reinterpret_cast<uint8_t*>(bytes));
-      });
+      },
+      absl::StrCat(session_->prefix_, ".free"));
   if (!written.ok()) return false;
   out->set_segment(std::move(name));
   out->set_secret(session_->secret_);
@@ -100,14 +102,37 @@ absl::Status SharedMemoryClient::TakeChunks(
             absl::StrCat("The server lent shared-memory chunk '",
                          shared.segment(), "', a name it may not use."));
       }
-      REVERB_ASSIGN_OR_RETURN(OpenSegment segment,
-                              OpenSegmentFile(shared.segment()));
-      unlink(SegmentPath(shared.segment()).c_str());
-      REVERB_ASSIGN_OR_RETURN(absl::Cord bytes,
-                              MapSegment(segment, /*populate=*/true, nullptr));
-      const absl::string_view flat = bytes.Flatten();
-      if (!entry.add_data()->ParseFromArray(flat.data(),
-                                            static_cast<int>(flat.size()))) {
+      // The link goes once the chunk is read (not before: while it is
+      // there, the server does not hand the segment to a writer).
+      const std::string path = SegmentPath(shared.segment());
+      auto segment = OpenSegmentFile(shared.segment());
+      if (!segment.ok()) {
+        unlink(path.c_str());
+        return segment.status();
+      }
+      bool parsed = false;
+      {
+        auto bytes = MapSegment(*segment, /*populate=*/true, nullptr);
+        if (bytes.ok()) {
+          const absl::string_view flat = bytes->Flatten();
+          parsed = entry.add_data()->ParseFromArray(
+              flat.data(), static_cast<int>(flat.size()));
+        }
+      }
+      // Our link still there means it was there all along, so the segment
+      // was not freed (and reused) while we read it. The server removes
+      // links only when the call ends.
+      struct stat ours, named;
+      const bool stable = fstat(segment->fd, &ours) == 0 &&
+                          stat(path.c_str(), &named) == 0 &&
+                          ours.st_ino == named.st_ino;
+      unlink(path.c_str());
+      if (!stable) {
+        return absl::CancelledError(absl::StrCat(
+            "Shared-memory chunk ", shared.segment(),
+            " was withdrawn while it was read (the call has ended)."));
+      }
+      if (!parsed) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Shared-memory chunk ", shared.segment(), " is not a chunk."));
       }

@@ -5,8 +5,8 @@
 // Start() asks the server for a session and reads its probe: a client that
 // can read it is on the server's host, as its user. Then
 //  - an insert stream's Writer writes each chunk from min_chunk_bytes() on
-//    into a segment of its own directory and sends the segment's name (the
-//    server takes the file over);
+//    into a segment of its own directory (one the server freed, if there
+//    is one) and sends the segment's name (the server takes the file over);
 //  - a sample stream sends the secret with its requests, and TakeChunks()
 //    reads the chunks the server lent as segments, removing the links.
 //

@@ -80,12 +80,15 @@ std::unique_ptr<SharedMemoryHost> SharedMemoryHost::Create() {
                    [&secret](char* bytes) {
                      std::memcpy(bytes, secret.data(), secret.size());
                    });
-  if (status.ok() &&
-      mkdir(SegmentPath(absl::StrCat(prefix, ".chunks")).c_str(), 0700) != 0) {
-    status = absl::InternalError(std::strerror(errno));
+  for (const char* dir : {".chunks", ".free"}) {
+    if (status.ok() &&
+        mkdir(SegmentPath(absl::StrCat(prefix, dir)).c_str(), 0700) != 0) {
+      status = absl::InternalError(std::strerror(errno));
+    }
   }
   if (!status.ok()) {
     RemoveSegmentTree(absl::StrCat(prefix, ".probe"));
+    RemoveSegmentTree(absl::StrCat(prefix, ".chunks"));
     Log(LogSeverity::kWarning,
         absl::StrCat("Shared memory is off (clients on this host use gRPC "
                      "bytes): ",
@@ -148,15 +151,19 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
   if (!known) writer_dirs->emplace_back(dir);
   REVERB_ASSIGN_OR_RETURN(OpenSegment segment,
                           OpenSegmentFile(chunk.segment()));
-  std::string name = absl::StrCat(prefix_, ".chunks/", next_chunk_++);
+  const std::string number = absl::StrCat(next_chunk_++);
+  std::string name = absl::StrCat(prefix_, ".chunks/", number);
   if (rename(SegmentPath(chunk.segment()).c_str(),
              SegmentPath(name).c_str()) != 0) {
     return absl::InternalError(
         absl::StrCat("Could not keep shared-memory chunk ", chunk.segment(),
                      ": ", std::strerror(errno)));
   }
-  auto bytes = MapSegment(segment, /*populate=*/false,
-                          [path = SegmentPath(name)]() { unlink(path.c_str()); });
+  auto bytes = MapSegment(
+      segment, /*populate=*/false,
+      [name, pool = absl::StrCat(prefix_, ".free"), number]() {
+        RecycleSegment(name, pool, number, kMaxFreeSegments);
+      });
   if (!bytes.ok()) {
     unlink(SegmentPath(name).c_str());
     return bytes.status();

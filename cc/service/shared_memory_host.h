@@ -12,13 +12,18 @@
 // Names under /dev/shm (P = the prefix, "reverb-<pid>-<pid ns>-<token>"):
 //   P.probe            the secret;
 //   P.chunks/<n>       the segments the tables' chunks are mapped from;
+//   P.free/<n>         segments of chunks that are gone, for writers to
+//                      reuse (at most kMaxFreeSegments);
 //   P.w<pid>-<token>/  a writer's segments (one directory per insert
 //                      stream, made by the client: <pid> is its own);
 //   P.s<n>/            segments lent to one sample stream.
 //
 // Inserts: Accept() takes a writer's segment by moving it into P.chunks and
-// mapping it; the chunk keeps the mapping (no copy) and removes the file
-// when the last item referring to it goes.
+// mapping it; the chunk keeps the mapping (no copy). When the last item
+// referring to it goes, the file moves to P.free if nothing else links to
+// it (no sampler is reading it) and P.free has room, else it is removed: a
+// writer takes a free segment before it makes a new one, which spares the
+// kernel zeroing fresh pages for every chunk.
 // Samples: a Lender hard-links a chunk's file into its stream's directory
 // (no copy); the client opens the link, removes it and reads the chunk.
 //
@@ -51,6 +56,8 @@ class REVERB_EXPORT SharedMemoryHost {
   // Chunks from this size on go as segments unless the environment
   // variable REVERB_SHARED_MEMORY_MIN_BYTES says otherwise.
   static constexpr int64_t kDefaultMinChunkBytes = 128 << 10;
+  // Free segments kept for writers to reuse, at most.
+  static constexpr int kMaxFreeSegments = 16;
 
   // Sweeps what dead servers left, then makes the probe and the chunk
   // directory. Null if shared memory is turned off (REVERB_SHARED_MEMORY=0)

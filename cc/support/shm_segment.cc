@@ -83,9 +83,28 @@ std::string ServerPrefix(absl::string_view token) {
 }
 
 absl::Status WriteSegment(absl::string_view name, size_t size,
-                          absl::FunctionRef<void(char* bytes)> fill) {
+                          absl::FunctionRef<void(char* bytes)> fill,
+                          absl::string_view reuse) {
   const std::string path = SegmentPath(name);
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int fd = -1;
+  if (!reuse.empty()) {
+    const std::string pool = SegmentPath(reuse);
+    if (DIR* dir = opendir(pool.c_str()); dir != nullptr) {
+      while (const dirent* entry = readdir(dir)) {
+        if (entry->d_name[0] == '.') continue;
+        // Another writer may take the same file first: then rename fails.
+        if (renameat(dirfd(dir), entry->d_name, AT_FDCWD, path.c_str()) == 0) {
+          fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+          if (fd < 0) unlink(path.c_str());
+          break;
+        }
+      }
+      closedir(dir);
+    }
+  }
+  if (fd < 0) {
+    fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  }
   if (fd < 0) return Errno("Could not create", name);
   absl::Status status;
   void* address = MAP_FAILED;
@@ -103,6 +122,27 @@ absl::Status WriteSegment(absl::string_view name, size_t size,
   close(fd);
   if (!status.ok()) unlink(path.c_str());
   return status;
+}
+
+void RecycleSegment(absl::string_view name, absl::string_view pool,
+                    absl::string_view file, int max_files) {
+  const std::string path = SegmentPath(name);
+  struct stat info;
+  int files = 0;
+  if (stat(path.c_str(), &info) == 0 && info.st_nlink == 1) {
+    if (DIR* dir = opendir(SegmentPath(pool).c_str()); dir != nullptr) {
+      while (const dirent* entry = readdir(dir)) {
+        if (entry->d_name[0] != '.') ++files;
+      }
+      closedir(dir);
+      if (files < max_files &&
+          rename(path.c_str(), SegmentPath(absl::StrCat(pool, "/", file)).c_str()) ==
+              0) {
+        return;
+      }
+    }
+  }
+  unlink(path.c_str());
 }
 
 OpenSegment::OpenSegment(OpenSegment&& other) noexcept

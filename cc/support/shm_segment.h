@@ -46,11 +46,22 @@ REVERB_EXPORT std::string RandomToken();
 // "reverb-<this pid>-<PidNamespace()>-<token>".
 REVERB_EXPORT std::string ServerPrefix(absl::string_view token);
 
-// Creates file `name` (it must not exist) of `size` bytes, which `fill`
-// writes (into memory mapped from the file, its pages allocated at once).
+// Makes file `name` (it must not exist) of `size` bytes, which `fill`
+// writes (into memory mapped from the file, its pages mapped at once). If
+// directory `reuse` (a name; empty: none) holds a file, one of them is
+// moved to `name` and overwritten: its pages are already allocated, which
+// spares the kernel allocating and zeroing fresh ones (most of the cost of
+// a new segment).
 REVERB_EXPORT absl::Status WriteSegment(
     absl::string_view name, size_t size,
-    absl::FunctionRef<void(char* bytes)> fill);
+    absl::FunctionRef<void(char* bytes)> fill, absl::string_view reuse = "");
+
+// Moves segment `name` into directory `pool` as `pool`/`file` if the pool
+// holds fewer than `max_files` files and nothing else links to the segment
+// (no reader may still be reading it), else removes it.
+REVERB_EXPORT void RecycleSegment(absl::string_view name,
+                                  absl::string_view pool,
+                                  absl::string_view file, int max_files);
 
 // A segment, opened.
 struct REVERB_EXPORT OpenSegment {

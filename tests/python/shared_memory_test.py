@@ -28,6 +28,9 @@ SERVER = """
       reverb.Table('uniform', reverb.selectors.Uniform(),
                    reverb.selectors.Fifo(), 1000,
                    reverb.rate_limiters.MinSize(1)),
+      reverb.Table('small', reverb.selectors.Uniform(),
+                   reverb.selectors.Fifo(), 3,
+                   reverb.rate_limiters.MinSize(1)),
   ], port=None)
   print(server.port, flush=True)
   sys.stdin.read()  # Until the test closes stdin (or kills us).
@@ -37,13 +40,14 @@ WRITER = """
   import sys, numpy as np, reverb
   client = reverb.Client(f'localhost:{sys.argv[1]}')
   steps, shape = int(sys.argv[2]), (256, 1024)
+  table = sys.argv[3] if len(sys.argv) > 3 else 'uniform'
   with client.trajectory_writer(num_keep_alive_refs=2) as writer:
     for i in range(steps if steps > 0 else 10**9):
       step = np.random.default_rng(i).integers(0, 256, shape, np.uint8)
       step[0, 0] = i % 251
       writer.append({'x': step})
       if i:
-        writer.create_item('uniform', 1.0, {'x': writer.history['x'][-2:]})
+        writer.create_item(table, 1.0, {'x': writer.history['x'][-2:]})
       if i % 4 == 3:
         writer.flush()
         print(i, flush=True)
@@ -73,8 +77,9 @@ class ServerProcess:
     """This server's names under /dev/shm."""
     return sorted(p.name for p in SHM.glob(f'reverb-{self.process.pid}-*'))
 
-  def stored_segments(self):
-    return [p.name for d in SHM.glob(f'reverb-{self.process.pid}-*.chunks')
+  def stored_segments(self, kind='chunks'):
+    """The segments the server keeps (`chunks`) or keeps for reuse (`free`)."""
+    return [p.name for d in SHM.glob(f'reverb-{self.process.pid}-*.{kind}')
             for p in d.iterdir()]
 
   def stop(self):
@@ -150,9 +155,20 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
     assert bool(lent) == (mode == 'shared_memory'), server.names()
     if mode == 'shared_memory':
       # The server keeps what it stores in the segments it received: once
-      # the table lets go of an item's chunks, their segments go too.
+      # the table lets go of an item's chunks, their segments go too (into
+      # the pool writers reuse, which holds a few).
       client.reset('uniform')
       _wait_for(lambda: not server.stored_segments(), 'freed segments')
+      free = server.stored_segments('free')
+      assert 0 < len(free) <= 9, free
+      # A writer takes a free segment before it makes a new one.
+      _write(client, 3)
+      assert len(server.stored_segments()) == 3
+      assert len(server.stored_segments('free')) == len(free) - 3
+      items = _sampled_items(client, 50)
+      for first, (step0, step1) in items.items():
+        np.testing.assert_array_equal(step0, _step(first))
+        np.testing.assert_array_equal(step1, _step(first + 1))
   finally:
     server.stop()
   # A stopped server removes every name of its own.
@@ -185,6 +201,38 @@ def test_writer_killed_while_writing_leaves_no_segment(shm_env):
       step = next(i for i in range(int(first[0, 0]), 10**5, 251)
                   if np.array_equal(first, _step(i)))
       np.testing.assert_array_equal(second, _step(step + 1))
+  finally:
+    server.stop()
+
+
+def test_samples_stay_whole_while_their_segments_are_freed_and_reused(
+    shm_env):
+  """A table of 3 items, a writer replacing them as fast as it can (its
+  chunks' segments freed and reused all along) and samplers checking every
+  byte of what they get."""
+  server = ServerProcess()
+  try:
+    writer = subprocess.Popen(
+        [sys.executable, '-c', textwrap.dedent(WRITER), str(server.port), '0',
+         'small'], stdout=subprocess.PIPE, text=True)
+    try:
+      assert writer.stdout.readline(), 'the writer died'
+      client = reverb.Client(server.address)
+      checked = 0
+      deadline = time.monotonic() + 5
+      while time.monotonic() < deadline:
+        for sample in client.sample('small', num_samples=10):
+          first, second = sample[0].data[0], sample[1].data[0]
+          step = next(i for i in range(int(first[0, 0]), 10**6, 251)
+                      if np.array_equal(first, _step(i)))
+          np.testing.assert_array_equal(second, _step(step + 1))
+          checked += 1
+      assert writer.poll() is None, 'the writer died'
+      assert checked >= 10
+      assert server.stored_segments('free'), 'no segment was reused'
+    finally:
+      writer.kill()
+      writer.wait(TIMEOUT)
   finally:
     server.stop()
 
