@@ -138,9 +138,9 @@ absl::StatusOr<std::unique_ptr<InsertStream>> InsertStream::Open(
         std::move(tables), std::move(on_confirmed), std::move(on_ended)));
   }
   auto shared_memory = connection->SharedMemory(connect_timeout, true);
-  return std::unique_ptr<InsertStream>(new GrpcInsertStream(
-      std::move(connection), std::move(shared_memory), std::move(on_confirmed),
-      std::move(on_ended)));
+  return std::unique_ptr<InsertStream>(
+      new GrpcInsertStream(std::move(connection), std::move(shared_memory),
+                           std::move(on_confirmed), std::move(on_ended)));
 }
 
 }  // namespace deepmind::reverb

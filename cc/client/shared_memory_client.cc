@@ -26,7 +26,8 @@ bool Digits(absl::string_view text) {
 
 // Whether `name` is "<prefix>.s<n>/<m>", a name the server lends under.
 bool LentName(absl::string_view name, absl::string_view prefix) {
-  if (!absl::ConsumePrefix(&name, prefix) || !absl::ConsumePrefix(&name, ".s")) {
+  if (!absl::ConsumePrefix(&name, prefix) ||
+      !absl::ConsumePrefix(&name, ".s")) {
     return false;
   }
   const size_t slash = name.find('/');

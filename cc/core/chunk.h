@@ -55,8 +55,8 @@ class REVERB_EXPORT Chunk {
   // are not parsed (they are bytes to the server); every other field is.
   // `segment`: the shared-memory segment (cc/support/shm_segment.h) `wire`
   // is mapped from, if it is.
-  static absl::StatusOr<std::shared_ptr<Chunk>> Parse(
-      absl::Cord wire, std::string segment = "");
+  static absl::StatusOr<std::shared_ptr<Chunk>> Parse(absl::Cord wire,
+                                                      std::string segment = "");
 
   uint64_t key() const { return key_; }
   // The serialized ChunkData; empty for a chunk kept as a proto.

@@ -42,8 +42,8 @@
 #include "cc/core/table.h"
 #include "cc/service/auth_token.h"
 #include "cc/service/server_limits.h"
-#include "cc/service/shared_memory_host.h"
 #include "cc/service/service_metrics.h"
+#include "cc/service/shared_memory_host.h"
 #include "cc/support/byte_budget.h"
 #include "cc/support/export.h"
 #include "cc/support/task_executor.h"
@@ -60,8 +60,9 @@ using ReverbCallbackServiceBase = ReverbService::WithCallbackMethod_Checkpoint<
                 ReverbService::WithRawCallbackMethod_SampleStream<
                     ReverbService::WithCallbackMethod_ServerInfo<
                         ReverbService::WithCallbackMethod_InitializeConnection<
-                            ReverbService::WithCallbackMethod_SharedMemorySession<
-                                ReverbService::Service>>>>>>>>;
+                            ReverbService::
+                                WithCallbackMethod_SharedMemorySession<
+                                    ReverbService::Service>>>>>>>>;
 
 class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
  public:

@@ -39,7 +39,8 @@ bool NameCharacter(char c) {
 bool WriterSegmentName(absl::string_view name, absl::string_view prefix,
                        absl::string_view* dir) {
   absl::string_view rest = name;
-  if (!absl::ConsumePrefix(&rest, prefix) || !absl::ConsumePrefix(&rest, ".w")) {
+  if (!absl::ConsumePrefix(&rest, prefix) ||
+      !absl::ConsumePrefix(&rest, ".w")) {
     return false;
   }
   const size_t slash = rest.find('/');
@@ -56,7 +57,8 @@ bool WriterSegmentName(absl::string_view name, absl::string_view prefix,
 
 // The writer's pid in a directory name "<prefix>.w<pid>-<token>", or -1.
 int64_t WriterPid(absl::string_view name, absl::string_view prefix) {
-  if (!absl::ConsumePrefix(&name, prefix) || !absl::ConsumePrefix(&name, ".w")) {
+  if (!absl::ConsumePrefix(&name, prefix) ||
+      !absl::ConsumePrefix(&name, ".w")) {
     return -1;
   }
   int64_t pid;
@@ -75,11 +77,10 @@ std::unique_ptr<SharedMemoryHost> SharedMemoryHost::Create() {
   SweepDeadServers();
   const std::string prefix = ServerPrefix(RandomToken());
   const std::string secret = absl::StrCat(RandomToken(), RandomToken());
-  absl::Status status =
-      WriteSegment(absl::StrCat(prefix, ".probe"), secret.size(),
-                   [&secret](char* bytes) {
-                     std::memcpy(bytes, secret.data(), secret.size());
-                   });
+  absl::Status status = WriteSegment(
+      absl::StrCat(prefix, ".probe"), secret.size(), [&secret](char* bytes) {
+        std::memcpy(bytes, secret.data(), secret.size());
+      });
   for (const char* dir : {".chunks", ".free"}) {
     if (status.ok() &&
         mkdir(SegmentPath(absl::StrCat(prefix, dir)).c_str(), 0700) != 0) {
@@ -153,17 +154,17 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
                           OpenSegmentFile(chunk.segment()));
   const std::string number = absl::StrCat(next_chunk_++);
   std::string name = absl::StrCat(prefix_, ".chunks/", number);
-  if (rename(SegmentPath(chunk.segment()).c_str(),
-             SegmentPath(name).c_str()) != 0) {
+  if (rename(SegmentPath(chunk.segment()).c_str(), SegmentPath(name).c_str()) !=
+      0) {
     return absl::InternalError(
         absl::StrCat("Could not keep shared-memory chunk ", chunk.segment(),
                      ": ", std::strerror(errno)));
   }
-  auto bytes = MapSegment(
-      segment, /*populate=*/false,
-      [name, pool = absl::StrCat(prefix_, ".free"), number]() {
-        RecycleSegment(name, pool, number, kMaxFreeSegments);
-      });
+  auto bytes =
+      MapSegment(segment, /*populate=*/false,
+                 [name, pool = absl::StrCat(prefix_, ".free"), number]() {
+                   RecycleSegment(name, pool, number, kMaxFreeSegments);
+                 });
   if (!bytes.ok()) {
     unlink(SegmentPath(name).c_str());
     return bytes.status();

@@ -136,8 +136,8 @@ void RecycleSegment(absl::string_view name, absl::string_view pool,
       }
       closedir(dir);
       if (files < max_files &&
-          rename(path.c_str(), SegmentPath(absl::StrCat(pool, "/", file)).c_str()) ==
-              0) {
+          rename(path.c_str(),
+                 SegmentPath(absl::StrCat(pool, "/", file)).c_str()) == 0) {
         return;
       }
     }
@@ -159,8 +159,7 @@ absl::StatusOr<OpenSegment> OpenSegmentFile(absl::string_view name) {
   if (segment.fd < 0) return Errno("Could not open", name);
   struct stat info;
   if (fstat(segment.fd, &info) != 0) return Errno("Could not stat", name);
-  if (!S_ISREG(info.st_mode) || info.st_uid != geteuid() ||
-      info.st_size <= 0) {
+  if (!S_ISREG(info.st_mode) || info.st_uid != geteuid() || info.st_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         SegmentPath(name),
         " is not a shared-memory segment (a non-empty file of this user)."));
@@ -169,8 +168,7 @@ absl::StatusOr<OpenSegment> OpenSegmentFile(absl::string_view name) {
   return segment;
 }
 
-absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment,
-                                      bool populate,
+absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment, bool populate,
                                       std::function<void()> on_release) {
   void* address =
       mmap(nullptr, segment.size, PROT_READ,
@@ -179,8 +177,8 @@ absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment,
     const absl::string_view bytes(static_cast<const char*>(address),
                                   segment.size);
     return absl::MakeCordFromExternal(
-        bytes, [address, size = segment.size,
-                on_release = std::move(on_release)]() {
+        bytes,
+        [address, size = segment.size, on_release = std::move(on_release)]() {
           munmap(address, size);
           if (on_release) on_release();
         });

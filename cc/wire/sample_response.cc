@@ -101,8 +101,8 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
         entry_size += LengthDelimitedSize(chunk_size);
       } else {
         lent[end] = SharedChunkMessage(lent[end]);
-        entry_size += kSharedDataTagSize +
-                      VarintSize(lent[end].size()) + lent[end].size();
+        entry_size += kSharedDataTagSize + VarintSize(lent[end].size()) +
+                      lent[end].size();
       }
       bytes += static_cast<int64_t>(chunk_size);
       ++end;

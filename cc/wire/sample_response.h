@@ -49,8 +49,9 @@ REVERB_EXPORT std::string EncodeSampleInfo(const SampledItem& sample);
 REVERB_EXPORT void AppendSample(
     const SampledItem& sample, int64_t max_response_bytes,
     std::deque<SampleResponseBytes>* responses, int64_t* last_response_bytes,
-    absl::FunctionRef<std::string(const Chunk&)> lend =
-        [](const Chunk&) { return std::string(); });
+    absl::FunctionRef<std::string(const Chunk&)> lend = [](const Chunk&) {
+      return std::string();
+    });
 
 }  // namespace deepmind::reverb
 

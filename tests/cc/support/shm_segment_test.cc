@@ -1,0 +1,152 @@
+#include "cc/support/shm_segment.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace deepmind::reverb {
+namespace {
+
+bool Exists(const std::string& name) {
+  struct stat info;
+  return stat(SegmentPath(name).c_str(), &info) == 0;
+}
+
+std::string Read(const std::string& name) {
+  std::ifstream file(SegmentPath(name));
+  std::stringstream bytes;
+  bytes << file.rdbuf();
+  return bytes.str();
+}
+
+absl::Status Write(const std::string& name, const std::string& bytes,
+                   const std::string& reuse = "") {
+  return WriteSegment(
+      name, bytes.size(),
+      [&bytes](char* out) { std::memcpy(out, bytes.data(), bytes.size()); },
+      reuse);
+}
+
+// The pid of a process that has ended (and been reaped).
+int64_t DeadPid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+class ShmSegmentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    prefix_ = ServerPrefix(RandomToken());
+    ASSERT_EQ(mkdir(SegmentPath(Name("pool")).c_str(), 0700), 0);
+  }
+  void TearDown() override {
+    for (const char* name : {"a", "b", "link", "pool"}) {
+      RemoveSegmentTree(Name(name));
+    }
+  }
+  std::string Name(const std::string& suffix) const {
+    return absl::StrCat(prefix_, ".", suffix);
+  }
+
+  std::string prefix_;
+};
+
+TEST_F(ShmSegmentTest, WrittenSegmentIsOwnerOnlyAndOpensWithItsSize) {
+  ASSERT_TRUE(Write(Name("a"), "chunk bytes").ok());
+  struct stat info;
+  ASSERT_EQ(stat(SegmentPath(Name("a")).c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600);
+  auto segment = OpenSegmentFile(Name("a"));
+  ASSERT_TRUE(segment.ok()) << segment.status();
+  EXPECT_EQ(segment->size, 11);
+  bool released = false;
+  {
+    auto bytes = MapSegment(*segment, true, [&released] { released = true; });
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_EQ(std::string(*bytes), "chunk bytes");
+    EXPECT_FALSE(released);
+  }
+  EXPECT_TRUE(released);  // With the last copy of the Cord.
+  // It must not exist yet.
+  EXPECT_FALSE(Write(Name("a"), "again").ok());
+}
+
+TEST_F(ShmSegmentTest, OpenRefusesWhatIsNotASegment) {
+  EXPECT_TRUE(absl::IsNotFound(OpenSegmentFile(Name("a")).status()));
+  ASSERT_TRUE(Write(Name("a"), "x").ok());
+  ASSERT_EQ(symlink(SegmentPath(Name("a")).c_str(),
+                    SegmentPath(Name("link")).c_str()),
+            0);
+  EXPECT_FALSE(OpenSegmentFile(Name("link")).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(OpenSegmentFile(Name("pool")).status()));
+}
+
+TEST_F(ShmSegmentTest, RecycledSegmentIsReusedByTheNextWrite) {
+  ASSERT_TRUE(Write(Name("a"), std::string(100, 'a')).ok());
+  RecycleSegment(Name("a"), Name("pool"), "1", 4);
+  EXPECT_FALSE(Exists(Name("a")));
+  EXPECT_TRUE(Exists(Name("pool/1")));
+  ASSERT_TRUE(Write(Name("b"), "short", Name("pool")).ok());
+  EXPECT_FALSE(Exists(Name("pool/1")));  // Taken, resized, overwritten.
+  EXPECT_EQ(Read(Name("b")), "short");
+  // With nothing to reuse, a new file.
+  RemoveSegmentTree(Name("b"));
+  ASSERT_TRUE(Write(Name("b"), "new", Name("pool")).ok());
+  EXPECT_EQ(Read(Name("b")), "new");
+}
+
+TEST_F(ShmSegmentTest, SegmentWithAnotherLinkOrAFullPoolIsRemoved) {
+  ASSERT_TRUE(Write(Name("a"), "x").ok());
+  // A reader's link: the segment must not be overwritten under it.
+  ASSERT_EQ(
+      link(SegmentPath(Name("a")).c_str(), SegmentPath(Name("link")).c_str()),
+      0);
+  RecycleSegment(Name("a"), Name("pool"), "1", 4);
+  EXPECT_FALSE(Exists(Name("a")));
+  EXPECT_FALSE(Exists(Name("pool/1")));
+  EXPECT_EQ(Read(Name("link")), "x");  // The reader still reads it.
+
+  ASSERT_TRUE(Write(Name("pool/1"), "1").ok());
+  ASSERT_TRUE(Write(Name("a"), "x").ok());
+  RecycleSegment(Name("a"), Name("pool"), "2", 1);
+  EXPECT_FALSE(Exists(Name("a")));
+  EXPECT_FALSE(Exists(Name("pool/2")));
+}
+
+TEST_F(ShmSegmentTest, SweepRemovesTheNamesOfServersThatAreGone) {
+  const std::string dead = absl::StrCat("reverb-", DeadPid(), "-",
+                                        PidNamespace(), "-", RandomToken());
+  ASSERT_EQ(mkdir(SegmentPath(dead + ".chunks").c_str(), 0700), 0);
+  ASSERT_TRUE(Write(dead + ".chunks/0", "x").ok());
+  ASSERT_TRUE(Write(dead + ".probe", "x").ok());
+  // Of another pid namespace: its processes cannot be seen from here.
+  const std::string elsewhere =
+      absl::StrCat("reverb-", DeadPid(), "-1-", RandomToken(), ".probe");
+  ASSERT_TRUE(Write(elsewhere, "x").ok());
+  ASSERT_TRUE(Write(Name("a"), "mine").ok());  // This process's.
+
+  EXPECT_GE(SweepDeadServers(), 2);
+  EXPECT_FALSE(Exists(dead + ".chunks"));
+  EXPECT_FALSE(Exists(dead + ".probe"));
+  EXPECT_TRUE(Exists(elsewhere));
+  EXPECT_TRUE(Exists(Name("a")));
+  RemoveSegmentTree(elsewhere);
+}
+
+TEST(ProcessAliveTest, TellsLiveFromGone) {
+  EXPECT_TRUE(ProcessAlive(getpid()));
+  EXPECT_FALSE(ProcessAlive(DeadPid()));
+}
+
+}  // namespace
+}  // namespace deepmind::reverb
