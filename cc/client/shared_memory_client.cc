@@ -5,11 +5,13 @@
 
 #include <cctype>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "cc/support/shm_segment.h"
 #include "cc/support/status_macros.h"
+#include "cc/wire/chunk_encoding.h"
 #include "cc/wire/grpc_status.h"
 #include "grpcpp/client_context.h"
 
@@ -81,13 +83,21 @@ bool SharedMemoryClient::Writer::Write(const ChunkData& chunk, size_t size,
     dir_ = std::move(dir);
   }
   std::string name = absl::StrCat(dir_, "/", written_++);
-  const absl::Status written = WriteSegment(
-      name, size,
-      [&chunk](char* bytes) {
-        chunk.SerializeWithCachedSizesToArray(
-            reinterpret_cast<uint8_t*>(bytes));
-      },
-      absl::StrCat(session_->prefix_, ".free"));
+  // The chunk's bytes as the pieces WireBuffer makes of them (large tensor
+  // contents referenced, not copied), less the field header it starts with.
+  WireBuffer wire;
+  wire.PutChunk(1, chunk, size, [] { return std::shared_ptr<const void>(); });
+  std::vector<grpc::Slice> slices;
+  if (!wire.Finish().Dump(&slices).ok() || slices.empty()) return false;
+  std::vector<absl::string_view> pieces;
+  pieces.reserve(slices.size());
+  for (const grpc::Slice& slice : slices) {
+    pieces.emplace_back(reinterpret_cast<const char*>(slice.begin()),
+                        slice.size());
+  }
+  pieces.front().remove_prefix(LengthDelimitedSize(size) - size);
+  const absl::Status written =
+      WriteSegment(name, pieces, absl::StrCat(session_->prefix_, ".free"));
   if (!written.ok()) return false;
   out->set_segment(std::move(name));
   out->set_secret(session_->secret_);
@@ -113,7 +123,7 @@ absl::Status SharedMemoryClient::TakeChunks(
       }
       bool parsed = false;
       {
-        auto bytes = MapSegment(*segment, /*populate=*/true, nullptr);
+        auto bytes = MapSegment(*segment, nullptr);
         if (bytes.ok()) {
           const absl::string_view flat = bytes->Flatten();
           parsed = entry.add_data()->ParseFromArray(

@@ -77,10 +77,7 @@ std::unique_ptr<SharedMemoryHost> SharedMemoryHost::Create() {
   SweepDeadServers();
   const std::string prefix = ServerPrefix(RandomToken());
   const std::string secret = absl::StrCat(RandomToken(), RandomToken());
-  absl::Status status = WriteSegment(
-      absl::StrCat(prefix, ".probe"), secret.size(), [&secret](char* bytes) {
-        std::memcpy(bytes, secret.data(), secret.size());
-      });
+  absl::Status status = WriteSegment(absl::StrCat(prefix, ".probe"), {secret});
   for (const char* dir : {".chunks", ".free"}) {
     if (status.ok() &&
         mkdir(SegmentPath(absl::StrCat(prefix, dir)).c_str(), 0700) != 0) {
@@ -160,11 +157,10 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
         absl::StrCat("Could not keep shared-memory chunk ", chunk.segment(),
                      ": ", std::strerror(errno)));
   }
-  auto bytes =
-      MapSegment(segment, /*populate=*/false,
-                 [name, pool = absl::StrCat(prefix_, ".free"), number]() {
-                   RecycleSegment(name, pool, number, kMaxFreeSegments);
-                 });
+  auto bytes = MapSegment(
+      segment, [name, pool = absl::StrCat(prefix_, ".free"), number]() {
+        RecycleSegment(name, pool, number, kMaxFreeSegments);
+      });
   if (!bytes.ok()) {
     unlink(SegmentPath(name).c_str());
     return bytes.status();

@@ -4,9 +4,12 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -82,8 +85,8 @@ std::string ServerPrefix(absl::string_view token) {
   return absl::StrCat("reverb-", getpid(), "-", PidNamespace(), "-", token);
 }
 
-absl::Status WriteSegment(absl::string_view name, size_t size,
-                          absl::FunctionRef<void(char* bytes)> fill,
+absl::Status WriteSegment(absl::string_view name,
+                          absl::Span<const absl::string_view> pieces,
                           absl::string_view reuse) {
   const std::string path = SegmentPath(name);
   int fd = -1;
@@ -94,7 +97,7 @@ absl::Status WriteSegment(absl::string_view name, size_t size,
         if (entry->d_name[0] == '.') continue;
         // Another writer may take the same file first: then rename fails.
         if (renameat(dirfd(dir), entry->d_name, AT_FDCWD, path.c_str()) == 0) {
-          fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+          fd = open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
           if (fd < 0) unlink(path.c_str());
           break;
         }
@@ -103,21 +106,42 @@ absl::Status WriteSegment(absl::string_view name, size_t size,
     }
   }
   if (fd < 0) {
-    fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   }
   if (fd < 0) return Errno("Could not create", name);
+  std::vector<iovec> rest;
+  size_t size = 0;
+  for (absl::string_view piece : pieces) {
+    if (piece.empty()) continue;
+    rest.push_back({const_cast<char*>(piece.data()), piece.size()});
+    size += piece.size();
+  }
   absl::Status status;
-  void* address = MAP_FAILED;
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     status = Errno("Could not size", name);
-  } else {
-    address = mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_POPULATE, fd, 0);
-    if (address == MAP_FAILED) status = Errno("Could not map", name);
   }
-  if (address != MAP_FAILED) {
-    fill(static_cast<char*>(address));
-    munmap(address, size);
+  // pwritev takes at most IOV_MAX pieces and may write part of them.
+  size_t first = 0;
+  off_t offset = 0;
+  while (status.ok() && first < rest.size()) {
+    const int count =
+        static_cast<int>(std::min<size_t>(rest.size() - first, IOV_MAX));
+    const ssize_t written = pwritev(fd, &rest[first], count, offset);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      status = Errno("Could not write", name);
+      break;
+    }
+    offset += written;
+    size_t left = static_cast<size_t>(written);
+    while (first < rest.size() && left >= rest[first].iov_len) {
+      left -= rest[first].iov_len;
+      ++first;
+    }
+    if (left > 0) {
+      rest[first].iov_base = static_cast<char*>(rest[first].iov_base) + left;
+      rest[first].iov_len -= left;
+    }
   }
   close(fd);
   if (!status.ok()) unlink(path.c_str());
@@ -168,11 +192,10 @@ absl::StatusOr<OpenSegment> OpenSegmentFile(absl::string_view name) {
   return segment;
 }
 
-absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment, bool populate,
+absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment,
                                       std::function<void()> on_release) {
   void* address =
-      mmap(nullptr, segment.size, PROT_READ,
-           MAP_SHARED | (populate ? MAP_POPULATE : 0), segment.fd, 0);
+      mmap(nullptr, segment.size, PROT_READ, MAP_SHARED, segment.fd, 0);
   if (address != MAP_FAILED) {
     const absl::string_view bytes(static_cast<const char*>(address),
                                   segment.size);

@@ -15,11 +15,11 @@
 #include <functional>
 #include <string>
 
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "cc/support/export.h"
 
 namespace deepmind::reverb {
@@ -46,15 +46,14 @@ REVERB_EXPORT std::string RandomToken();
 // "reverb-<this pid>-<PidNamespace()>-<token>".
 REVERB_EXPORT std::string ServerPrefix(absl::string_view token);
 
-// Makes file `name` (it must not exist) of `size` bytes, which `fill`
-// writes (into memory mapped from the file, its pages mapped at once). If
-// directory `reuse` (a name; empty: none) holds a file, one of them is
-// moved to `name` and overwritten: its pages are already allocated, which
-// spares the kernel allocating and zeroing fresh ones (most of the cost of
-// a new segment).
+// Makes file `name` (it must not exist) holding `pieces`, one after the
+// other, written by the kernel (no mapping: the pages are filled as they
+// are allocated). If directory `reuse` (a name; empty: none) holds a file,
+// one of them is moved to `name` and overwritten: its pages are already
+// allocated, which spares the kernel allocating and zeroing fresh ones.
 REVERB_EXPORT absl::Status WriteSegment(
-    absl::string_view name, size_t size,
-    absl::FunctionRef<void(char* bytes)> fill, absl::string_view reuse = "");
+    absl::string_view name, absl::Span<const absl::string_view> pieces,
+    absl::string_view reuse = "");
 
 // Moves segment `name` into directory `pool` as `pool`/`file` if the pool
 // holds fewer than `max_files` files and nothing else links to the segment
@@ -79,14 +78,12 @@ struct REVERB_EXPORT OpenSegment {
 REVERB_EXPORT absl::StatusOr<OpenSegment> OpenSegmentFile(
     absl::string_view name);
 
-// The bytes of `segment`, mapped read-only (`populate`: its pages mapped
-// at once, for a reader about to read them all). The mapping stays until
-// the last copy of the Cord goes, then `on_release` runs. If the segment
-// cannot be mapped (too many mappings, say), its bytes are read into memory
+// The bytes of `segment`, mapped read-only. The mapping stays until the
+// last copy of the Cord goes, then `on_release` runs. If the segment cannot
+// be mapped (too many mappings, say), its bytes are read into memory
 // instead and `on_release` runs at once.
 REVERB_EXPORT absl::StatusOr<absl::Cord> MapSegment(
-    const OpenSegment& segment, bool populate,
-    std::function<void()> on_release);
+    const OpenSegment& segment, std::function<void()> on_release);
 
 // Removes `name` and, if it is a directory, the files in it first. Errors
 // (it does not exist, say) are ignored.
