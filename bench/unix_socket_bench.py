@@ -11,7 +11,8 @@ default: large chunks travel as /dev/shm segments, docs/wire-protocol.md
 `unix`, `shared memory`: a `reverb.Client` each), taking turns in four
 rounds of 0.5 s a workload,
   insert        `client.insert(item, {table: 1.0})` of a 1 MiB int32 array;
-  sample bulk   `client.sample(table, num_samples=50)` generators, consumed.
+  sample bulk   `client.sample(table, num_samples=50)` generators, consumed;
+  ReplayIterator  batches of 8 (ours only: dm-reverb has none).
 Every sampled item is checked afterwards (shape, dtype, and every 257th
 element of the contents, which encode the insert's sequence number: a full
 comparison would cost the client as much CPU as the sampling). These rows
@@ -47,6 +48,7 @@ _ELEMENTS = 1 << 18  # int32: 1 MiB an item.
 _ITEM_BYTES = 4 * _ELEMENTS
 _BASE = np.arange(_ELEMENTS, dtype=np.int32)
 _UNIX = 'unix_socket_path' in inspect.signature(reverb.Server).parameters
+_BATCH = 8  # ReplayIterator's batches (ours only).
 
 
 def make_item(seq):
@@ -77,6 +79,26 @@ def bench_insert(client, first_seq, seconds, max_items):
     if time.perf_counter() >= deadline:
       break
   return count, time.perf_counter() - start
+
+
+def bench_iterator(address, seconds):
+  """Batches of `_BATCH` items from a ReplayIterator for `seconds` (after a
+  warm-up); one row of each batch is checked. Returns (items, seconds)."""
+  count, elapsed = 0, 0.0
+  with reverb.ReplayIterator(address, 't', batch_size=_BATCH,
+                             unpack_as_table_signature=False) as iterator:
+    next(iterator)  # Warm-up: streams, first buffers.
+    while count == 0 or elapsed < seconds:
+      start = time.perf_counter()
+      batch = next(iterator)
+      elapsed += time.perf_counter() - start
+      data = np.asarray(batch.data[0])
+      harness.check(data.shape == (_BATCH, 1, _ELEMENTS), f'shape {data.shape}')
+      row = data[count // _BATCH % _BATCH, 0, ::257]
+      harness.check(np.all(row - _BASE[::257] == row[0] - _BASE[0]),
+                    'item contents corrupted')
+      count += _BATCH
+  return count, elapsed
 
 
 def raw_stream(family, blocks):
@@ -164,6 +186,12 @@ def run(args):
         list(client.sample('t', num_samples=10, emit_timesteps=False))
       inserts = {name: harness.CpuTotals() for name in clients}
       samples = {name: harness.CpuTotals() for name in clients}
+      batches = {name: harness.CpuTotals() for name in clients}
+      addresses = {'tcp': f'localhost:{server.port}'}
+      if _UNIX:
+        addresses['unix'] = f'unix:{path}'
+        addresses['shared memory'] = (
+            f'localhost:{servers["shared memory"].port}')
       # The transports take turns, so that the machine's load drifts over
       # both alike.
       for _ in range(rounds):
@@ -173,6 +201,9 @@ def run(args):
               lambda c=client: bench_insert(c, inserted, seconds, 100_000))
           samples[name].timed(servers[name], lambda c=client: harness.sample_bulk(
               c, 't', bulk_n, seconds, check_item)[:2])
+          if _UNIX:
+            batches[name].timed(servers[name], lambda a=addresses[name]:
+                                bench_iterator(a, seconds))
       # What each server holds beyond its idle self, per byte of the items
       # its table keeps (the server of `tcp` and `unix` is one).
       for name in dict.fromkeys(clients, None):
@@ -188,6 +219,9 @@ def run(args):
                                           _ITEM_BYTES))
         results.append(samples[name].row(
             '1MB', f'sample bulk (N={bulk_n}), {name}', _ITEM_BYTES))
+        if _UNIX:
+          results.append(batches[name].row(
+              '1MB', f'ReplayIterator (batch {_BATCH}), {name}', _ITEM_BYTES))
   for name, family in (('tcp', socket.AF_INET), ('unix', socket.AF_UNIX)):
     results.append(('1MB', f'raw stream, {name}', blocks,
                     raw_stream(family, blocks), _ITEM_BYTES))
