@@ -23,15 +23,18 @@ SHM = pathlib.Path('/dev/shm')
 STEP_SHAPE = (256, 1024)  # 256 KiB per step, one chunk each.
 
 SERVER = """
-  import sys, time, reverb
-  server = reverb.Server([
+  import os, sys, time, reverb
+  checkpoints = os.environ.get('TEST_CHECKPOINTS')
+  checkpointer = (reverb.checkpointers.DefaultCheckpointer(checkpoints)
+                  if checkpoints else None)
+  server = reverb.Server(checkpointer=checkpointer, port=None, tables=[
       reverb.Table('uniform', reverb.selectors.Uniform(),
                    reverb.selectors.Fifo(), 1000,
                    reverb.rate_limiters.MinSize(1)),
       reverb.Table('small', reverb.selectors.Uniform(),
                    reverb.selectors.Fifo(), 3,
                    reverb.rate_limiters.MinSize(1)),
-  ], port=None)
+  ])
   print(server.port, flush=True)
   sys.stdin.read()  # Until the test closes stdin (or kills us).
 """
@@ -173,6 +176,29 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
     server.stop()
   # A stopped server removes every name of its own.
   assert not server.names()
+
+
+def test_a_checkpoint_of_segments_loads_as_bytes_alike(shm_env, tmp_path):
+  server = ServerProcess(TEST_CHECKPOINTS=str(tmp_path))
+  try:
+    client = reverb.Client(server.address)
+    _write(client, 5)
+    assert len(server.stored_segments()) == 5
+    client.checkpoint()
+  finally:
+    server.stop()
+  # A server in this process loads it (its chunks in memory, not segments).
+  checkpointer = reverb.checkpointers.DefaultCheckpointer(str(tmp_path))
+  tables = [reverb.Table(name, reverb.selectors.Uniform(),
+                         reverb.selectors.Fifo(), size,
+                         reverb.rate_limiters.MinSize(1))
+            for name, size in (('uniform', 1000), ('small', 3))]
+  with reverb.Server(tables, checkpointer=checkpointer) as loaded:
+    items = _sampled_items(loaded.localhost_client(), 100)
+  assert sorted(items) == list(range(4))
+  for first, (step0, step1) in items.items():
+    np.testing.assert_array_equal(step0, _step(first))
+    np.testing.assert_array_equal(step1, _step(first + 1))
 
 
 def test_writer_killed_while_writing_leaves_no_segment(shm_env):
