@@ -18,8 +18,9 @@ namespace {
 class ChunkTensors {
  public:
   ChunkTensors(absl::Span<const ChunkData* const> chunks,
+               absl::Span<const std::vector<absl::string_view>* const> contents,
                const FlatTrajectory& trajectory)
-      : chunks_(chunks) {
+      : chunks_(chunks), contents_(contents) {
     // Every entry is made here: Take() finds them and adds none, so
     // references into entries_ stay valid.
     for (const auto& column : trajectory.columns()) {
@@ -36,15 +37,19 @@ class ChunkTensors {
     Entry& entry = Find(slice.chunk_key(), slice.index());
     if (!entry.decoded) {
       const ChunkData* chunk = nullptr;
-      for (const ChunkData* c : chunks_) {
-        if (c->chunk_key() == entry.key) chunk = c;
+      const std::vector<absl::string_view>* contents = nullptr;
+      for (size_t i = 0; i < chunks_.size(); ++i) {
+        if (chunks_[i]->chunk_key() == entry.key) {
+          chunk = chunks_[i];
+          contents = i < contents_.size() ? contents_[i] : nullptr;
+        }
       }
       if (chunk == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Sample references chunk ", entry.key, " it did not carry."));
       }
       REVERB_ASSIGN_OR_RETURN(entry.tensor,
-                              UnpackChunkTensor(*chunk, entry.index));
+                              UnpackChunkTensor(*chunk, entry.index, contents));
       entry.decoded = true;
       allowed_bytes_ += kMaxSampleExpansion * HeldBytes(entry.tensor);
     }
@@ -53,7 +58,13 @@ class ChunkTensors {
     Tensor taken;
     if (slice.offset() == 0 && slice.length() == tensor.NumRows() &&
         !tensor.shape.empty()) {
-      taken = last_use ? std::move(entry.tensor) : tensor;
+      // Not `last_use ? std::move(entry.tensor) : tensor`: that conditional
+      // is a const prvalue, which `taken` would copy, not move from.
+      if (last_use) {
+        taken = std::move(entry.tensor);
+      } else {
+        taken = tensor;
+      }
     } else {
       REVERB_ASSIGN_OR_RETURN(
           taken, SliceRows(tensor, slice.offset(), slice.length()));
@@ -94,6 +105,7 @@ class ChunkTensors {
   }
 
   const absl::Span<const ChunkData* const> chunks_;
+  const absl::Span<const std::vector<absl::string_view>* const> contents_;
   absl::InlinedVector<Entry, 4> entries_;
   int64_t allowed_bytes_ = kSampleExpansionAllowance;
   int64_t taken_bytes_ = 0;
@@ -101,24 +113,34 @@ class ChunkTensors {
 
 }  // namespace
 
-absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index) {
-  if (index < 0 || index >= chunk.data().tensors_size()) {
+absl::StatusOr<Tensor> UnpackChunkTensor(
+    const ChunkData& chunk, int index,
+    const std::vector<absl::string_view>* contents) {
+  if (index < 0 || index >= chunk.data().tensors_size() ||
+      (contents != nullptr && index >= static_cast<int>(contents->size()))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Chunk ", chunk.chunk_key(), " has no tensor ", index, "."));
   }
+  const tensorflow::TensorProto& proto = chunk.data().tensors(index);
   REVERB_ASSIGN_OR_RETURN(
-      Tensor tensor, DecompressTensorFromProto(chunk.data().tensors(index)));
+      Tensor tensor,
+      DecompressTensorFromProto(
+          proto, contents != nullptr
+                     ? (*contents)[index]
+                     : absl::string_view(proto.tensor_content())));
   if (chunk.delta_encoded()) DeltaEncode(&tensor, /*encode=*/false);
   return tensor;
 }
 
-absl::StatusOr<Sample> UnpackSample(std::shared_ptr<const SampleInfo> info,
-                                    absl::Span<const ChunkData* const> chunks) {
+absl::StatusOr<Sample> UnpackSample(
+    std::shared_ptr<const SampleInfo> info,
+    absl::Span<const ChunkData* const> chunks,
+    absl::Span<const std::vector<absl::string_view>* const> contents) {
   if (info == nullptr) {
     return absl::InvalidArgumentError("The sample has no info.");
   }
   const FlatTrajectory& trajectory = info->item().flat_trajectory();
-  ChunkTensors tensors(chunks, trajectory);
+  ChunkTensors tensors(chunks, contents, trajectory);
   Sample sample;
   sample.columns.reserve(trajectory.columns_size());
   for (const auto& column : trajectory.columns()) {
@@ -149,7 +171,7 @@ absl::StatusOr<Sample> UnpackSample(std::shared_ptr<const SampleInfo> info,
 }
 
 absl::StatusOr<Sample> UnpackSample(PackedSample packed) {
-  return UnpackSample(std::move(packed.info), packed.chunks);
+  return UnpackSample(std::move(packed.info), packed.chunks, packed.contents);
 }
 
 void RecycleSample(Sample* sample) {

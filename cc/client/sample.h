@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "cc/support/export.h"
 #include "cc/tensor/tensor.h"
@@ -30,16 +31,22 @@ struct REVERB_EXPORT Sample {
 // A sample as a stream delivers it: its info and the chunks it references,
 // still compressed, where the stream parsed them; `info` and `owners` keep
 // those responses alive (usually one; more when a sample spans responses).
+// A chunk read from shared memory has its tensors' contents apart
+// (cc/wire/chunk_views.h): `contents` then holds, for each chunk, null or
+// the contents of its tensors (empty if no chunk has them apart).
 struct REVERB_EXPORT PackedSample {
   std::shared_ptr<const SampleInfo> info;
   std::vector<const ChunkData*> chunks;
+  std::vector<const std::vector<absl::string_view>*> contents;
   std::vector<std::shared_ptr<const void>> owners;
 };
 
-// Tensor `index` of a chunk, decompressed and delta-decoded.
+// Tensor `index` of a chunk, decompressed and delta-decoded; its content is
+// `contents`[index] if `contents` is given, else the proto's own.
 // INVALID_ARGUMENT if there is no such tensor or its data is corrupt.
-REVERB_EXPORT absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk,
-                                                       int index);
+REVERB_EXPORT absl::StatusOr<Tensor> UnpackChunkTensor(
+    const ChunkData& chunk, int index,
+    const std::vector<absl::string_view>* contents = nullptr);
 
 // What the slices of a sample may hold in all: kMaxSampleExpansion times
 // the decompressed chunk tensors they reference, plus
@@ -54,9 +61,11 @@ inline constexpr int64_t kSampleExpansionAllowance = 1 << 20;
 // INVALID_ARGUMENT if a referenced chunk is missing or its data cannot
 // serve the slices (corrupt data, out-of-range rows, mismatched dtypes, or
 // slices holding more than the bound above).
+// `contents`: as PackedSample's.
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(
     std::shared_ptr<const SampleInfo> info,
-    absl::Span<const ChunkData* const> chunks);
+    absl::Span<const ChunkData* const> chunks,
+    absl::Span<const std::vector<absl::string_view>* const> contents = {});
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(PackedSample packed);
 
 // Gives the columns' buffers to BufferPool::Default(), for a caller that

@@ -27,6 +27,9 @@ struct ArenaResponse {
   google::protobuf::Arena arena{Options()};
   SampleStreamResponse* const response =
       google::protobuf::Arena::CreateMessage<SampleStreamResponse>(&arena);
+  // The chunks that came as shared-memory segments (mapped until the
+  // response goes).
+  SharedMemoryClient::TakenChunks taken;
 };
 
 }  // namespace
@@ -105,12 +108,13 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
       auto holder = std::make_shared<ArenaResponse>();
       response_owner_ = holder;
       response_ = holder->response;
+      taken_ = &holder->taken;
       next_entry_ = 0;
       if (!ReadResponse()) {
         return Fail(read_timed_out_ ? ReadTimedOut() : absl::OkStatus());
       }
       if (shared_memory_ != nullptr) {
-        if (absl::Status taken = shared_memory_->TakeChunks(response_);
+        if (absl::Status taken = shared_memory_->TakeChunks(response_, taken_);
             !taken.ok()) {
           return Fail(taken);
         }
@@ -123,7 +127,14 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
       packed.info =
           std::shared_ptr<const SampleInfo>(response_owner_, &entry.info());
     }
-    for (const ChunkData& chunk : entry.data()) packed.chunks.push_back(&chunk);
+    for (const ChunkData& chunk : entry.data()) {
+      packed.chunks.push_back(&chunk);
+      if (auto it = taken_->contents.find(&chunk);
+          it != taken_->contents.end()) {
+        packed.contents.resize(packed.chunks.size() - 1, nullptr);
+        packed.contents.push_back(&it->second);
+      }
+    }
     if (packed.owners.empty() || packed.owners.back() != response_owner_) {
       packed.owners.push_back(response_owner_);
     }

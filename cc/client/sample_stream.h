@@ -22,6 +22,7 @@
 #include "cc/client/connection.h"
 #include "cc/client/sample.h"
 #include "cc/client/sample_stream_interface.h"
+#include "cc/client/shared_memory_client.h"
 #include "cc/support/export.h"
 
 namespace deepmind::reverb {
@@ -89,6 +90,8 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
   // it and share its ownership, so each response gets a fresh one.
   std::shared_ptr<const void> response_owner_;
   SampleStreamResponse* response_ = nullptr;
+  // The shared-memory chunks of *response_.
+  SharedMemoryClient::TakenChunks* taken_ = nullptr;
   int next_entry_ = 0;  // Next unread entry of *response_.
   int64_t outstanding_ = 0;
   // The longest a read waits for a response (see Request).

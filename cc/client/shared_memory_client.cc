@@ -12,6 +12,7 @@
 #include "cc/support/shm_segment.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/chunk_encoding.h"
+#include "cc/wire/chunk_views.h"
 #include "cc/wire/grpc_status.h"
 #include "grpcpp/client_context.h"
 
@@ -66,8 +67,13 @@ SharedMemoryClient::Start(ReverbService::StubInterface* stub,
       static_cast<ssize_t>(secret.size())) {
     return nullptr;
   }
-  return std::shared_ptr<const SharedMemoryClient>(new SharedMemoryClient(
-      response.prefix(), std::move(secret), response.min_chunk_bytes()));
+  auto reader = std::make_shared<ReaderDir>();
+  reader->name =
+      absl::StrCat(response.prefix(), ".r", getpid(), "-", RandomToken());
+  if (mkdir(SegmentPath(reader->name).c_str(), 0700) != 0) return nullptr;
+  return std::shared_ptr<const SharedMemoryClient>(
+      new SharedMemoryClient(response.prefix(), std::move(secret),
+                             response.min_chunk_bytes(), std::move(reader)));
 }
 
 SharedMemoryClient::Writer::~Writer() {
@@ -104,8 +110,10 @@ bool SharedMemoryClient::Writer::Write(const ChunkData& chunk, size_t size,
   return true;
 }
 
-absl::Status SharedMemoryClient::TakeChunks(
-    SampleStreamResponse* response) const {
+SharedMemoryClient::ReaderDir::~ReaderDir() { RemoveSegmentTree(name); }
+
+absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
+                                            TakenChunks* taken) const {
   for (auto& entry : *response->mutable_entries()) {
     for (const SharedMemoryChunk& shared : entry.shared_data()) {
       if (!LentName(shared.segment(), prefix_)) {
@@ -113,40 +121,32 @@ absl::Status SharedMemoryClient::TakeChunks(
             absl::StrCat("The server lent shared-memory chunk '",
                          shared.segment(), "', a name it may not use."));
       }
-      // The link goes once the chunk is read (not before: while it is
-      // there, the server does not hand the segment to a writer).
-      const std::string path = SegmentPath(shared.segment());
-      auto segment = OpenSegmentFile(shared.segment());
-      if (!segment.ok()) {
-        unlink(path.c_str());
-        return segment.status();
-      }
-      bool parsed = false;
-      {
-        auto bytes = MapSegment(*segment, nullptr);
-        if (bytes.ok()) {
-          const absl::string_view flat = bytes->Flatten();
-          parsed = entry.add_data()->ParseFromArray(
-              flat.data(), static_cast<int>(flat.size()));
-        }
-      }
-      // Our link still there means it was there all along, so the segment
-      // was not freed (and reused) while we read it. The server removes
-      // links only when the call ends.
-      struct stat ours, named;
-      const bool stable = fstat(segment->fd, &ours) == 0 &&
-                          stat(path.c_str(), &named) == 0 &&
-                          ours.st_ino == named.st_ino;
-      unlink(path.c_str());
-      if (!stable) {
+      // Ours from now on: the server removes what it lent only while it is
+      // in the stream's directory. While our link is there, the server does
+      // not hand the segment to a writer either; it goes with the mapping.
+      std::string name = absl::StrCat(reader_->name, "/", next_read_++);
+      if (rename(SegmentPath(shared.segment()).c_str(),
+                 SegmentPath(name).c_str()) != 0) {
         return absl::CancelledError(absl::StrCat(
             "Shared-memory chunk ", shared.segment(),
-            " was withdrawn while it was read (the call has ended)."));
+            " was withdrawn before it was read (the call has ended)."));
       }
-      if (!parsed) {
+      auto segment = OpenSegmentFile(name);
+      if (!segment.ok()) {
+        unlink(SegmentPath(name).c_str());
+        return segment.status();
+      }
+      REVERB_ASSIGN_OR_RETURN(absl::Cord bytes,
+                              MapSegment(*segment, [name, dir = reader_]() {
+                                unlink(SegmentPath(name).c_str());
+                              }));
+      ChunkData* chunk = entry.add_data();
+      std::vector<absl::string_view>& contents = taken->contents[chunk];
+      if (!ParseChunkViews(bytes, chunk, &contents).ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Shared-memory chunk ", shared.segment(), " is not a chunk."));
       }
+      taken->segments.push_back(std::move(bytes));
     }
     entry.clear_shared_data();
   }

@@ -8,7 +8,9 @@
 //    into a segment of its own directory (one the server freed, if there
 //    is one) and sends the segment's name (the server takes the file over);
 //  - a sample stream sends the secret with its requests, and TakeChunks()
-//    reads the chunks the server lent as segments, removing the links.
+//    takes the chunks the server lent as segments into the session's own
+//    directory and maps them, for the sample to decompress its tensors
+//    from (no copy in between); each goes with the sample.
 //
 // Shared memory is never required: a server without it (dm-reverb, another
 // host, REVERB_SHARED_MEMORY=0 on either side) gets bytes, and a segment
@@ -18,12 +20,18 @@
 #ifndef REVERB_CC_CLIENT_SHARED_MEMORY_CLIENT_H_
 #define REVERB_CC_CLIENT_SHARED_MEMORY_CLIENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cc/support/export.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
@@ -68,22 +76,45 @@ class REVERB_EXPORT SharedMemoryClient {
     int64_t written_ = 0;
   };
 
-  // Reads the chunks the entries of `response` hold as segments
-  // (`shared_data`) into their `data`, removing the segments.
+  // What TakeChunks() keeps for the chunks it read: the segments, mapped,
+  // and the contents of their tensors (views of the mappings), by chunk.
+  // The segments go with it.
+  struct TakenChunks {
+    std::vector<absl::Cord> segments;
+    absl::node_hash_map<const ChunkData*, std::vector<absl::string_view>>
+        contents;
+  };
+
+  // Adds the chunks the entries of `response` hold as segments
+  // (`shared_data`) to their `data`, without their tensors' contents,
+  // which `taken` gets (cc/wire/chunk_views.h): each segment is moved into
+  // this session's directory, mapped, and removed when `taken` goes.
   // INVALID_ARGUMENT if a name is not one the server may lend, or a
-  // segment does not hold a chunk; NOT_FOUND if it is gone.
-  absl::Status TakeChunks(SampleStreamResponse* response) const;
+  // segment does not hold a chunk; CANCELLED if it is gone (the call has
+  // ended). Not thread-safe for one `response`.
+  absl::Status TakeChunks(SampleStreamResponse* response,
+                          TakenChunks* taken) const;
 
  private:
+  // The directory of the segments samplers have taken: removed once the
+  // session and every mapping of them are gone.
+  struct ReaderDir {
+    std::string name;
+    ~ReaderDir();
+  };
+
   SharedMemoryClient(std::string prefix, std::string secret,
-                     int64_t min_chunk_bytes)
+                     int64_t min_chunk_bytes, std::shared_ptr<ReaderDir> reader)
       : prefix_(std::move(prefix)),
         secret_(std::move(secret)),
-        min_chunk_bytes_(min_chunk_bytes) {}
+        min_chunk_bytes_(min_chunk_bytes),
+        reader_(std::move(reader)) {}
 
   const std::string prefix_;
   const std::string secret_;
   const int64_t min_chunk_bytes_;
+  const std::shared_ptr<ReaderDir> reader_;
+  mutable std::atomic<int64_t> next_read_{0};
 };
 
 }  // namespace deepmind::reverb

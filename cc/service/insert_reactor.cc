@@ -60,7 +60,7 @@ void InsertReactor::OnWriteDone(bool ok) {
 }
 
 InsertReactor::~InsertReactor() {
-  if (!writer_dirs_.empty()) shared_memory_->ForgetWriters(writer_dirs_);
+  if (!writer_dirs_.empty()) shared_memory_->ForgetStream(writer_dirs_);
 }
 
 absl::Status InsertReactor::ProcessRequest() {

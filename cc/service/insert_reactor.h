@@ -63,7 +63,7 @@ class InsertReactor
   // Starts reading. Tables are looked up in `service`.
   explicit InsertReactor(const ReverbServiceImpl* service);
   // Removes the shared-memory directories of the stream's writer (see
-  // SharedMemoryHost::ForgetWriters).
+  // SharedMemoryHost::ForgetStream).
   ~InsertReactor() override;
 
   void OnReadDone(bool ok) override;

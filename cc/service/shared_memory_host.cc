@@ -55,10 +55,11 @@ bool WriterSegmentName(absl::string_view name, absl::string_view prefix,
   return true;
 }
 
-// The writer's pid in a directory name "<prefix>.w<pid>-<token>", or -1.
-int64_t WriterPid(absl::string_view name, absl::string_view prefix) {
+// The client's pid in a directory name "<prefix>.w<pid>-<token>" or
+// "<prefix>.r<pid>-<token>", or -1.
+int64_t ClientPid(absl::string_view name, absl::string_view prefix) {
   if (!absl::ConsumePrefix(&name, prefix) ||
-      !absl::ConsumePrefix(&name, ".w")) {
+      !(absl::ConsumePrefix(&name, ".w") || absl::ConsumePrefix(&name, ".r"))) {
     return -1;
   }
   int64_t pid;
@@ -168,14 +169,14 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
   return Chunk::Parse(*std::move(bytes), std::move(name));
 }
 
-void SharedMemoryHost::ForgetWriters(
-    const std::vector<std::string>& writer_dirs) const {
-  for (const std::string& dir : writer_dirs) RemoveSegmentTree(dir);
+void SharedMemoryHost::ForgetStream(
+    const std::vector<std::string>& dirs) const {
+  for (const std::string& dir : dirs) RemoveSegmentTree(dir);
   DIR* dir = opendir(kSharedMemoryDir);
   if (dir == nullptr) return;
   std::vector<std::string> dead;
   while (const dirent* entry = readdir(dir)) {
-    const int64_t pid = WriterPid(entry->d_name, prefix_);
+    const int64_t pid = ClientPid(entry->d_name, prefix_);
     if (pid > 0 && !ProcessAlive(pid)) dead.emplace_back(entry->d_name);
   }
   closedir(dir);
@@ -183,7 +184,7 @@ void SharedMemoryHost::ForgetWriters(
 }
 
 SharedMemoryHost::Lender::~Lender() {
-  if (!dir_.empty()) RemoveSegmentTree(dir_);
+  if (!dir_.empty()) host_->ForgetStream({dir_});
 }
 
 std::string SharedMemoryHost::Lender::Lend(const Chunk& chunk) {

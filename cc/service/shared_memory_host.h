@@ -16,7 +16,10 @@
 //                      reuse (at most kMaxFreeSegments);
 //   P.w<pid>-<token>/  a writer's segments (one directory per insert
 //                      stream, made by the client: <pid> is its own);
-//   P.s<n>/            segments lent to one sample stream.
+//   P.s<n>/            segments lent to one sample stream;
+//   P.r<pid>-<token>/  links a client has taken out of P.s<n>/ (one
+//                      directory per session, made by the client), each
+//                      removed once it has read the chunk.
 //
 // Inserts: Accept() takes a writer's segment by moving it into P.chunks and
 // mapping it; the chunk keeps the mapping (no copy). When the last item
@@ -25,11 +28,13 @@
 // writer takes a free segment before it makes a new one, which spares the
 // kernel zeroing fresh pages for every chunk.
 // Samples: a Lender hard-links a chunk's file into its stream's directory
-// (no copy); the client opens the link, removes it and reads the chunk.
+// (no copy); the client moves the link into its own directory, maps it and
+// removes it once it has read the chunk. A file with a link besides its
+// chunk's is never reused (a reader may be reading it).
 //
-// Leaks: an insert stream's directory goes when the stream ends, with those
-// of writers whose process is gone (a client killed while writing); a
-// sample stream's directory goes with its Lender; everything goes with the
+// Leaks: an insert stream's directory goes when the stream ends, a sample
+// stream's with its Lender, and then those of clients whose process is gone
+// (a client killed while writing or reading); everything goes with the
 // host; and what a killed server left is swept by the next host made on the
 // machine (SweepDeadServers).
 //
@@ -81,9 +86,9 @@ class REVERB_EXPORT SharedMemoryHost {
   absl::StatusOr<std::shared_ptr<Chunk>> Accept(
       const SharedMemoryChunk& chunk, std::vector<std::string>* writer_dirs);
 
-  // Removes `writer_dirs` (an ended stream's), and the directories of
-  // writers whose process is gone.
-  void ForgetWriters(const std::vector<std::string>& writer_dirs) const;
+  // Removes `dirs` (an ended stream's), and the directories of clients
+  // (P.w..., P.r...) whose process is gone.
+  void ForgetStream(const std::vector<std::string>& dirs) const;
 
   // Lends chunks to one sample stream; removes what it lent and the client
   // has not taken when it goes.

@@ -19,7 +19,7 @@ namespace {
 
 using tensorflow::TensorProto;
 
-absl::Status DecodeStringList(const std::string& content, int64_t n,
+absl::Status DecodeStringList(absl::string_view content, int64_t n,
                               std::vector<std::string>* out) {
   // Every element takes at least one byte of lengths.
   if (n > static_cast<int64_t>(content.size())) {
@@ -230,14 +230,18 @@ absl::Status CompressTensorAsProto(Tensor&& tensor, TensorProto* proto) {
 }
 
 absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto) {
+  return DecompressTensorFromProto(proto, proto.tensor_content());
+}
+
+absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto,
+                                                 absl::string_view content) {
   Tensor tensor;
   tensor.dtype = proto.dtype();
   REVERB_RETURN_IF_ERROR(ShapeFromProto(proto, &tensor.shape));
   const int64_t n = tensor.NumElements();
   if (tensor.IsString()) {
-    if (!proto.tensor_content().empty() || proto.string_val_size() == 0) {
-      REVERB_RETURN_IF_ERROR(
-          DecodeStringList(proto.tensor_content(), n, &tensor.strings));
+    if (!content.empty() || proto.string_val_size() == 0) {
+      REVERB_RETURN_IF_ERROR(DecodeStringList(content, n, &tensor.strings));
     } else {
       if (proto.string_val_size() != n) {
         return absl::InvalidArgumentError(
@@ -250,7 +254,7 @@ absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto) {
     return tensor;
   }
   REVERB_ASSIGN_OR_RETURN(const int element_size, DataTypeSize(tensor.dtype));
-  const std::string& compressed = proto.tensor_content();
+  const absl::string_view compressed = content;
   // Snappy expands at most ~21x (a 3-byte copy of 64 bytes); a larger
   // claim is corrupt and must not allocate.
   constexpr size_t kMaxExpansion = 22;

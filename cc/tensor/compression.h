@@ -16,6 +16,7 @@
 #define REVERB_CC_TENSOR_COMPRESSION_H_
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cc/support/export.h"
 #include "cc/tensor/tensor.h"
 #include "tensorflow/core/framework/tensor.pb.h"
@@ -37,6 +38,10 @@ REVERB_EXPORT absl::Status CompressTensorAsProto(
 // a size that does not match the shape).
 REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(
     const tensorflow::TensorProto& proto);
+// As above, with `content` instead of the proto's `tensor_content` (a
+// tensor whose content lies elsewhere, see cc/wire/chunk_views.h).
+REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(
+    const tensorflow::TensorProto& proto, absl::string_view content);
 
 // In place; `encode` false undoes an encoding.
 REVERB_EXPORT void DeltaEncode(Tensor* tensor, bool encode);
