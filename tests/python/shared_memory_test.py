@@ -272,6 +272,45 @@ def test_samples_stay_whole_while_their_segments_are_freed_and_reused(
     server.stop()
 
 
+SAMPLER = """
+  import sys, reverb
+  client = reverb.Client(f'localhost:{sys.argv[1]}')
+  held = list(client.sample('uniform', num_samples=10))  # Segments mapped.
+  print('HOLDING', flush=True)
+  sys.stdin.read()
+"""
+
+
+def test_sampler_killed_while_holding_segments_leaves_none(shm_env):
+  server = ServerProcess()
+  try:
+    client = reverb.Client(server.address)
+    _write(client, 5)
+    sampler = subprocess.Popen(
+        [sys.executable, '-c', textwrap.dedent(SAMPLER), str(server.port)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+      assert sampler.stdout.readline().strip() == 'HOLDING'
+      taken = [n for n in server.names() if f'.r{sampler.pid}-' in n]
+      assert taken and any((SHM / n).iterdir() for n in taken), taken
+      sampler.kill()
+    finally:
+      sampler.kill()
+      sampler.wait(TIMEOUT)
+    # The next stream to end on the server sweeps what the dead one held.
+    _write(client, 2)
+    _wait_for(lambda: not [n for n in server.names()
+                           if f'.r{sampler.pid}-' in n],
+              'the dead sampler\'s segments to be swept')
+    # And the chunks are still whole.
+    items = _sampled_items(client, 50)
+    for first, (step0, step1) in items.items():
+      np.testing.assert_array_equal(step0, _step(first))
+      np.testing.assert_array_equal(step1, _step(first + 1))
+  finally:
+    server.stop()
+
+
 def test_directories_of_writers_that_are_gone_are_swept(shm_env):
   server = ServerProcess()
   try:
