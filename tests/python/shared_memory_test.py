@@ -118,6 +118,13 @@ def _sampled_items(client, n):
   return items
 
 
+def _assert_whole(items):
+  """Each item of `_sampled_items` holds the two steps it should."""
+  for first, (step0, step1) in items.items():
+    np.testing.assert_array_equal(step0, _step(first))
+    np.testing.assert_array_equal(step1, _step(first + 1))
+
+
 def _wait_for(predicate, what):
   deadline = time.monotonic() + TIMEOUT
   while not predicate():
@@ -152,9 +159,7 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
     assert len(stored) == (9 if mode == 'shared_memory' else 0), stored
     items = _sampled_items(client, 200)
     assert sorted(items) == list(range(8))  # 200 uniform draws of 8 items.
-    for first, (step0, step1) in items.items():
-      np.testing.assert_array_equal(step0, _step(first))
-      np.testing.assert_array_equal(step1, _step(first + 1))
+    _assert_whole(items)
     lent = [n for n in server.names() if '.s' in n.split('-')[-1]]
     assert bool(lent) == (mode == 'shared_memory'), server.names()
     if mode == 'shared_memory':
@@ -170,9 +175,7 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
       assert len(server.stored_segments()) == 3
       assert len(server.stored_segments('free')) == len(free) - 3
       items = _sampled_items(client, 50)
-      for first, (step0, step1) in items.items():
-        np.testing.assert_array_equal(step0, _step(first))
-        np.testing.assert_array_equal(step1, _step(first + 1))
+      _assert_whole(items)
   finally:
     server.stop()
   # A stopped server removes every name of its own.
@@ -197,9 +200,7 @@ def test_a_checkpoint_of_segments_loads_as_bytes_alike(shm_env, tmp_path):
   with reverb.Server(tables, checkpointer=checkpointer) as loaded:
     items = _sampled_items(loaded.localhost_client(), 100)
   assert sorted(items) == list(range(4))
-  for first, (step0, step1) in items.items():
-    np.testing.assert_array_equal(step0, _step(first))
-    np.testing.assert_array_equal(step1, _step(first + 1))
+  _assert_whole(items)
 
 
 def test_writer_killed_while_writing_leaves_no_segment(shm_env):
@@ -304,9 +305,7 @@ def test_sampler_killed_while_holding_segments_leaves_none(shm_env):
               'the dead sampler\'s segments to be swept')
     # And the chunks are still whole.
     items = _sampled_items(client, 50)
-    for first, (step0, step1) in items.items():
-      np.testing.assert_array_equal(step0, _step(first))
-      np.testing.assert_array_equal(step1, _step(first + 1))
+    _assert_whole(items)
   finally:
     server.stop()
 
