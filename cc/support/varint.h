@@ -5,6 +5,7 @@
 #ifndef REVERB_CC_SUPPORT_VARINT_H_
 #define REVERB_CC_SUPPORT_VARINT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -20,6 +21,16 @@ inline void PutVarint64(uint64_t value, std::string* out) {
 
 inline void PutVarint32(uint32_t value, std::string* out) {
   PutVarint64(value, out);
+}
+
+// Bytes PutVarint64 writes for `value`.
+inline size_t VarintSize(uint64_t value) {
+  size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
 }
 
 // Protocol buffer wire types (groups, 3 and 4, are not supported).

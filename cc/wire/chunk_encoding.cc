@@ -11,15 +11,6 @@
 namespace deepmind::reverb {
 namespace {
 
-size_t VarintSize(size_t value) {
-  size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
-}
-
 // A tensor with its content split off: `head` holds the other fields.
 struct SplitTensor {
   const tensorflow::TensorProto* tensor;

@@ -46,7 +46,7 @@ class REVERB_EXPORT WireBuffer {
   // when a borrowed tensor content or the end comes.
   std::string* pending() { return &pending_; }
 
-  // The tag and length of length-delimited field `field` (below 16).
+  // The tag and length of length-delimited field `field` (any number).
   void PutFieldHeader(int field, size_t size);
 
   // Varint field `field` (below 16) of `value`.

@@ -7,7 +7,6 @@
 #include "cc/core/chunk.h"
 #include "cc/support/quiet_parse.h"
 #include "cc/support/status_macros.h"
-#include "cc/support/varint.h"
 #include "cc/support/wire_reader.h"
 #include "cc/wire/chunk_encoding.h"
 
@@ -79,9 +78,9 @@ grpc::ByteBuffer EncodeInsertRequest(
   }
   request.AppendToString(wire.pending());
   for (const SharedMemoryChunk& chunk : shared_chunks) {
-    PutTag(kRequestSharedChunks, kLengthDelimited, wire.pending());
-    PutVarint64(chunk.ByteSizeLong(), wire.pending());
-    chunk.AppendToString(wire.pending());
+    const size_t size = chunk.ByteSizeLong();
+    wire.PutFieldHeader(kRequestSharedChunks, size);
+    wire.PutMessage(chunk, size);
   }
   return wire.Finish();
 }

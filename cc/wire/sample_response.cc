@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cc/support/varint.h"
+#include "reverb/cc/reverb_service.pb.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -16,25 +17,12 @@ constexpr int kEntryInfo = 1;
 constexpr int kEntryData = 2;
 constexpr int kEntryEndOfSequence = 3;
 constexpr int kEntrySharedData = 1000;  // An extension: SharedMemoryChunks.
-constexpr size_t kSharedDataTagSize = 2;
-constexpr int kSharedChunkSegment = 1;  // SharedMemoryChunk.segment
-
-size_t VarintSize(uint64_t value) {
-  size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
-}
 
 // The bytes of a SharedMemoryChunk naming `segment`.
-std::string SharedChunkMessage(const std::string& segment) {
-  std::string message;
-  PutTag(kSharedChunkSegment, kLengthDelimited, &message);
-  PutVarint64(segment.size(), &message);
-  message.append(segment);
-  return message;
+std::string SharedChunkMessage(std::string segment) {
+  SharedMemoryChunk message;
+  message.set_segment(std::move(segment));
+  return message.SerializeAsString();
 }
 
 void PutDouble(double value, std::string* out) {
@@ -100,9 +88,9 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
       if (lent[end].empty()) {
         entry_size += LengthDelimitedSize(chunk_size);
       } else {
-        lent[end] = SharedChunkMessage(lent[end]);
-        entry_size += kSharedDataTagSize + VarintSize(lent[end].size()) +
-                      lent[end].size();
+        lent[end] = SharedChunkMessage(std::move(lent[end]));
+        entry_size += VarintSize(kEntrySharedData << 3) +
+                      VarintSize(lent[end].size()) + lent[end].size();
       }
       bytes += static_cast<int64_t>(chunk_size);
       ++end;
@@ -119,8 +107,7 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
       const std::shared_ptr<Chunk>& chunk = chunks[next];
       auto owner = [&chunk]() -> std::shared_ptr<const void> { return chunk; };
       if (!lent[next].empty()) {
-        PutTag(kEntrySharedData, kLengthDelimited, wire.pending());
-        PutVarint64(lent[next].size(), wire.pending());
+        wire.PutFieldHeader(kEntrySharedData, lent[next].size());
         wire.pending()->append(lent[next]);
       } else if (chunk->proto() != nullptr) {
         wire.PutChunk(kEntryData, *chunk->proto(), chunk->DataByteSizeLong(),
