@@ -90,7 +90,6 @@ void SampleReactor::OnReadDone(bool ok) {
   table_ = *std::move(table);
   SharedMemoryHost* host = service_->shared_memory();
   if (lender_ == nullptr && host != nullptr &&
-      !request_.shared_memory_secret().empty() &&
       host->SecretMatches(request_.shared_memory_secret())) {
     lender_ = std::make_unique<SharedMemoryHost::Lender>(host);
   }

@@ -1,14 +1,15 @@
 #include "cc/service/shared_memory_host.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -30,8 +31,8 @@ int64_t MinChunkBytes() {
 }
 
 bool NameCharacter(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-         (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+         c == '_';
 }
 
 // Whether `name` is "<prefix>.w<pid>-<token>/<file>" (letters, digits,
@@ -106,16 +107,10 @@ SharedMemoryHost::SharedMemoryHost(std::string prefix, std::string secret,
       pid_namespace_(PidNamespace()) {}
 
 SharedMemoryHost::~SharedMemoryHost() {
-  DIR* dir = opendir(kSharedMemoryDir);
-  if (dir == nullptr) return;
-  std::vector<std::string> names;
-  while (const dirent* entry = readdir(dir)) {
-    if (absl::StartsWith(entry->d_name, absl::StrCat(prefix_, "."))) {
-      names.emplace_back(entry->d_name);
-    }
+  const std::string own = absl::StrCat(prefix_, ".");
+  for (const std::string& name : ListSegments("")) {
+    if (absl::StartsWith(name, own)) RemoveSegmentTree(name);
   }
-  closedir(dir);
-  for (const std::string& name : names) RemoveSegmentTree(name);
 }
 
 SharedMemorySessionResponse SharedMemoryHost::Offer(
@@ -145,9 +140,10 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
                      "' is not one this server accepts (a wrong name or "
                      "secret)."));
   }
-  bool known = false;
-  for (const std::string& d : *writer_dirs) known = known || d == dir;
-  if (!known) writer_dirs->emplace_back(dir);
+  if (std::find(writer_dirs->begin(), writer_dirs->end(), dir) ==
+      writer_dirs->end()) {
+    writer_dirs->emplace_back(dir);
+  }
   REVERB_ASSIGN_OR_RETURN(OpenSegment segment,
                           OpenSegmentFile(chunk.segment()));
   const std::string number = absl::StrCat(next_chunk_++);
@@ -172,15 +168,8 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
 void SharedMemoryHost::ForgetStream(
     const std::vector<std::string>& dirs) const {
   for (const std::string& dir : dirs) RemoveSegmentTree(dir);
-  DIR* dir = opendir(kSharedMemoryDir);
-  if (dir == nullptr) return;
-  std::vector<std::string> dead;
-  while (const dirent* entry = readdir(dir)) {
-    const int64_t pid = ClientPid(entry->d_name, prefix_);
-    if (pid > 0 && !ProcessAlive(pid)) dead.emplace_back(entry->d_name);
-  }
-  closedir(dir);
-  for (const std::string& name : dead) RemoveSegmentTree(name);
+  RemoveSegmentsOfDeadProcesses(
+      [this](absl::string_view name) { return ClientPid(name, prefix_); });
 }
 
 SharedMemoryHost::Lender::~Lender() {

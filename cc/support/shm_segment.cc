@@ -35,14 +35,15 @@ absl::Status Errno(absl::string_view what, absl::string_view name) {
 }
 
 // The pid in "reverb-<pid>-<pid namespace>-...", or -1 (also for a server
-// of another pid namespace, whose processes this one cannot see).
-int64_t ServerPid(absl::string_view name) {
+// of another pid namespace than `pid_namespace`, whose processes this one
+// cannot see).
+int64_t ServerPid(absl::string_view name, absl::string_view pid_namespace) {
   if (!absl::ConsumePrefix(&name, "reverb-")) return -1;
   const std::vector<absl::string_view> parts =
       absl::StrSplit(name, absl::MaxSplits('-', 2));
   int64_t pid;
   if (parts.size() < 3 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0 ||
-      parts[1] != absl::StrCat(PidNamespace())) {
+      parts[1] != pid_namespace) {
     return -1;
   }
   return pid;
@@ -91,18 +92,14 @@ absl::Status WriteSegment(absl::string_view name,
   const std::string path = SegmentPath(name);
   int fd = -1;
   if (!reuse.empty()) {
-    const std::string pool = SegmentPath(reuse);
-    if (DIR* dir = opendir(pool.c_str()); dir != nullptr) {
-      while (const dirent* entry = readdir(dir)) {
-        if (entry->d_name[0] == '.') continue;
-        // Another writer may take the same file first: then rename fails.
-        if (renameat(dirfd(dir), entry->d_name, AT_FDCWD, path.c_str()) == 0) {
-          fd = open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-          if (fd < 0) unlink(path.c_str());
-          break;
-        }
+    for (const std::string& file : ListSegments(reuse)) {
+      // Another writer may take the same file first: then rename fails.
+      if (rename(SegmentPath(absl::StrCat(reuse, "/", file)).c_str(),
+                 path.c_str()) == 0) {
+        fd = open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) unlink(path.c_str());
+        break;
       }
-      closedir(dir);
     }
   }
   if (fd < 0) {
@@ -152,19 +149,11 @@ void RecycleSegment(absl::string_view name, absl::string_view pool,
                     absl::string_view file, int max_files) {
   const std::string path = SegmentPath(name);
   struct stat info;
-  int files = 0;
-  if (stat(path.c_str(), &info) == 0 && info.st_nlink == 1) {
-    if (DIR* dir = opendir(SegmentPath(pool).c_str()); dir != nullptr) {
-      while (const dirent* entry = readdir(dir)) {
-        if (entry->d_name[0] != '.') ++files;
-      }
-      closedir(dir);
-      if (files < max_files &&
-          rename(path.c_str(),
-                 SegmentPath(absl::StrCat(pool, "/", file)).c_str()) == 0) {
-        return;
-      }
-    }
+  if (stat(path.c_str(), &info) == 0 && info.st_nlink == 1 &&
+      ListSegments(pool).size() < static_cast<size_t>(max_files) &&
+      rename(path.c_str(),
+             SegmentPath(absl::StrCat(pool, "/", file)).c_str()) == 0) {
+    return;
   }
   unlink(path.c_str());
 }
@@ -221,33 +210,47 @@ absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment,
   return absl::Cord(std::move(bytes));
 }
 
+std::vector<std::string> ListSegments(absl::string_view dir) {
+  std::vector<std::string> names;
+  DIR* stream = opendir(SegmentPath(dir).c_str());
+  if (stream == nullptr) return names;
+  while (const dirent* entry = readdir(stream)) {
+    if (std::strcmp(entry->d_name, ".") != 0 &&
+        std::strcmp(entry->d_name, "..") != 0) {
+      names.emplace_back(entry->d_name);
+    }
+  }
+  closedir(stream);
+  return names;
+}
+
 void RemoveSegmentTree(absl::string_view name) {
   const std::string path = SegmentPath(name);
-  if (DIR* dir = opendir(path.c_str()); dir != nullptr) {
-    while (const dirent* entry = readdir(dir)) {
-      if (std::strcmp(entry->d_name, ".") != 0 &&
-          std::strcmp(entry->d_name, "..") != 0) {
-        unlinkat(dirfd(dir), entry->d_name, 0);
-      }
-    }
-    closedir(dir);
-    rmdir(path.c_str());
-    return;
+  for (const std::string& file : ListSegments(name)) {
+    unlink(absl::StrCat(path, "/", file).c_str());
   }
-  unlink(path.c_str());
+  if (rmdir(path.c_str()) != 0) unlink(path.c_str());
+}
+
+int RemoveSegmentsOfDeadProcesses(
+    absl::FunctionRef<int64_t(absl::string_view name)> pid_of) {
+  int removed = 0;
+  for (const std::string& name : ListSegments("")) {
+    const int64_t pid = pid_of(name);
+    if (pid > 0 && !ProcessAlive(pid)) {
+      RemoveSegmentTree(name);
+      ++removed;
+    }
+  }
+  return removed;
 }
 
 int SweepDeadServers() {
-  DIR* dir = opendir(kSharedMemoryDir);
-  if (dir == nullptr) return 0;
-  std::vector<std::string> dead;
-  while (const dirent* entry = readdir(dir)) {
-    const int64_t pid = ServerPid(entry->d_name);
-    if (pid > 0 && !ProcessAlive(pid)) dead.emplace_back(entry->d_name);
-  }
-  closedir(dir);
-  for (const std::string& name : dead) RemoveSegmentTree(name);
-  return static_cast<int>(dead.size());
+  const std::string pid_namespace = absl::StrCat(PidNamespace());
+  return RemoveSegmentsOfDeadProcesses(
+      [&pid_namespace](absl::string_view name) {
+        return ServerPid(name, pid_namespace);
+      });
 }
 
 }  // namespace deepmind::reverb

@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
@@ -85,9 +87,18 @@ REVERB_EXPORT absl::StatusOr<OpenSegment> OpenSegmentFile(
 REVERB_EXPORT absl::StatusOr<absl::Cord> MapSegment(
     const OpenSegment& segment, std::function<void()> on_release);
 
+// The names in directory `dir` (a name; empty: kSharedMemoryDir itself)
+// but "." and ".."; none if it cannot be read (or is not a directory).
+REVERB_EXPORT std::vector<std::string> ListSegments(absl::string_view dir);
+
 // Removes `name` and, if it is a directory, the files in it first. Errors
 // (it does not exist, say) are ignored.
 REVERB_EXPORT void RemoveSegmentTree(absl::string_view name);
+
+// Removes (RemoveSegmentTree) every entry of kSharedMemoryDir for which
+// `pid_of` gives a process (> 0) that is not alive. Returns how many.
+REVERB_EXPORT int RemoveSegmentsOfDeadProcesses(
+    absl::FunctionRef<int64_t(absl::string_view name)> pid_of);
 
 // Removes what servers that are gone left under kSharedMemoryDir: every
 // entry named "reverb-<pid>-<pid namespace>-..." of this pid namespace whose
