@@ -32,8 +32,9 @@ struct REVERB_EXPORT Sample {
 // still compressed, where the stream parsed them; `info` and `owners` keep
 // those responses alive (usually one; more when a sample spans responses).
 // A chunk read from shared memory has its tensors' contents apart
-// (cc/wire/chunk_views.h): `contents` then holds, for each chunk, null or
-// the contents of its tensors (empty if no chunk has them apart).
+// (ParseChunkHeader, cc/core/chunk.h): `contents` then holds, for each
+// chunk, null or the contents of its tensors (empty if no chunk has them
+// apart).
 struct REVERB_EXPORT PackedSample {
   std::shared_ptr<const SampleInfo> info;
   std::vector<const ChunkData*> chunks;

@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "cc/core/chunk.h"
 #include "cc/support/shm_segment.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/chunk_encoding.h"
-#include "cc/wire/chunk_views.h"
 #include "cc/wire/grpc_status.h"
 #include "grpcpp/client_context.h"
 
@@ -140,9 +140,17 @@ absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
                               MapSegment(*segment, [name, dir = reader_]() {
                                 unlink(SegmentPath(name).c_str());
                               }));
+      // The tensors' contents are pieces of the mapping, flat as it is.
       ChunkData* chunk = entry.add_data();
+      std::vector<absl::Cord> pieces;
       std::vector<absl::string_view>& contents = taken->contents[chunk];
-      if (!ParseChunkViews(bytes, chunk, &contents).ok()) {
+      bool parsed = ParseChunkHeader(bytes, chunk, &pieces).ok();
+      for (const absl::Cord& piece : pieces) {
+        const absl::optional<absl::string_view> flat = piece.TryFlat();
+        parsed = parsed && flat.has_value();
+        if (parsed) contents.push_back(*flat);
+      }
+      if (!parsed) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Shared-memory chunk ", shared.segment(), " is not a chunk."));
       }

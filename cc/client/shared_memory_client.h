@@ -87,8 +87,8 @@ class REVERB_EXPORT SharedMemoryClient {
 
   // Adds the chunks the entries of `response` hold as segments
   // (`shared_data`) to their `data`, without their tensors' contents,
-  // which `taken` gets (cc/wire/chunk_views.h): each segment is moved into
-  // this session's directory, mapped, and removed when `taken` goes.
+  // which `taken` gets (ParseChunkHeader, cc/core/chunk.h): each segment is
+  // moved into this session's directory, mapped, and removed when `taken` goes.
   // INVALID_ARGUMENT if a name is not one the server may lend, or a
   // segment does not hold a chunk; CANCELLED if it is gone (the call has
   // ended). Not thread-safe for one `response`.

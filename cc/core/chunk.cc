@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cc/support/quiet_parse.h"
@@ -17,26 +19,29 @@ absl::Status NotAChunk(absl::string_view what) {
       absl::StrCat("Chunk does not parse as a ChunkData: ", what, "."));
 }
 
-// Checks that `tensor` parses as a TensorProto, skipping its content.
-absl::Status CheckTensor(const absl::Cord& tensor) {
+// Splits `tensor` (a serialized TensorProto) into its fields but the
+// content, parsed into `head`, and its content (sharing `tensor`'s memory).
+absl::Status SplitTensor(const absl::Cord& tensor,
+                         tensorflow::TensorProto* head, absl::Cord* content) {
   WireReader reader(tensor);
-  std::string head;
+  std::string fields;
   while (!reader.done()) {
     int field;
     WireType type;
     if (!reader.ReadTag(&field, &type)) return NotAChunk("bad tensor");
+    // The last content wins, as for protobuf.
     const bool ok = field == kTensorContentField && type == kLengthDelimited
-                        ? reader.Skip(type)
-                        : reader.CopyField(field, type, &head);
+                        ? reader.ReadLengthDelimited(content)
+                        : reader.CopyField(field, type, &fields);
     if (!ok) return NotAChunk("bad tensor");
   }
-  tensorflow::TensorProto proto;
-  if (!ParseQuietly(head, &proto)) return NotAChunk("bad tensor");
+  if (!ParseQuietly(fields, head)) return NotAChunk("bad tensor");
   return absl::OkStatus();
 }
 
-// Counts the tensors of `data` (a ChunkData.Data), checking each.
-absl::Status CountTensors(const absl::Cord& data, int* num_tensors) {
+// The tensors of `data` (a ChunkData.Data) into `header`'s and `contents`.
+absl::Status SplitTensors(const absl::Cord& data, ChunkData* header,
+                          std::vector<absl::Cord>* contents) {
   WireReader reader(data);
   while (!reader.done()) {
     int field;
@@ -48,8 +53,9 @@ absl::Status CountTensors(const absl::Cord& data, int* num_tensors) {
     }
     absl::Cord tensor;
     if (!reader.ReadLengthDelimited(&tensor)) return NotAChunk("bad data");
-    REVERB_RETURN_IF_ERROR(CheckTensor(tensor));
-    ++*num_tensors;
+    REVERB_RETURN_IF_ERROR(SplitTensor(tensor,
+                                       header->mutable_data()->add_tensors(),
+                                       &contents->emplace_back()));
   }
   return absl::OkStatus();
 }
@@ -87,11 +93,12 @@ Chunk::Chunk(absl::Cord wire, std::shared_ptr<const ChunkData> proto,
       uncompressed_size_(
           std::max<int64_t>(1, header.data_uncompressed_size())) {}
 
-absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire,
-                                                    std::string segment) {
-  // The header: every field but `data`, copied and parsed by protobuf.
+absl::Status ParseChunkHeader(const absl::Cord& wire, ChunkData* header,
+                              std::vector<absl::Cord>* contents) {
+  contents->clear();
+  // Every field but `data`, copied and parsed by protobuf; then the tensors.
   std::string head;
-  int num_tensors = 0;
+  ChunkData tensors;
   WireReader reader(wire);
   while (!reader.done()) {
     int field;
@@ -100,15 +107,24 @@ absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire,
     if (field == kChunkDataField && type == kLengthDelimited) {
       absl::Cord data;
       if (!reader.ReadLengthDelimited(&data)) return NotAChunk("bad data");
-      REVERB_RETURN_IF_ERROR(CountTensors(data, &num_tensors));
+      REVERB_RETURN_IF_ERROR(SplitTensors(data, &tensors, contents));
     } else if (!reader.CopyField(field, type, &head)) {
       return NotAChunk("bad field");
     }
   }
+  if (!ParseQuietly(head, header)) return NotAChunk("bad header");
+  header->mutable_data()->mutable_tensors()->Swap(
+      tensors.mutable_data()->mutable_tensors());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Chunk>> Chunk::Parse(absl::Cord wire,
+                                                    std::string segment) {
   ChunkData header;
-  if (!ParseQuietly(head, &header)) return NotAChunk("bad header");
-  auto chunk = std::shared_ptr<Chunk>(
-      new Chunk(std::move(wire), nullptr, header, num_tensors));
+  std::vector<absl::Cord> contents;
+  REVERB_RETURN_IF_ERROR(ParseChunkHeader(wire, &header, &contents));
+  auto chunk = std::shared_ptr<Chunk>(new Chunk(
+      std::move(wire), nullptr, header, static_cast<int>(contents.size())));
   chunk->segment_ = std::move(segment);
   return chunk;
 }

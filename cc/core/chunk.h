@@ -27,7 +27,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
 #include "cc/support/export.h"
@@ -41,6 +43,17 @@ namespace deepmind::reverb {
 inline constexpr int kChunkDataField = 5;      // ChunkData.data
 inline constexpr int kDataTensorsField = 1;    // ChunkData.Data.tensors
 inline constexpr int kTensorContentField = 4;  // TensorProto.tensor_content
+
+// The fields of `wire`, a serialized ChunkData, but its tensors' contents,
+// parsed into `header` (which may live on an arena), and those contents, in
+// tensor order (empty for a tensor without one), sharing `wire`'s memory.
+// INVALID_ARGUMENT "Chunk does not parse as a ChunkData: ..." otherwise.
+// How the server reads a chunk (Chunk::Parse), and how a sampler reads one
+// in shared memory without copying its contents
+// (cc/client/shared_memory_client.h).
+REVERB_EXPORT absl::Status ParseChunkHeader(const absl::Cord& wire,
+                                            ChunkData* header,
+                                            std::vector<absl::Cord>* contents);
 
 class REVERB_EXPORT Chunk {
  public:

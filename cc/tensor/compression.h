@@ -39,7 +39,7 @@ REVERB_EXPORT absl::Status CompressTensorAsProto(
 REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(
     const tensorflow::TensorProto& proto);
 // As above, with `content` instead of the proto's `tensor_content` (a
-// tensor whose content lies elsewhere, see cc/wire/chunk_views.h).
+// tensor whose content lies elsewhere: ParseChunkHeader, cc/core/chunk.h).
 REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(
     const tensorflow::TensorProto& proto, absl::string_view content);
 

@@ -1,8 +1,9 @@
-#include "cc/wire/chunk_views.h"
+#include "cc/core/chunk.h"
 
 #include <string>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "cc/client/sample.h"
 #include "cc/tensor/compression.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -38,12 +39,22 @@ ChunkData MakeChunk(int rows, int columns) {
   return chunk;
 }
 
-TEST(ChunkViewsTest, HeaderAndViewsMakeTheSameChunk) {
+// ParseChunkHeader with the contents as views (of `bytes`, which is flat).
+absl::Status ParseViews(const absl::Cord& bytes, ChunkData* header,
+                        std::vector<absl::string_view>* contents) {
+  std::vector<absl::Cord> pieces;
+  absl::Status status = ParseChunkHeader(bytes, header, &pieces);
+  contents->clear();
+  for (const absl::Cord& piece : pieces) contents->push_back(*piece.TryFlat());
+  return status;
+}
+
+TEST(ParseChunkHeaderTest, HeaderAndContentsMakeTheSameChunk) {
   const ChunkData chunk = MakeChunk(4, 1000);
   const absl::Cord bytes(chunk.SerializeAsString());
   ChunkData header;
   std::vector<absl::string_view> contents;
-  ASSERT_TRUE(ParseChunkViews(bytes, &header, &contents).ok());
+  ASSERT_TRUE(ParseViews(bytes, &header, &contents).ok());
   ASSERT_EQ(contents.size(), 3);
   ChunkData rebuilt = header;
   for (int t = 0; t < 3; ++t) {
@@ -60,12 +71,12 @@ TEST(ChunkViewsTest, HeaderAndViewsMakeTheSameChunk) {
   EXPECT_TRUE(contents[2].empty());  // string_val, no content.
 }
 
-TEST(ChunkViewsTest, SampleUnpackedFromViewsEqualsTheProtoPath) {
+TEST(ParseChunkHeaderTest, SampleUnpackedFromViewsEqualsTheProtoPath) {
   const ChunkData chunk = MakeChunk(4, 1000);
   const absl::Cord bytes(chunk.SerializeAsString());
   ChunkData header;
   std::vector<absl::string_view> contents;
-  ASSERT_TRUE(ParseChunkViews(bytes, &header, &contents).ok());
+  ASSERT_TRUE(ParseViews(bytes, &header, &contents).ok());
 
   auto info = std::make_shared<SampleInfo>();
   FlatTrajectory* trajectory = info->mutable_item()->mutable_flat_trajectory();
@@ -92,16 +103,16 @@ TEST(ChunkViewsTest, SampleUnpackedFromViewsEqualsTheProtoPath) {
   EXPECT_FALSE(UnpackSample(info, from_views).ok());
 }
 
-TEST(ChunkViewsTest, MalformedBytesAreInvalidArgument) {
+TEST(ParseChunkHeaderTest, MalformedBytesAreInvalidArgument) {
   std::string bytes = MakeChunk(2, 100).SerializeAsString();
   ChunkData header;
   std::vector<absl::string_view> contents;
   for (size_t cut : {size_t{1}, bytes.size() / 2, bytes.size() - 1}) {
     EXPECT_TRUE(absl::IsInvalidArgument(
-        ParseChunkViews(absl::Cord(bytes.substr(0, cut)), &header, &contents)));
+        ParseViews(absl::Cord(bytes.substr(0, cut)), &header, &contents)));
   }
   EXPECT_TRUE(absl::IsInvalidArgument(
-      ParseChunkViews(absl::Cord("\xff\xff\xff"), &header, &contents)));
+      ParseViews(absl::Cord("\xff\xff\xff"), &header, &contents)));
 }
 
 }  // namespace
