@@ -120,7 +120,8 @@ absl::Status Client::MutatePriorities(const std::string& table,
   google::protobuf::Arena arena;
   std::vector<MutatePrioritiesRequest*> requests(shards_->size());
   for (auto& request : requests) {
-    request = google::protobuf::Arena::Create<MutatePrioritiesRequest>(&arena);
+    request =
+        google::protobuf::Arena::CreateMessage<MutatePrioritiesRequest>(&arena);
     request->set_table(table);
   }
   // Each key to the shard it was sampled from, if known; else to all.

@@ -72,6 +72,7 @@ ReverbServiceImpl::ReverbServiceImpl(std::vector<std::shared_ptr<Table>> tables,
       held_chunk_bytes_(limits.max_held_chunk_bytes, "max_held_chunk_bytes"),
       shared_memory_(SharedMemoryHost::Create()) {
   for (const auto& table : tables_) tables_by_name_[table->name()] = table;
+  SetMessageAllocatorFor_MutatePriorities(&mutate_messages_);
   absl::BitGen gen;
   tables_state_id_.set_high(absl::Uniform<uint64_t>(gen));
   tables_state_id_.set_low(absl::Uniform<uint64_t>(gen));

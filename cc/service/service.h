@@ -11,6 +11,8 @@
 //    sample_reactor.h.
 //  - MutatePriorities, Reset, ServerInfo, Checkpoint are unary. A checkpoint
 //    is saved on a thread of its own (one at a time), not on gRPC's.
+//    MutatePriorities parses its request onto an arena (arena_messages.h):
+//    no allocation per key.
 //  - InitializeConnection hands a table, by address, to a client of this
 //    libreverb in the server's process, which then uses it directly (see
 //    initialize_connection_reactor.h); other clients get address 0 and use
@@ -40,6 +42,7 @@
 #include "absl/time/time.h"
 #include "cc/checkpointing/checkpointer.h"
 #include "cc/core/table.h"
+#include "cc/service/arena_messages.h"
 #include "cc/service/auth_token.h"
 #include "cc/service/server_limits.h"
 #include "cc/service/service_metrics.h"
@@ -184,6 +187,8 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   mutable ByteBudget held_chunk_bytes_;
   mutable std::atomic<int64_t> finishing_streams_{0};
   mutable ServiceMetrics metrics_;
+  ArenaMessages<MutatePrioritiesRequest, MutatePrioritiesResponse>
+      mutate_messages_;
   // Made last, removed first: the names it removes are no longer served.
   const std::unique_ptr<SharedMemoryHost> shared_memory_;
 };
