@@ -161,6 +161,17 @@ absl::Status Client::MutatePriorities(const std::string& table,
             request.delete_keys().empty()) {
           return absl::OkStatus();
         }
+        // A shard in this process (connected: an unreachable one is left
+        // to the call, which has the timeout) changes its table directly.
+        const Connection& connection = *shards_->connection(shard);
+        if (connection.WaitForConnection(absl::ZeroDuration()).ok()) {
+          if (auto local = connection.LocalTable(table, timeout)) {
+            const PriorityArrays arrays =
+                PriorityArrays::From(request.updates());
+            return local->MutateItems(arrays.keys, arrays.priorities,
+                                      request.delete_keys());
+          }
+        }
         MutatePrioritiesResponse response;
         return FromGrpcStatus(
             stub.MutatePriorities(context, request, &response));

@@ -9,7 +9,9 @@
 // unless no shard has (then every shard is, and answers for the table).
 // Reset and Checkpoint go to every shard, ServerInfo merges the shards'
 // tables (ShardInfo keeps them apart), writers write to one shard at a time
-// and samplers draw from all of them (sampler.h, trajectory_writer.h).
+// and samplers draw from all of them (sampler.h, trajectory_writer.h); a
+// shard in this process is used as a single server there would be, directly
+// (connection.h's in-process path).
 // A shard that is down (shards.h) holds up none of these calls, even
 // without a timeout: one known to be down is not called, and a call to one
 // that goes down meanwhile is cancelled (ServerInfo, ShardInfo: dropped

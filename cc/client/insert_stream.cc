@@ -129,11 +129,9 @@ absl::Status GrpcInsertStream::FinishCall() {
 absl::StatusOr<std::unique_ptr<InsertStream>> InsertStream::Open(
     std::shared_ptr<const Connection> connection,
     absl::Duration connect_timeout, ConfirmedCallback on_confirmed,
-    EndedCallback on_ended, bool allow_in_process) {
+    EndedCallback on_ended) {
   REVERB_RETURN_IF_ERROR(connection->WaitForConnection(connect_timeout));
-  if (auto tables = allow_in_process ? connection->LocalTables(connect_timeout)
-                                     : Connection::TablesByName();
-      !tables.empty()) {
+  if (auto tables = connection->LocalTables(connect_timeout); !tables.empty()) {
     return std::unique_ptr<InsertStream>(new LocalInsertStream(
         std::move(tables), std::move(on_confirmed), std::move(on_ended)));
   }

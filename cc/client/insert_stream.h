@@ -82,13 +82,11 @@ class REVERB_EXPORT InsertStream {
   using EndedCallback = std::function<void()>;
 
   // Opens the call once `connection` is connected (UNAVAILABLE if it is not
-  // within `connect_timeout`) and starts reading confirmations. With
-  // `allow_in_process` false, always a call (writers over several shards:
-  // their fail-over watches the calls).
+  // within `connect_timeout`) and starts reading confirmations.
   static absl::StatusOr<std::unique_ptr<InsertStream>> Open(
       std::shared_ptr<const Connection> connection,
       absl::Duration connect_timeout, ConfirmedCallback on_confirmed,
-      EndedCallback on_ended, bool allow_in_process = true);
+      EndedCallback on_ended);
 
   // Cancels the call unless Close() or Finish() has ended it.
   virtual ~InsertStream() = default;

@@ -537,8 +537,7 @@ absl::Status Writer::OpenStream() {
                    [this] {
                      MutexLock lock(&mu_);
                      reader_done_ = true;
-                   },
-                   /*allow_in_process=*/!shard_.sharded()));
+                   }));
   watch_ = shard_.WatchShard([raw = stream_.get()] { raw->Cancel(); });
   sender_ = std::thread([this] { SendRequests(); });
   SetThreadName(sender_, "reverb-writer");

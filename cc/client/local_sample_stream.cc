@@ -7,7 +7,8 @@
 
 namespace deepmind::reverb {
 
-PackedSample PackSampledItem(const SampledItem& sampled) {
+PackedSample PackSampledItem(const SampledItem& sampled,
+                             absl::FunctionRef<void(SampleInfo*)> edit_info) {
   auto info = std::make_shared<SampleInfo>();
   PrioritizedItem* item = info->mutable_item();
   *item = sampled.ref->item;
@@ -16,6 +17,7 @@ PackedSample PackSampledItem(const SampledItem& sampled) {
   info->set_probability(sampled.probability);
   info->set_table_size(sampled.table_size);
   info->set_rate_limited(sampled.rate_limited);
+  edit_info(info.get());
   PackedSample packed;
   packed.info = std::move(info);
   packed.chunks.reserve(sampled.ref->chunks.size());
@@ -83,7 +85,8 @@ absl::Status LocalSampleStream::TakeBatch() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<PackedSample> LocalSampleStream::ReadPacked() {
+absl::StatusOr<PackedSample> LocalSampleStream::ReadPacked(
+    absl::FunctionRef<void(SampleInfo*)> edit_info) {
   if (!status_.ok()) return status_;
   if (outstanding_ == 0) {
     return absl::FailedPreconditionError("No samples were requested.");
@@ -91,7 +94,7 @@ absl::StatusOr<PackedSample> LocalSampleStream::ReadPacked() {
   if (taken_.empty()) {
     if (absl::Status status = TakeBatch(); !status.ok()) return Fail(status);
   }
-  PackedSample packed = PackSampledItem(taken_.front());
+  PackedSample packed = PackSampledItem(taken_.front(), edit_info);
   taken_.pop_front();
   --outstanding_;
   return packed;

@@ -45,9 +45,11 @@
 
 namespace deepmind::reverb {
 
-// A sampled item as a PackedSample: its SampleInfo and the chunks it
-// references, shared with the table.
-REVERB_EXPORT PackedSample PackSampledItem(const SampledItem& sampled);
+// A sampled item as a PackedSample: its SampleInfo (edited by `edit_info`,
+// if given) and the chunks it references, shared with the table.
+REVERB_EXPORT PackedSample PackSampledItem(
+    const SampledItem& sampled,
+    absl::FunctionRef<void(SampleInfo*)> edit_info = [](SampleInfo*) {});
 
 class REVERB_EXPORT LocalSampleStream final : public SampleStreamInterface {
  public:
@@ -60,7 +62,9 @@ class REVERB_EXPORT LocalSampleStream final : public SampleStreamInterface {
 
   absl::Status Request(int64_t n, absl::Duration rate_limiter_timeout) override;
   absl::StatusOr<Sample> Read() override;
-  absl::StatusOr<PackedSample> ReadPacked() override;
+  using SampleStreamInterface::ReadPacked;
+  absl::StatusOr<PackedSample> ReadPacked(
+      absl::FunctionRef<void(SampleInfo*)> edit_info) override;
   bool has_buffered_entries() const override { return !taken_.empty(); }
   int64_t outstanding() const override { return outstanding_; }
   bool ok() const override { return status_.ok(); }

@@ -95,10 +95,6 @@ absl::StatusOr<Sample> SampleStream::Read() {
   return sample;
 }
 
-absl::StatusOr<PackedSample> SampleStream::ReadPacked() {
-  return ReadPacked([](SampleInfo*) {});
-}
-
 absl::StatusOr<PackedSample> SampleStream::ReadPacked(
     absl::FunctionRef<void(SampleInfo*)> edit_info) {
   if (!status_.ok()) return status_;

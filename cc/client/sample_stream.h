@@ -51,12 +51,10 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
 
   // A sample that cannot be unpacked cancels the call.
   absl::StatusOr<Sample> Read() override;
-  absl::StatusOr<PackedSample> ReadPacked() override;
-  // As ReadPacked(), first calling `edit_info` on the sample's info (in the
-  // response it arrived in, which nothing else references yet): how a
-  // ShardedSampleStream rewrites it without a copy.
+  using SampleStreamInterface::ReadPacked;
+  // The info edited is in the response it arrived in.
   absl::StatusOr<PackedSample> ReadPacked(
-      absl::FunctionRef<void(SampleInfo*)> edit_info);
+      absl::FunctionRef<void(SampleInfo*)> edit_info) override;
 
   bool has_buffered_entries() const override {
     return response_ != nullptr && next_entry_ < response_->entries_size();

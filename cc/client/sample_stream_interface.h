@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -41,7 +42,14 @@ class REVERB_EXPORT SampleStreamInterface {
   virtual absl::StatusOr<Sample> Read() = 0;
   // As Read(), but leaves the sample packed (for the caller to unpack,
   // perhaps on another thread).
-  virtual absl::StatusOr<PackedSample> ReadPacked() = 0;
+  absl::StatusOr<PackedSample> ReadPacked() {
+    return ReadPacked([](SampleInfo*) {});
+  }
+  // As ReadPacked(), first calling `edit_info` on the sample's info (which
+  // nothing else references yet): how a ShardedSampleStream rewrites it
+  // without a copy.
+  virtual absl::StatusOr<PackedSample> ReadPacked(
+      absl::FunctionRef<void(SampleInfo*)> edit_info) = 0;
 
   // True if the next Read() can start from a response already received
   // (it may still have to wait if the sample continues in the next one).

@@ -45,18 +45,24 @@ bool ShardedSampleStream::cancelled() const {
 void ShardedSampleStream::Cancel() {
   MutexLock lock(&mu_);
   cancelled_ = true;
-  for (SampleStream* stream : live_) {
+  for (SampleStreamInterface* stream : live_) {
     if (stream != nullptr) stream->Cancel();
   }
 }
 
-absl::StatusOr<SampleStream*> ShardedSampleStream::OpenShard(int shard) {
+absl::StatusOr<SampleStreamInterface*> ShardedSampleStream::OpenShard(
+    int shard) {
   if (streams_[shard] != nullptr) return streams_[shard].get();
   epochs_[shard] = shards_->Epoch(shard);
   const std::shared_ptr<const Connection>& connection =
       shards_->connection(shard);
   REVERB_RETURN_IF_ERROR(connection->WaitForConnection(kShardConnectTimeout));
-  auto stream = std::make_unique<SampleStream>(connection, table_);
+  std::unique_ptr<SampleStreamInterface> stream;
+  if (auto local = connection->LocalTable(table_, kShardConnectTimeout)) {
+    stream = std::make_unique<LocalSampleStream>(std::move(local));
+  } else {
+    stream = std::make_unique<SampleStream>(connection, table_);
+  }
   {
     MutexLock lock(&mu_);
     if (cancelled_) return Cancelled();
@@ -132,7 +138,7 @@ absl::Status ShardedSampleStream::SendRequests() {
     }
     bool redrawn = false;
     for (const Batch& batch : batches) {
-      absl::StatusOr<SampleStream*> stream = OpenShard(batch.shard);
+      absl::StatusOr<SampleStreamInterface*> stream = OpenShard(batch.shard);
       absl::Status status =
           stream.ok()
               ? (*stream)->Request(static_cast<int64_t>(batch.draws.size()),
@@ -208,7 +214,8 @@ absl::Status ShardedSampleStream::Request(int64_t n, absl::Duration timeout) {
   return SendRequests();
 }
 
-absl::StatusOr<PackedSample> ShardedSampleStream::ReadPacked() {
+absl::StatusOr<PackedSample> ShardedSampleStream::ReadPacked(
+    absl::FunctionRef<void(SampleInfo*)> edit_info) {
   if (!status_.ok()) return status_;
   if (draws_.empty()) {
     return absl::FailedPreconditionError("No sample has been requested.");
@@ -221,10 +228,11 @@ absl::StatusOr<PackedSample> ShardedSampleStream::ReadPacked() {
     }
     uint64_t key = 0;
     absl::StatusOr<PackedSample> packed =
-        streams_[draw.shard]->ReadPacked([&draw, &key](SampleInfo* info) {
+        streams_[draw.shard]->ReadPacked([&](SampleInfo* info) {
           info->set_probability(draw.share * info->probability());
           info->set_table_size(draw.table_size);
           key = info->item().key();
+          edit_info(info);
         });
     if (!packed.ok()) {
       REVERB_RETURN_IF_ERROR(ShardFailed(draw.shard, packed.status()));
@@ -246,7 +254,7 @@ absl::StatusOr<Sample> ShardedSampleStream::Read() {
 
 bool ShardedSampleStream::has_buffered_entries() const {
   if (draws_.empty() || draws_.front().shard < 0) return false;
-  const SampleStream* stream = streams_[draws_.front().shard].get();
+  const SampleStreamInterface* stream = streams_[draws_.front().shard].get();
   return stream != nullptr && stream->has_buffered_entries();
 }
 

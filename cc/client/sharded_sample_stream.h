@@ -6,9 +6,10 @@
 // Request(n) makes n draws with the table's current weights
 // (Shards::GetWeights, read once per Request) and asks each shard drawn for
 // its count on a SampleStream of its own, opened the first time it is
-// drawn. Read() returns the samples in the order of the draws: the k-th
-// sample read is the k-th draw's, so the sequence is as i.i.d. as a single
-// server's. Each sample's SampleInfo is rewritten (in place) so that
+// drawn (a LocalSampleStream for a shard in this process). Read() returns the
+// samples in the order of the draws: the k-th sample read is the k-th draw's,
+// so the sequence is as i.i.d. as a single server's. Each sample's SampleInfo
+// is rewritten (in place) so that
 //   probability = weight[shard] / total * the shard's probability
 //                 (round-robin tables: the shard's),
 //   table_size  = the table's size summed over the shards that are up;
@@ -49,6 +50,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cc/client/local_sample_stream.h"
 #include "cc/client/sample.h"
 #include "cc/client/sample_stream.h"
 #include "cc/client/sample_stream_interface.h"
@@ -79,7 +81,9 @@ class REVERB_EXPORT ShardedSampleStream final : public SampleStreamInterface {
 
   absl::Status Request(int64_t n, absl::Duration rate_limiter_timeout) override;
   absl::StatusOr<Sample> Read() override;
-  absl::StatusOr<PackedSample> ReadPacked() override;
+  using SampleStreamInterface::ReadPacked;
+  absl::StatusOr<PackedSample> ReadPacked(
+      absl::FunctionRef<void(SampleInfo*)> edit_info) override;
   bool has_buffered_entries() const override;
   int64_t outstanding() const override {
     return static_cast<int64_t>(draws_.size());
@@ -116,8 +120,11 @@ class REVERB_EXPORT ShardedSampleStream final : public SampleStreamInterface {
   // end (the error).
   absl::Status ShardFailed(int shard, absl::Status status);
 
-  // The stream of `shard`, opened (and watched) if needed.
-  absl::StatusOr<SampleStream*> OpenShard(int shard) ABSL_LOCKS_EXCLUDED(mu_);
+  // The stream of `shard`, opened (and watched) if needed: a
+  // LocalSampleStream if the shard's server is in this process
+  // (Connection::LocalTable), else a SampleStream.
+  absl::StatusOr<SampleStreamInterface*> OpenShard(int shard)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets (unwatches, cancels) the stream of `shard`, if open.
   void CloseShard(int shard) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the stream with `status` (the first error wins) and closes the
@@ -131,7 +138,7 @@ class REVERB_EXPORT ShardedSampleStream final : public SampleStreamInterface {
   std::deque<Draw> draws_;
   // Each shard's stream (null until drawn, and once closed) and the id of
   // its Shards::Watch.
-  std::vector<std::unique_ptr<SampleStream>> streams_;
+  std::vector<std::unique_ptr<SampleStreamInterface>> streams_;
   std::vector<int64_t> watches_;
   // The shard's Shards::Epoch when its stream was opened: its failure
   // reports the shard down only if the shard has not come back since.
@@ -142,7 +149,7 @@ class REVERB_EXPORT ShardedSampleStream final : public SampleStreamInterface {
   mutable Mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   // streams_ as Cancel() and the watchers (other threads) see them.
-  std::vector<SampleStream*> live_ ABSL_GUARDED_BY(mu_);
+  std::vector<SampleStreamInterface*> live_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace deepmind::reverb

@@ -513,8 +513,7 @@ absl::Status TrajectoryWriter::RunStream() {
                               [this] {
                                 MutexLock lock(&mu_);
                                 stream_broken_ = true;
-                              },
-                              /*allow_in_process=*/!shard_.sharded()));
+                              }));
   // Destroyed (unwatched) before the stream.
   std::unique_ptr<WriterShard::Watch> watch =
       shard_.WatchShard([raw = stream.get()] { raw->Cancel(); });

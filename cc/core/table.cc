@@ -62,17 +62,6 @@ void DropCancelledRequests(std::deque<Request>* queue, Finish finish) {
 
 }  // namespace
 
-PriorityArrays PriorityArrays::From(absl::Span<const KeyWithPriority> updates) {
-  PriorityArrays arrays;
-  arrays.keys.reserve(updates.size());
-  arrays.priorities.reserve(updates.size());
-  for (const KeyWithPriority& update : updates) {
-    arrays.keys.push_back(update.key());
-    arrays.priorities.push_back(update.priority());
-  }
-  return arrays;
-}
-
 absl::StatusOr<std::shared_ptr<Table>> Table::Create(
     std::string name, std::unique_ptr<ItemSelector> sampler,
     std::unique_ptr<ItemSelector> remover, int64_t max_size,

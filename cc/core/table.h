@@ -71,7 +71,18 @@ struct REVERB_EXPORT PriorityArrays {
   std::vector<uint64_t> keys;
   std::vector<double> priorities;
 
-  static PriorityArrays From(absl::Span<const KeyWithPriority> updates);
+  // `updates`: KeyWithPriority's (a span, a repeated field).
+  template <typename Updates>
+  static PriorityArrays From(const Updates& updates) {
+    PriorityArrays arrays;
+    arrays.keys.reserve(updates.size());
+    arrays.priorities.reserve(updates.size());
+    for (const KeyWithPriority& update : updates) {
+      arrays.keys.push_back(update.key());
+      arrays.priorities.push_back(update.priority());
+    }
+    return arrays;
+  }
 };
 
 class REVERB_EXPORT Table {

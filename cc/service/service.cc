@@ -136,16 +136,10 @@ grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
   if (auto* refused = RefuseUnary(context)) return refused;
   auto table = FindTable(request->table());
   if (!table.ok()) return FinishUnary(context, table.status());
-  const int num_updates = request->updates_size();
-  std::vector<uint64_t> keys(num_updates);
-  std::vector<double> priorities(num_updates);
-  for (int i = 0; i < num_updates; ++i) {
-    keys[i] = request->updates(i).key();
-    priorities[i] = request->updates(i).priority();
-  }
+  const PriorityArrays arrays = PriorityArrays::From(request->updates());
   const absl::Time start = absl::Now();
-  absl::Status status =
-      (*table)->MutateItems(keys, priorities, request->delete_keys());
+  absl::Status status = (*table)->MutateItems(arrays.keys, arrays.priorities,
+                                              request->delete_keys());
   metrics_.mutate_latency.Observe(absl::Now() - start);
   return FinishUnary(context, status);
 }

@@ -5,6 +5,8 @@
 #define REVERB_TESTS_CC_SERVER_TEST_UTIL_H_
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +90,28 @@ class ConnectedServerTest : public ServerTest {
 
  private:
   int connection_port_ = 0;
+};
+
+// Whether Connections made now use the in-process path to a server in this
+// process (REVERB_IN_PROCESS is not "0"; ctest runs some suites with it).
+inline bool InProcessAllowed() {
+  const char* value = std::getenv("REVERB_IN_PROCESS");
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
+
+// While one exists, REVERB_IN_PROCESS=0: Connections made then never use
+// the in-process path (as from another process).
+class GrpcOnly {
+ public:
+  GrpcOnly() : before_(InProcessAllowed()) {
+    setenv("REVERB_IN_PROCESS", "0", 1);
+  }
+  ~GrpcOnly() {
+    if (before_) unsetenv("REVERB_IN_PROCESS");
+  }
+
+ private:
+  const bool before_;
 };
 
 }  // namespace deepmind::reverb::testing

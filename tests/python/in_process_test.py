@@ -291,3 +291,77 @@ def test_server_stop_ends_a_blocked_local_sample():
   sampler.join(timeout=60)
   assert not sampler.is_alive()
   assert len(errors) == 1
+
+
+_REMOTE_SHARD = '''
+import reverb
+server = reverb.Server([reverb.Table(
+    't', reverb.selectors.Uniform(), reverb.selectors.Fifo(), max_size=1000,
+    rate_limiter=reverb.rate_limiters.MinSize(1))])
+print(server.port, flush=True)
+server.wait()
+'''
+
+
+def test_a_sharded_client_uses_its_in_process_shard_directly():
+  """A client over two shards, one in this process and one in another:
+  the local one's items and samples go directly (counted there), the other's
+  over gRPC; the samples hold both shards' items; when the local server
+  stops, writing goes on on the other one."""
+  local = reverb.Server([reverb.Table(
+      't', reverb.selectors.Uniform(), reverb.selectors.Fifo(), max_size=1000,
+      rate_limiter=reverb.rate_limiters.MinSize(1))])
+  remote = subprocess.Popen([sys.executable, '-c', _REMOTE_SHARD],
+                            stdout=subprocess.PIPE, text=True)
+  try:
+    remote_address = f'localhost:{int(remote.stdout.readline())}'
+    local_address = f'localhost:{local.port}'
+    client = reverb.Client([local_address, remote_address])
+    # Four writers open at once: two per shard. Writer w writes ids
+    # 100 * w + i.
+    writers = [client.trajectory_writer(num_keep_alive_refs=1)
+               for _ in range(4)]
+    for i in range(25):
+      for w, writer in enumerate(writers):
+        writer.append({'id': np.int64(100 * w + i)})
+        writer.create_item('t', 1.0, {'id': writer.history['id'][-1]})
+    for writer in writers:
+      writer.flush(timeout_ms=30_000)
+      writer.close()
+    local_info = _table_info(reverb.Client(local_address), 't')
+    remote_info = _table_info(reverb.Client(remote_address), 't')
+    assert local_info.current_size == 50
+    assert remote_info.current_size == 50
+    assert local_info.num_local_inserts == 50
+    assert remote_info.num_local_inserts == 0
+
+    ids = {int(np.asarray(s.data[0]).reshape(-1)[0]) for s in client.sample(
+        't', num_samples=1000, emit_timesteps=False, timeout=30)}
+    assert ids <= {100 * w + i for w in range(4) for i in range(25)}
+    assert len(ids) > 60  # Of both shards' 50 (each drawn ~10 times).
+    local_samples = _table_info(reverb.Client(local_address),
+                                't').num_local_samples
+    assert 300 < local_samples < 700  # Half of 1000, give or take.
+    assert _table_info(reverb.Client(remote_address),
+                       't').num_local_samples == 0
+
+    # A key of the local shard: changed there, directly.
+    key = next(reverb.Client(local_address).sample(
+        't', emit_timesteps=False)).info.key
+    client.mutate_priorities('t', updates={int(key): 4.0}, timeout=30)
+    priorities = {int(s.info.key): float(s.info.priority) for s in reverb.Client(
+        local_address).sample('t', num_samples=500, emit_timesteps=False)}
+    assert priorities[int(key)] == 4.0
+
+    local.stop()
+    with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+      for i in range(10):
+        writer.append({'id': np.int64(1000 + i)})
+        writer.create_item('t', 1.0, {'id': writer.history['id'][-1]})
+      writer.flush(timeout_ms=30_000)
+    assert reverb.Client(remote_address).server_info(
+        timeout=30)['t'].current_size == 60
+  finally:
+    local.stop()
+    remote.kill()
+    remote.wait(30)

@@ -46,7 +46,10 @@ def _tables():
 
 
 @pytest.fixture(name='servers')
-def servers_fixture(tmp_path):
+def servers_fixture(tmp_path, transport):
+  """Three shards in this process, which clients use directly or (the
+  `transport` fixture) over gRPC, as shards elsewhere."""
+  del transport  # Clients of the test take its path.
   servers = [
       reverb.Server(_tables(), checkpointer=reverb.checkpointers
                     .DefaultCheckpointer(str(tmp_path / f'shard{s}')))

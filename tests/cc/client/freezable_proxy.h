@@ -3,6 +3,10 @@
 // forwarded either way and the connections stay open, as with a host that
 // stopped answering (a stopped process, a cut cable without resets). Thaw()
 // forwards what was held back, in order, and goes on.
+//
+// A client reaches a server in its own process directly, not through a
+// proxy (cc/client/connection.h): clients of a proxied server in the test's
+// process are made under GrpcOnly (server_test_util.h).
 #ifndef REVERB_TESTS_CC_CLIENT_FREEZABLE_PROXY_H_
 #define REVERB_TESTS_CC_CLIENT_FREEZABLE_PROXY_H_
 

@@ -282,6 +282,10 @@ TEST_F(ShardedSamplerTest, StreamSamplesFollowTheDistributionOfAllItems) {
   }
   ExpectDistribution(drawn, Expected(true));
   EXPECT_TRUE((*stream)->Close().ok());
+  // Taken from the tables directly, or all over gRPC.
+  int64_t local = 0;
+  for (const auto& table : tables_) local += table->info().num_local_samples();
+  EXPECT_EQ(local, testing::InProcessAllowed() ? 200 * 100 : 0);
 }
 
 TEST_F(ShardedSamplerTest, FifoTakesTheShardsInTurnEachInItsOrder) {

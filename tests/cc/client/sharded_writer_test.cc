@@ -1,8 +1,9 @@
-// Both writers of a Client over three shards (in-process servers): where
-// they write, failing over when a shard stops (and comes back, or not) and
-// moving off an overloaded shard at an episode end. Every item carries a
-// unique id in its data (its last step), so that the tests count what each
-// table holds.
+// Both writers of a Client over three shards (servers in the test's
+// process, which the writers use directly; ctest runs the tests over gRPC
+// too): where they write, failing over when a shard stops (and comes back,
+// or not) and moving off an overloaded shard at an episode end. Every item
+// carries a unique id in its data (its last step), so that the tests count what
+// each table holds.
 #include <functional>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "cc/client/client.h"
 #include "cc/rate_limiters/presets.h"
 #include "cc/selectors/uniform.h"
@@ -28,6 +30,8 @@ namespace {
 
 using ::deepmind::reverb::testing::Address;
 using ::deepmind::reverb::testing::FreezableProxy;
+using ::deepmind::reverb::testing::GrpcOnly;
+using ::deepmind::reverb::testing::InProcessAllowed;
 using ::deepmind::reverb::testing::Int32;
 using ::deepmind::reverb::testing::MakeInt32Item;
 using ::deepmind::reverb::testing::StartLoopbackServer;
@@ -284,6 +288,10 @@ TEST_F(ShardedWriterTest, SixTrajectoryWritersWriteTwoToAShardEachItemOnce) {
     std::set<int> writers;
     for (int32_t id : Ids(s)) writers.insert(id / kItems);
     EXPECT_EQ(writers.size(), 2) << "shard " << s;
+    // Handed to the tables directly, or all over gRPC.
+    EXPECT_EQ(tables_[s]->info().num_local_inserts(),
+              InProcessAllowed() ? 2 * kItems : 0)
+        << "shard " << s;
   }
 }
 
@@ -303,6 +311,7 @@ TEST_F(ShardedWriterTest, AFrozenShardDoesNotStoreLaterWhatItHeldQueued) {
   servers_[1] = *std::move(server);
   // The test's and the server's; an insert stream holds one more.
   const long unused = tables_[1].use_count();
+  GrpcOnly grpc_only;
   FreezableProxy proxy(ports_[1]);
   client_ = *Client::Create(
       {Address(ports_[0]), Address(proxy.port()), Address(ports_[2])});
@@ -405,24 +414,34 @@ class ShardedWriterKindTest : public ShardedWriterTest,
 
   // Runs the kind's writers (writer w: ids from w * items), calling `cut`
   // once shard 1 holds cut_at items and `restore` once the others have
-  // taken restore_after more. Every writer succeeds and, once the rejoin
-  // deletes have run, every id is in exactly one table.
+  // taken restore_after more. The writers write the second half of their
+  // items only after the cut (in-process writers could otherwise be done
+  // before it). Every writer succeeds and, once the rejoin deletes have
+  // run, every id is in exactly one table.
   void WriteThroughACut(const std::function<void()>& cut,
                         const std::function<void()>& restore) {
     const WriterKind& kind = GetParam();
+    absl::Notification cut_done;
     std::thread chaos([&] {
       ASSERT_TRUE(WaitFor([&] { return tables_[1]->size() >= kind.cut_at; }));
       const int64_t before = ItemsElsewhere(1);
       cut();
+      cut_done.Notify();
       ASSERT_TRUE(WaitFor(
           [&] { return ItemsElsewhere(1) >= before + kind.restore_after; }));
       restore();
     });
+    const int half = kind.items / 2;
     std::vector<absl::Status> statuses =
         RunWriters(kind.writers, [&](int w) -> absl::Status {
           auto writer = kind.make(*client_);
           if (!writer.ok()) return writer.status();
-          REVERB_RETURN_IF_ERROR((*writer)->Write(w * kind.items, kind.items));
+          REVERB_RETURN_IF_ERROR((*writer)->Write(w * kind.items, half));
+          if (!cut_done.WaitForNotificationWithTimeout(kTimeout)) {
+            return absl::DeadlineExceededError("No cut.");
+          }
+          REVERB_RETURN_IF_ERROR(
+              (*writer)->Write(w * kind.items + half, kind.items - half));
           return (*writer)->Close();
         });
     chaos.join();
@@ -445,6 +464,7 @@ TEST_P(ShardedWriterKindTest, WritersFailOverAndTheStoppedShardRejoins) {
 // down, the writers there cancel their streams and send their unconfirmed
 // items elsewhere; once it thaws, what it stored of those is deleted there.
 TEST_P(ShardedWriterKindTest, WritersLeaveAFrozenShardThatThenDeletes) {
+  GrpcOnly grpc_only;
   FreezableProxy proxy(ports_[1]);
   client_ = *Client::Create(
       {Address(ports_[0]), Address(proxy.port()), Address(ports_[2])});
