@@ -20,6 +20,9 @@ namespace {
 // MutateItems() and new requests are never held up for long.
 constexpr int kMaxRoundsPerLock = 256;
 
+// How many keys ahead MutateItems prefetches their entries.
+constexpr size_t kMutatePrefetch = 8;
+
 // How many picks a batch draws ahead of their use when the table does not
 // change while sampling (see SampleBatchLocked).
 constexpr size_t kSampleLookahead = 8;
@@ -256,12 +259,48 @@ absl::Status Table::MutateItems(absl::Span<const uint64_t> keys,
   {
     MutexLock lock(&mu_);
     for (uint64_t key : deletes) DeleteLocked(key, &outbox);
+    // The keys the table holds, found with the lookups of the keys
+    // kMutatePrefetch ahead started (prefetched): in a large table each
+    // lookup misses the cache.
+    std::vector<Entry*> entries;
+    std::vector<uint64_t> found_keys;
+    std::vector<double> found_priorities;
+    entries.reserve(keys.size());
+    found_keys.reserve(keys.size());
+    found_priorities.reserve(keys.size());
+    for (size_t i = 0; i < std::min(keys.size(), kMutatePrefetch); ++i) {
+      entries_.prefetch(keys[i]);
+    }
     for (size_t i = 0; i < keys.size(); ++i) {
+      if (i + kMutatePrefetch < keys.size()) {
+        entries_.prefetch(keys[i + kMutatePrefetch]);
+      }
       auto it = entries_.find(keys[i]);
       if (it == entries_.end()) continue;
-      absl::Status update_status =
-          UpdatePriorityLocked(keys[i], &it->second, priorities[i]);
-      if (status.ok()) status = update_status;
+      entries.push_back(&it->second);
+      found_keys.push_back(keys[i]);
+      found_priorities.push_back(priorities[i]);
+    }
+    if (remover_->uses_priorities()) {
+      for (size_t i = 0; i < entries.size(); ++i) {
+        absl::Status update_status = UpdatePriorityLocked(
+            found_keys[i], entries[i], found_priorities[i]);
+        if (status.ok()) status = update_status;
+      }
+    } else {
+      // Only the sampler has anything to do: all keys at once.
+      std::vector<absl::Status> statuses(entries.size());
+      if (sampler_->uses_priorities()) {
+        sampler_->UpdateMany(found_keys, found_priorities,
+                             absl::MakeSpan(statuses));
+      }
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (statuses[i].ok()) {
+          entries[i]->priority = found_priorities[i];
+        } else if (status.ok()) {
+          status = statuses[i];
+        }
+      }
     }
   }
   outbox.garbage.clear();

@@ -1,6 +1,10 @@
 #include "cc/selectors/prioritized.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -83,6 +87,52 @@ absl::Status PrioritizedSelector::Delete(Key key) {
   sums_[last] = 0;
   --size_;
   return absl::OkStatus();
+}
+
+void PrioritizedSelector::UpdateMany(absl::Span<const Key> keys,
+                                     absl::Span<const double> priorities,
+                                     absl::Span<absl::Status> statuses) {
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  // The node of key i, found kUpdateAhead keys before its update: slot
+  // i % kUpdateAhead (read for key i before it is written for key
+  // i + kUpdateAhead). Updates move no node, so it stays valid.
+  std::array<size_t, kUpdateAhead> ahead;
+  const auto find = [&](size_t i) {
+    auto it = index_.find(keys[i]);
+    const size_t node = it == index_.end() ? kNone : it->second;
+    if (node != kNone) PrefetchPath(node);
+    ahead[i % kUpdateAhead] = node;
+  };
+  const size_t n = keys.size();
+  for (size_t i = 0; i < std::min(n, 2 * kUpdateAhead); ++i) {
+    index_.prefetch(keys[i]);
+  }
+  for (size_t i = 0; i < std::min(n, kUpdateAhead); ++i) find(i);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t node = ahead[i % kUpdateAhead];
+    if (absl::Status status = CheckPriority(priorities[i]); !status.ok()) {
+      statuses[i] = std::move(status);
+    } else if (node == kNone) {
+      statuses[i] = absl::InvalidArgumentError(
+          absl::StrCat("Key ", keys[i], " not found."));
+    } else {
+      SetWeight(node, Weight(priorities[i]));
+      statuses[i] = absl::OkStatus();
+    }
+    if (i + 2 * kUpdateAhead < n) index_.prefetch(keys[i + 2 * kUpdateAhead]);
+    if (i + kUpdateAhead < n) find(i + kUpdateAhead);
+  }
+}
+
+void PrioritizedSelector::PrefetchPath(size_t index) const {
+  size_t i = index;
+  for (int level = 0; level < kPrefetchLevels; ++level) {
+    __builtin_prefetch(&weights_[i]);
+    __builtin_prefetch(&sums_[i]);
+    if (2 * i + 1 < size_) __builtin_prefetch(&sums_[2 * i + 1]);
+    if (i == 0) break;
+    i = (i - 1) / 2;
+  }
 }
 
 void PrioritizedSelector::SetWeight(size_t index, double weight) {

@@ -120,6 +120,42 @@ TEST(PrioritizedSelectorTest, RecomputesSumsWhenRoundingDrifts) {
   }
 }
 
+TEST(PrioritizedSelectorTest, UpdateManyIsUpdateOneKeyAtATime) {
+  // Past the initial capacity, so that nodes are deep.
+  constexpr Key kKeys = PrioritizedSelector::kInitialCapacity + 1000;
+  PrioritizedSelector batched(0.7, /*seed=*/3), single(0.7, /*seed=*/3);
+  for (Key k = 0; k < kKeys; ++k) {
+    ASSERT_TRUE(batched.Insert(k, 1.0 + k % 7).ok());
+    ASSERT_TRUE(single.Insert(k, 1.0 + k % 7).ok());
+  }
+  // Spread over the table, with a missing key, a key twice, NaN, a
+  // negative and a zero priority among them.
+  std::vector<Key> keys;
+  std::vector<double> priorities;
+  for (Key k = 0; k < kKeys; k += 97) {
+    keys.push_back(k);
+    priorities.push_back(0.5 + k % 11);
+  }
+  keys.insert(keys.begin() + 3, {kKeys + 5, 97, 194, 291, 388, 97});
+  priorities.insert(priorities.begin() + 3,
+                    {2.0, std::nan(""), -1.0, 0.0, 3.0, 8.0});
+  std::vector<absl::Status> statuses(keys.size());
+  batched.UpdateMany(keys, priorities, absl::MakeSpan(statuses));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(statuses[i], single.Update(keys[i], priorities[i])) << i;
+  }
+  EXPECT_FALSE(statuses[3].ok());  // The missing key.
+  EXPECT_FALSE(statuses[4].ok());  // NaN.
+  EXPECT_FALSE(statuses[5].ok());  // Negative.
+  EXPECT_EQ(batched.weight_sum(), single.weight_sum());
+  for (int i = 0; i < 10'000; ++i) {
+    const auto a = batched.Sample();
+    const auto b = single.Sample();
+    ASSERT_EQ(a.key, b.key) << i;
+    ASSERT_EQ(a.probability, b.probability) << i;
+  }
+}
+
 TEST(PrioritizedSelectorTest, SameSeedSameSequence) {
   PrioritizedSelector a(1.0, 99), b(1.0, 99);
   for (Key k = 0; k < 100; ++k) {
