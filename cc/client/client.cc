@@ -105,60 +105,46 @@ absl::Status Client::MutatePriorities(const std::string& table,
         absl::StrCat("MutatePriorities got ", keys.size(), " keys and ",
                      priorities.size(), " priorities."));
   }
-  if (shards_->size() == 1) {
-    // Only a connected channel is asked for the tables (an unreachable
-    // server is left to the call below, which has the timeout).
-    const Connection& connection = *shards_->connection(0);
-    const absl::Time start = absl::Now();
-    if (connection.WaitForConnection(absl::ZeroDuration()).ok()) {
-      if (auto local = connection.LocalTable(table, timeout)) {
-        return local->MutateItems(keys, priorities, deletes);
-      }
-      timeout = std::max(absl::ZeroDuration(), timeout - (absl::Now() - start));
-    }
-  }
-  google::protobuf::Arena arena;
-  std::vector<MutatePrioritiesRequest*> requests(shards_->size());
-  for (auto& request : requests) {
-    request =
-        google::protobuf::Arena::CreateMessage<MutatePrioritiesRequest>(&arena);
-    request->set_table(table);
-  }
-  // Each key to the shard it was sampled from, if known; else to all.
+  // What each shard gets: with one shard, the arguments; with several,
+  // each key goes to the shard it was sampled from, if known; else to all.
+  const int n = shards_->size();
+  std::vector<std::vector<uint64_t>> shard_keys(n > 1 ? n : 0);
+  std::vector<std::vector<double>> shard_priorities(shard_keys.size());
+  std::vector<std::vector<uint64_t>> shard_deletes(shard_keys.size());
   auto route = [&](uint64_t key, auto add) {
-    const int shard =
-        shards_->size() > 1 ? shards_->sampled_keys().ShardOf(key) : -1;
+    const int shard = shards_->sampled_keys().ShardOf(key);
     if (shard >= 0) {
-      add(*requests[shard]);
+      add(shard);
     } else {
-      for (auto* request : requests) add(*request);
+      for (int s = 0; s < n; ++s) add(s);
     }
   };
-  if (shards_->size() == 1) {
-    requests[0]->mutable_updates()->Reserve(keys.size());
-    requests[0]->mutable_delete_keys()->Reserve(deletes.size());
-  }
-  for (size_t i = 0; i < keys.size(); ++i) {
-    route(keys[i], [&](MutatePrioritiesRequest& request) {
-      KeyWithPriority* update = request.add_updates();
-      update->set_key(keys[i]);
-      update->set_priority(priorities[i]);
-    });
-  }
-  for (uint64_t key : deletes) {
-    route(key, [key](MutatePrioritiesRequest& request) {
-      request.add_delete_keys(key);
-    });
+  if (n > 1) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      route(keys[i], [&](int s) {
+        shard_keys[s].push_back(keys[i]);
+        shard_priorities[s].push_back(priorities[i]);
+      });
+    }
+    for (uint64_t key : deletes) {
+      route(key, [&](int s) { shard_deletes[s].push_back(key); });
+    }
   }
   const bool nothing = keys.empty() && deletes.empty();
   return OnEveryShard(
       [&](int shard, ReverbService::StubInterface& stub,
           grpc::ClientContext* context) {
-        const MutatePrioritiesRequest& request = *requests[shard];
+        absl::Span<const uint64_t> to_update = keys;
+        absl::Span<const double> to_priorities = priorities;
+        absl::Span<const uint64_t> to_delete = deletes;
+        if (n > 1) {
+          to_update = shard_keys[shard];
+          to_priorities = shard_priorities[shard];
+          to_delete = shard_deletes[shard];
+        }
         // A shard with nothing to change is not called, unless none has
         // (each then checks that it has the table).
-        if (!nothing && request.updates().empty() &&
-            request.delete_keys().empty()) {
+        if (!nothing && to_update.empty() && to_delete.empty()) {
           return absl::OkStatus();
         }
         // A shard in this process (connected: an unreachable one is left
@@ -166,15 +152,24 @@ absl::Status Client::MutatePriorities(const std::string& table,
         const Connection& connection = *shards_->connection(shard);
         if (connection.WaitForConnection(absl::ZeroDuration()).ok()) {
           if (auto local = connection.LocalTable(table, timeout)) {
-            const PriorityArrays arrays =
-                PriorityArrays::From(request.updates());
-            return local->MutateItems(arrays.keys, arrays.priorities,
-                                      request.delete_keys());
+            return local->MutateItems(to_update, to_priorities, to_delete);
           }
         }
+        google::protobuf::Arena arena;
+        auto* request =
+            google::protobuf::Arena::CreateMessage<MutatePrioritiesRequest>(
+                &arena);
+        request->set_table(table);
+        request->mutable_updates()->Reserve(to_update.size());
+        for (size_t i = 0; i < to_update.size(); ++i) {
+          KeyWithPriority* update = request->add_updates();
+          update->set_key(to_update[i]);
+          update->set_priority(to_priorities[i]);
+        }
+        request->mutable_delete_keys()->Add(to_delete.begin(), to_delete.end());
         MutatePrioritiesResponse response;
         return FromGrpcStatus(
-            stub.MutatePriorities(context, request, &response));
+            stub.MutatePriorities(context, *request, &response));
       },
       timeout, /*wait_for_ready=*/true, /*down_is_error=*/false);
 }

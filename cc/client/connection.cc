@@ -27,11 +27,6 @@ constexpr absl::Duration kExplainInterval = absl::Milliseconds(250);
 // How long LocalTables() waits for the server's answer at most.
 constexpr absl::Duration kLocalTableTimeout = absl::Seconds(5);
 
-bool InProcessAllowed() {
-  const char* value = std::getenv("REVERB_IN_PROCESS");
-  return value == nullptr || std::strcmp(value, "0") != 0;
-}
-
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            absl::Duration keepalive,
                                            const ChannelSecurity& security) {
@@ -58,6 +53,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
 }
 
 }  // namespace
+
+bool InProcessAllowed() {
+  const char* value = std::getenv("REVERB_IN_PROCESS");
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
 
 Connection::Connection(const std::string& server_address,
                        absl::Duration keepalive, ChannelSecurity security)

@@ -48,6 +48,10 @@ namespace deepmind::reverb {
 // waits for a connection before it fails with UNAVAILABLE.
 inline constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
 
+// Whether Connections made now may use the in-process path to a server in
+// this process: REVERB_IN_PROCESS is not "0".
+REVERB_EXPORT bool InProcessAllowed();
+
 class REVERB_EXPORT Connection {
  public:
   // `keepalive`: the interval of the keepalive pings (infinite: none).

@@ -6,7 +6,10 @@
 #include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
+namespace {
 
+// A sampled item as a PackedSample: its SampleInfo (edited by `edit_info`)
+// and the chunks it references, shared with the table.
 PackedSample PackSampledItem(const SampledItem& sampled,
                              absl::FunctionRef<void(SampleInfo*)> edit_info) {
   auto info = std::make_shared<SampleInfo>();
@@ -29,6 +32,8 @@ PackedSample PackSampledItem(const SampledItem& sampled,
   }
   return packed;
 }
+
+}  // namespace
 
 LocalSampleStream::LocalSampleStream(std::shared_ptr<Table> table)
     : table_(std::move(table)) {}

@@ -45,12 +45,6 @@
 
 namespace deepmind::reverb {
 
-// A sampled item as a PackedSample: its SampleInfo (edited by `edit_info`,
-// if given) and the chunks it references, shared with the table.
-REVERB_EXPORT PackedSample PackSampledItem(
-    const SampledItem& sampled,
-    absl::FunctionRef<void(SampleInfo*)> edit_info = [](SampleInfo*) {});
-
 class REVERB_EXPORT LocalSampleStream final : public SampleStreamInterface {
  public:
   static constexpr int32_t kInitialBatchSize = 8;

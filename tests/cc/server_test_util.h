@@ -6,8 +6,8 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,26 +92,25 @@ class ConnectedServerTest : public ServerTest {
   int connection_port_ = 0;
 };
 
-// Whether Connections made now use the in-process path to a server in this
-// process (REVERB_IN_PROCESS is not "0"; ctest runs some suites with it).
-inline bool InProcessAllowed() {
-  const char* value = std::getenv("REVERB_IN_PROCESS");
-  return value == nullptr || std::strcmp(value, "0") != 0;
-}
-
 // While one exists, REVERB_IN_PROCESS=0: Connections made then never use
-// the in-process path (as from another process).
+// the in-process path (as from another process). The variable's value
+// before is restored at the end.
 class GrpcOnly {
  public:
-  GrpcOnly() : before_(InProcessAllowed()) {
+  GrpcOnly() {
+    if (const char* value = std::getenv("REVERB_IN_PROCESS")) before_ = value;
     setenv("REVERB_IN_PROCESS", "0", 1);
   }
   ~GrpcOnly() {
-    if (before_) unsetenv("REVERB_IN_PROCESS");
+    if (before_.has_value()) {
+      setenv("REVERB_IN_PROCESS", before_->c_str(), 1);
+    } else {
+      unsetenv("REVERB_IN_PROCESS");
+    }
   }
 
  private:
-  const bool before_;
+  std::optional<std::string> before_;
 };
 
 }  // namespace deepmind::reverb::testing

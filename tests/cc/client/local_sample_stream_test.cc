@@ -3,9 +3,8 @@
 // SampleStream reads over gRPC.
 #include "cc/client/local_sample_stream.h"
 
-#include <stdlib.h>
-
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,11 +57,13 @@ TEST_F(LocalSampleStreamTest, ConnectionFindsTheTableOfAServerInProcess) {
 TEST_F(LocalSampleStreamTest, InProcessCanBeTurnedOff) {
   auto table = FifoTable("table", *MinSizeRateLimiter(1));
   StartServer({table});
-  ASSERT_EQ(setenv("REVERB_IN_PROCESS", "0", 1), 0);
-  Connection grpc_only(testing::Address(server_->port()));
-  unsetenv("REVERB_IN_PROCESS");
-  ASSERT_TRUE(grpc_only.WaitForConnection(absl::Seconds(30)).ok());
-  EXPECT_EQ(grpc_only.LocalTable("table"), nullptr);
+  std::optional<Connection> over_grpc;
+  {
+    testing::GrpcOnly grpc_only;
+    over_grpc.emplace(testing::Address(server_->port()));
+  }
+  ASSERT_TRUE(over_grpc->WaitForConnection(absl::Seconds(30)).ok());
+  EXPECT_EQ(over_grpc->LocalTable("table"), nullptr);
 }
 
 TEST_F(LocalSampleStreamTest, ClosedTableIsAskedForAgain) {

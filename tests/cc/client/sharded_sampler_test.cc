@@ -13,6 +13,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "cc/client/client.h"
+#include "cc/client/connection.h"
 #include "cc/core/errors.h"
 #include "cc/core/table.h"
 #include "cc/rate_limiters/presets.h"
@@ -285,7 +286,7 @@ TEST_F(ShardedSamplerTest, StreamSamplesFollowTheDistributionOfAllItems) {
   // Taken from the tables directly, or all over gRPC.
   int64_t local = 0;
   for (const auto& table : tables_) local += table->info().num_local_samples();
-  EXPECT_EQ(local, testing::InProcessAllowed() ? 200 * 100 : 0);
+  EXPECT_EQ(local, InProcessAllowed() ? 200 * 100 : 0);
 }
 
 TEST_F(ShardedSamplerTest, FifoTakesTheShardsInTurnEachInItsOrder) {

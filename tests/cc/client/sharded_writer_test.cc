@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "cc/client/client.h"
+#include "cc/client/connection.h"
 #include "cc/rate_limiters/presets.h"
 #include "cc/selectors/uniform.h"
 #include "cc/support/mutex.h"
@@ -31,7 +32,6 @@ namespace {
 using ::deepmind::reverb::testing::Address;
 using ::deepmind::reverb::testing::FreezableProxy;
 using ::deepmind::reverb::testing::GrpcOnly;
-using ::deepmind::reverb::testing::InProcessAllowed;
 using ::deepmind::reverb::testing::Int32;
 using ::deepmind::reverb::testing::MakeInt32Item;
 using ::deepmind::reverb::testing::StartLoopbackServer;
