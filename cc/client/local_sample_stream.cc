@@ -1,6 +1,7 @@
 #include "cc/client/local_sample_stream.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "cc/support/status_macros.h"
@@ -75,7 +76,9 @@ absl::Status LocalSampleStream::TakeBatch() {
         delivery->result = std::move(samples);
         delivery->cv.Signal();
       },
-      cancellation_);
+      cancellation_,
+      // The samples reference the chunks: no response bounds a batch.
+      std::numeric_limits<int64_t>::max());
   // A Cancel() that came before the request was queued.
   if (cancelled_) table_->Cancel(cancellation_);
   absl::StatusOr<std::vector<SampledItem>> samples;

@@ -7,14 +7,15 @@
 // Read() asks the table, when it holds no sample already taken, for a
 // flexible batch (Table::SampleAsync) of up to the samples outstanding:
 // 8 at first, twice as many each time after (as dm-reverb's
-// LocalSamplerWorker), and waits for it. Each batch waits at most the
-// rate-limiter timeout (as the server's SampleStream: whole milliseconds,
-// under 1 ms is no timeout); the table's DEADLINE_EXCEEDED, or CANCELLED
-// when the table closes (its server stops) while a batch waits, ends the
-// stream; a batch asked of a table already closed is UNAVAILABLE, as a call
-// to a server that has gone (so that callers reopen idle streams). Cancel()
-// withdraws the batch the table holds (Table::Cancel), so that it
-// takes no items that would then be lost.
+// LocalSamplerWorker), and waits for it; unlike a server's response, a
+// batch is not closed at 1 MB of chunk data (nothing is copied). Each batch
+// waits at most the rate-limiter timeout (as the server's SampleStream:
+// whole milliseconds, under 1 ms is no timeout); the table's
+// DEADLINE_EXCEEDED, or CANCELLED when the table closes (its server stops)
+// while a batch waits, ends the stream; a batch asked of a table already
+// closed is UNAVAILABLE, as a call to a server that has gone (so that
+// callers reopen idle streams). Cancel() withdraws the batch the table
+// holds (Table::Cancel), so that it takes no items that would then be lost.
 //
 // Samples carry the same SampleInfo as over gRPC (the item with its
 // current priority and times_sampled, probability, table_size,

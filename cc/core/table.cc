@@ -193,7 +193,8 @@ absl::Status Table::InsertOrAssign(TableItem item, absl::Duration timeout) {
 }
 
 void Table::SampleAsync(int32_t batch_size, absl::Time deadline,
-                        SampleCallback done, Cancellation cancellation) {
+                        SampleCallback done, Cancellation cancellation,
+                        int64_t max_bytes) {
   if (batch_size < 1) {
     done(absl::InvalidArgumentError(
         absl::StrCat("batch_size (", batch_size, ") must be >= 1.")));
@@ -203,7 +204,7 @@ void Table::SampleAsync(int32_t batch_size, absl::Time deadline,
     MutexLock lock(&queue_mu_);
     if (!closed_) {
       SampleRequest request{batch_size, deadline, std::move(done),
-                            std::move(cancellation)};
+                            std::move(cancellation), max_bytes};
       request.items.reserve(std::min(batch_size, 1024));
       incoming_samples_.push_back(std::move(request));
       queue_cv_.Signal();
@@ -632,7 +633,7 @@ void Table::SampleBatchLocked(SampleRequest* request, Outbox* outbox) {
   // check only keeps a broken invariant from becoming a crash.
   auto has_room = [&] {
     return static_cast<int32_t>(request->items.size()) < request->batch_size &&
-           request->bytes < kMaxSampleBatchBytes && !entries_.empty();
+           request->bytes < request->max_bytes && !entries_.empty();
   };
   if (max_times_sampled_ > 0) {
     // Each sample may delete its item, so every pick must see the table as
@@ -748,7 +749,7 @@ bool Table::ServeRequests(Outbox* outbox) {
       AddWorkerTime(kSampling, absl::Now() - sample_start);
       round_progress |= request.items.size() > before;
       if (static_cast<int32_t>(request.items.size()) == request.batch_size ||
-          request.bytes >= kMaxSampleBatchBytes) {
+          request.bytes >= request.max_bytes) {
         FinishSampleRequest(&request, absl::OkStatus(), outbox);
         samples_.pop_front();
         round_progress = true;

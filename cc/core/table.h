@@ -14,7 +14,8 @@
 //    holds some items when nothing more can be done, or when its deadline
 //    passes, is answered with the partial batch ("flexible batch"); one that
 //    holds none at its deadline gets RateLimiterTimeout() (DEADLINE_EXCEEDED).
-//    A batch is also closed once it references 1 MB of chunk data.
+//    A batch is also closed once it references 1 MB of chunk data (a
+//    response's worth; a request may set its own bound).
 //    An item sampled max_times_sampled times (if > 0) is deleted.
 // Inserts and samples interleave: one insert, then as many samples as
 // allowed, and again.
@@ -87,7 +88,8 @@ struct REVERB_EXPORT PriorityArrays {
 
 class REVERB_EXPORT Table {
  public:
-  // A sample batch is closed once its items reference this many chunk bytes.
+  // A sample batch is closed once its items reference this many chunk bytes
+  // (unless its request sets another bound).
   static constexpr int64_t kMaxSampleBatchBytes = 1 << 20;
 
   using InsertCallback = std::function<void(const absl::Status&)>;
@@ -120,10 +122,13 @@ class REVERB_EXPORT Table {
   absl::Status InsertOrAssign(
       TableItem item, absl::Duration timeout = absl::InfiniteDuration());
 
-  // Queues a sample request for up to `batch_size` (>= 1) items. With
-  // `cancellation`, Cancel withdraws it.
+  // Queues a sample request for up to `batch_size` (>= 1) items, closed
+  // once they reference `max_bytes` of chunk data (at least one item is
+  // taken). With `cancellation`, Cancel withdraws it. A caller that only
+  // references the chunks (no response to serialize) may raise `max_bytes`.
   void SampleAsync(int32_t batch_size, absl::Time deadline, SampleCallback done,
-                   Cancellation cancellation = nullptr);
+                   Cancellation cancellation = nullptr,
+                   int64_t max_bytes = kMaxSampleBatchBytes);
 
   // Sets `cancellation`: the requests made with it that are still queued end
   // CANCELLED, and none of them changes the table once this returns. A
@@ -241,6 +246,7 @@ class REVERB_EXPORT Table {
     absl::Time deadline;
     SampleCallback done;
     Cancellation cancellation;
+    int64_t max_bytes;
     std::vector<SampledItem> items;
     int64_t bytes = 0;
     bool rate_limited = false;

@@ -157,10 +157,14 @@ void SnappyCompress(absl::string_view input, std::string* output) {
   static_assert(kStoredOverhead <= 32);  // max_length >= size + 32.
   size_t length = 0;
   if (max_length >= BufferPool::kMinBytes) {
-    std::string compressed = BufferPool::Default().Take(max_length);
     // A stored stream's length is a varint32: at most 4 GiB.
     const bool storable = input.size() <= std::numeric_limits<uint32_t>::max();
     const bool stored = storable && !ProbeShrinks(input);
+    // Only as large as a stored stream needs: a recycled buffer that held
+    // one (of a step of this size) is then not zero-filled up to
+    // max_length again.
+    std::string compressed = BufferPool::Default().Take(
+        stored ? input.size() + kStoredOverhead : max_length);
     if (!stored) {
       snappy::RawCompress(input.data(), input.size(), compressed.data(),
                           &length);

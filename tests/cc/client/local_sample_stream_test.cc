@@ -116,6 +116,28 @@ TEST_F(LocalSampleStreamTest, SamplesAreThoseOfTheGrpcPath) {
   EXPECT_EQ(over_grpc->info().num_local_samples(), 0);
 }
 
+TEST_F(LocalSampleStreamTest, BatchesAreNotClosedAtAMegabyte) {
+  // A server closes its batches at 1 MB, a response's worth; these samples
+  // only reference the chunks, so the first read takes all 8 asked for
+  // (4.8 MB of chunks), and the others need the table no more.
+  auto table = FifoTable("table", *MinSizeRateLimiter(1));
+  StartServer({table});
+  auto chunk = testing::MakeChunk(100, 1, 150'000);  // 600 kB.
+  for (uint64_t key = 1; key <= 8; ++key) {
+    ASSERT_TRUE(table
+                    ->InsertOrAssign(testing::MakeItem(key, 1.0, {chunk}),
+                                     absl::Seconds(30))
+                    .ok());
+  }
+  LocalSampleStream stream(table);
+  ASSERT_TRUE(stream.Request(8, kNever).ok());
+  ASSERT_TRUE(stream.ReadPacked().ok());
+  table->Close();
+  for (int i = 1; i < 8; ++i) {
+    EXPECT_TRUE(stream.ReadPacked().ok()) << "read " << i;
+  }
+}
+
 TEST_F(LocalSampleStreamTest, RateLimiterTimeoutEndsTheStream) {
   auto table = FifoTable("table", *MinSizeRateLimiter(1));
   StartServer({table});

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -363,6 +364,31 @@ TEST(TableTest, BatchIsClosedAtOneMegabyteOfChunks) {
   auto batch = table->SampleFlexibleBatch(10, kTimeout);
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(batch->size(), 2u);
+}
+
+TEST(TableTest, ARequestMayBoundItsBatchBytesItself) {
+  auto table = MakeUniformTable();
+  ASSERT_TRUE(
+      table->InsertOrAssign(MakeItem(1, 1.0, {MakeChunk(10, 1, 150'000)}))
+          .ok());
+  // No bound: the whole batch; a bound below one item: that item.
+  for (auto [max_bytes, expected] :
+       {std::pair<int64_t, size_t>{std::numeric_limits<int64_t>::max(), 10},
+        {1, 1}}) {
+    SCOPED_TRACE(max_bytes);
+    absl::Notification answered;
+    absl::StatusOr<std::vector<SampledItem>> batch;
+    table->SampleAsync(
+        10, absl::Now() + kTimeout,
+        [&](absl::StatusOr<std::vector<SampledItem>> items) {
+          batch = std::move(items);
+          answered.Notify();
+        },
+        nullptr, max_bytes);
+    ASSERT_TRUE(answered.WaitForNotificationWithTimeout(kTimeout));
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    EXPECT_EQ(batch->size(), expected);
+  }
 }
 
 TEST(TableTest, BlockedInsertTimesOutButStaysQueued) {
