@@ -545,12 +545,13 @@ absl::Status TrajectoryWriter::RunStream() {
         }
         continue;
       }
-      // Let a few more items join this request, unless someone waits for
-      // them: one wake-up of this thread (and one request, one response)
-      // per batch rather than per item.
+      // While items are in flight, let a few more join this request,
+      // unless someone waits for them: one wake-up of this thread (and one
+      // request, one response) per batch rather than per item. With none in
+      // flight the stream is idle, and waiting would only delay them.
       auto batch_ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return closed_ || stream_broken_ || flushing_ > 0 ||
-               queue_.size() >= kBatchItems;
+               in_flight_.empty() || queue_.size() >= kBatchItems;
       };
       if (!batch_ready()) {
         mu_.AwaitWithTimeout(absl::Condition(&batch_ready), kBatchDelay);

@@ -70,11 +70,13 @@ class REVERB_EXPORT TrajectoryWriter {
  public:
   // A request is written once it holds this many bytes.
   static constexpr int64_t kMaxRequestSizeBytes = 40 << 20;
-  // The stream thread waits up to kBatchDelay for kBatchItems items to
-  // send together, unless a Flush or EndEpisode is waiting. Every request
-  // repeats the whole keep list (with many refs kept alive, thousands of
-  // chunk keys, which both ends turn into sets): the larger the batch, the
-  // less of that per item.
+  // While items are in flight (sent, unconfirmed), the stream thread waits
+  // up to kBatchDelay for kBatchItems items to send together, unless a
+  // Flush or EndEpisode is waiting; with none in flight it sends at once
+  // (as Nagle's algorithm: the confirmations pace the requests, and an
+  // idle stream adds no delay). Every request repeats the whole keep list
+  // (with many refs kept alive, thousands of chunk keys, which both ends
+  // turn into sets): the larger the batch, the less of that per item.
   static constexpr size_t kBatchItems = 128;
   static constexpr absl::Duration kBatchDelay = absl::Milliseconds(1);
 
