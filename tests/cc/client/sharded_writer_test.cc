@@ -298,7 +298,9 @@ TEST_F(ShardedWriterTest, SixTrajectoryWritersWriteTwoToAShardEachItemOnce) {
 // Shard 1 freezes (see WritersLeaveAFrozenShardThatThenDeletes) while the
 // writer there has items queued behind its rate limiter: they are sent
 // again elsewhere, and shard 1 must not insert them once its rate limiter
-// lets it.
+// lets it. (Items shard 1 stored just before the freeze may have their
+// confirmations held back by it: the writer cannot tell those from items
+// not stored, and sends them again too, so they may be stored twice.)
 TEST_F(ShardedWriterTest, AFrozenShardDoesNotStoreLaterWhatItHeldQueued) {
   constexpr int kItems = 100;
   constexpr int kAllowed = 50;  // Inserts shard 1 takes before a sample.
@@ -339,8 +341,20 @@ TEST_F(ShardedWriterTest, AFrozenShardDoesNotStoreLaterWhatItHeldQueued) {
   }
   ASSERT_TRUE(
       tables_[1]->InsertOrAssign(MakeInt32Item(1 << 30, 1, -1), kTimeout).ok());
-  const std::map<int, int> once = {{1, 3 * kItems}};
-  EXPECT_EQ(Copies({0, 1, 2}, 3 * kItems), once);
+  // Nothing it held queued got in: the items it stored before, the probe.
+  EXPECT_EQ(tables_[1]->size(), kAllowed + 1);
+  // None is lost; one stored twice is one shard 1 stored before the freeze.
+  const std::multiset<int32_t> before = Ids(1);
+  std::vector<int> copies(3 * kItems);
+  for (int s : {0, 1, 2}) {
+    for (int32_t id : Ids(s)) {
+      if (id < 3 * kItems) ++copies[id];
+    }
+  }
+  for (int id = 0; id < 3 * kItems; ++id) {
+    EXPECT_GE(copies[id], 1) << "item " << id << " is lost";
+    EXPECT_LE(copies[id], before.count(id) > 0 ? 2 : 1) << "item " << id;
+  }
 }
 
 TEST_F(ShardedWriterTest, TrajectoryWritersContinueWithoutAShardForGood) {
