@@ -3,10 +3,10 @@
   .venv/bin/python bench/peers_bench.py [--quick] [--json OUT]
   .venv-dmreverb/bin/python -I bench/peers_bench.py [--quick] [--json OUT]
 
-The nine workloads of peers_workloads.py (batches of 32, random
+The eleven workloads of peers_workloads.py (batches of 32, random
 incompressible data: sampling small items, 28 KB frames and 1 MiB items,
-prioritized sampling, inserts one at a time and 32 per call, priority
-updates 1,000 per call), each checked for the data it moved, run on:
+prioritized sampling, inserts one at a time (also with at most 16
+unstored) and 32 per call, priority updates 1,000 per call), each checked for the data it moved, run on:
   server in another process  this script with --serve, as harness.py
                              starts it (the row the targets are about);
   server in this process     a `reverb.Server` here, so the client takes
@@ -23,9 +23,9 @@ Our buffers are tables of Uniform sampling and Fifo removal (Prioritized
 with exponent 0.6 for the prioritized rows, as the peers' alpha) of the same
 capacity as the peers'. An item is written with a TrajectoryWriter (append
 and create_item; `append_batch` and `create_items` for 32 per call where
-the package has them), flushed within the timed inserts (one at a time:
-every 16 items, until at most 16 are unconfirmed, as Acme's adders bound
-theirs; a writer never flushed queues without bound); a batch comes from a `ReplayIterator`
+the package has them), flushed within the timed inserts (in the "at most
+16 unstored" rows, every 16 items too, until at most 16 are unconfirmed, as
+Acme's adders bound theirs: a writer never flushed queues without bound); a batch comes from a `ReplayIterator`
 (batch_size 32) where the package has one, else it is 32 samples of one
 `Client.sample` stream, stacked; priorities go through `mutate_priorities`
 (with arrays where the package takes them, else a dict). Workloads are
@@ -55,9 +55,6 @@ REMOTE = 'server in another process'
 LOCAL = 'server in this process'
 OURS = 'dm-reverb' not in harness.reverb_description()
 _SAMPLES_PER_STREAM = 1 << 30
-# Items written one at a time: every this many, the writer waits until at
-# most this many are unconfirmed (as in_process_bench).
-_MAX_IN_FLIGHT = 16
 # Ours: batches stacked in C++ (dm-reverb has no ReplayIterator).
 _HAS_ITERATOR = hasattr(reverb, 'ReplayIterator')
 
@@ -101,17 +98,11 @@ class _OursBuffer:
     self._table = table
     self._writer = client.trajectory_writer(num_keep_alive_refs=BATCH)
     self._samples = None
-    self._added = 0
 
   def add(self, item):
     self._writer.append({'x': item})
     self._writer.create_item(self._table, 1.0,
                              {'x': self._writer.history['x'][-1]})
-    # As Acme's adders: a bounded number of items unconfirmed (a writer
-    # never flushed queues without bound, as dm-reverb's warns).
-    self._added += 1
-    if self._added % _MAX_IN_FLIGHT == 0:
-      self._writer.flush(_MAX_IN_FLIGHT)
 
   def extend(self, items):
     if hasattr(self._writer, 'append_batch'):
@@ -129,6 +120,9 @@ class _OursBuffer:
 
   def finish_inserts(self):
     self._writer.flush()
+
+  def settle(self, n):
+    self._writer.flush(n)
 
   def sample_with_ids(self):
     if self._samples is None:

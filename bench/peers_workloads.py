@@ -28,6 +28,9 @@ import numpy as np
 BATCH = 32
 _MAX_KEPT_BYTES = 64 << 20  # Of sampled batches, for checking.
 UPDATES_PER_CALL = 1000
+# The "at most N unstored" insert rows: every N items the writer waits until
+# at most N are not yet stored, as Acme's adders bound theirs (flush(N)).
+UNSTORED = 16
 ALPHA = 0.6
 # Kind: (shape, dtype, pool size, capacity of its buffer).
 KINDS = {
@@ -82,6 +85,8 @@ class Buffer:
     open(kind, prioritized): a fresh buffer of KINDS[kind]'s capacity;
     add(item) / extend(items): insert one item / a batch (32, ...);
     finish_inserts(): waits until the inserts are stored;
+    settle(n): waits until at most n inserts are not yet stored (a
+      buffer that stores each insert at once has nothing to wait for);
     sample(): a batch (32, ...) as numpy; sample_with_ids(): and the ids
       that update() takes;
     update(ids, priorities): priorities (float64) of those ids.
@@ -115,7 +120,7 @@ def _fill(buffer, kind, pool):
 
 
 def run_workloads(system, seconds):
-  """The nine rows: (payload, workload, items, seconds, bytes per item)."""
+  """The eleven rows: (payload, workload, items, seconds, bytes per item)."""
   pools = {kind: make_pool(kind) for kind in KINDS}
   rows = []
 
@@ -146,7 +151,7 @@ def run_workloads(system, seconds):
                  item_bytes(kind)))
     buffer.close()
 
-  def insert_row(kind, per_call):
+  def insert_row(kind, per_call, unstored=None):
     pool = pools[kind]
     buffer = system.open(kind, False)
     count = [0]
@@ -159,6 +164,8 @@ def run_workloads(system, seconds):
         buffer.add(pool[picks[0]])
       else:
         buffer.extend(pool[picks])
+      if unstored and count[0] % unstored == 0:
+        buffer.settle(unstored)
       return per_call
 
     items, spent = _timed(seconds, step)
@@ -168,6 +175,8 @@ def run_workloads(system, seconds):
     check_batch(kind, pool, buffer.sample())
     name = ('insert one at a time' if per_call == 1 else
             f'insert {per_call} per call')
+    if unstored:
+      name += f', at most {unstored} unstored'
     rows.append((kind, name, items, spent, item_bytes(kind)))
     buffer.close()
 
@@ -211,6 +220,8 @@ def run_workloads(system, seconds):
       lambda: sample_row('1 MiB'),
       lambda: sample_row('small', prioritized=True),
       lambda: insert_row('small', 1), lambda: insert_row('1 MiB', 1),
+      lambda: insert_row('small', 1, UNSTORED),
+      lambda: insert_row('1 MiB', 1, UNSTORED),
       lambda: insert_row('small', BATCH), lambda: insert_row('frames', BATCH),
       update_row]
   for workload in workloads:
@@ -261,6 +272,9 @@ class _TorchRLBuffer:
   def finish_inserts(self):
     pass
 
+  def settle(self, n):
+    pass
+
   def sample(self):
     return self._buffer.sample().numpy()
 
@@ -305,6 +319,9 @@ class _CpprbBuffer:
     self._buffer.add(x=items)
 
   def finish_inserts(self):
+    pass
+
+  def settle(self, n):
     pass
 
   def sample(self):
