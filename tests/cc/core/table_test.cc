@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -377,20 +378,24 @@ TEST(TableTest, ARequestMayBoundItsBatchBytesItself) {
        {std::pair<int64_t, size_t>{std::numeric_limits<int64_t>::max(), 10},
         {1, 1}}) {
     SCOPED_TRACE(max_bytes);
-    // cc/support/mutex.h's, not abseil's: ThreadSanitizer sees the order
-    // it puts between the callback's write of `batch` and the reads below.
-    Notification answered;
-    absl::StatusOr<std::vector<SampledItem>> batch;
+    // Shared with the callback, which may still be returning from Notify()
+    // when the wait below ends. (The Notification is cc/support/mutex.h's,
+    // whose order ThreadSanitizer sees; it does not see into abseil's.)
+    struct Answer {
+      Notification answered;
+      absl::StatusOr<std::vector<SampledItem>> batch;
+    };
+    auto answer = std::make_shared<Answer>();
     table->SampleAsync(
         10, absl::Now() + kTimeout,
-        [&](absl::StatusOr<std::vector<SampledItem>> items) {
-          batch = std::move(items);
-          answered.Notify();
+        [answer](absl::StatusOr<std::vector<SampledItem>> items) {
+          answer->batch = std::move(items);
+          answer->answered.Notify();
         },
         nullptr, max_bytes);
-    ASSERT_TRUE(answered.WaitForNotificationWithTimeout(kTimeout));
-    ASSERT_TRUE(batch.ok()) << batch.status();
-    EXPECT_EQ(batch->size(), expected);
+    ASSERT_TRUE(answer->answered.WaitForNotificationWithTimeout(kTimeout));
+    ASSERT_TRUE(answer->batch.ok()) << answer->batch.status();
+    EXPECT_EQ(answer->batch->size(), expected);
   }
 }
 
