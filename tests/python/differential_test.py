@@ -113,8 +113,10 @@ def _cases():
       yield f'{module}.{name}'
 
 
-def _env(tmp_dir: str):
+def _env(tmp_dir: str, ports: str = ''):
   env = dict(os.environ)
+  if ports:
+    env[_runner.PORTS_ENV] = ports
   for name in ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP'):
     env.pop(name, None)
   env['TF_CPP_MIN_LOG_LEVEL'] = '2'
@@ -122,9 +124,9 @@ def _env(tmp_dir: str):
   return env
 
 
-def _run(command, tmp_dir: str) -> dict:
+def _run(command, ports: str, tmp_dir: str) -> dict:
   try:
-    proc = subprocess.run(command, env=_env(tmp_dir), cwd=tmp_dir,
+    proc = subprocess.run(command, env=_env(tmp_dir, ports), cwd=tmp_dir,
                           capture_output=True, text=True,
                           timeout=_RUN_TIMEOUT, check=False)
   except subprocess.TimeoutExpired as e:
@@ -141,11 +143,12 @@ def _run(command, tmp_dir: str) -> dict:
 @functools.lru_cache(maxsize=None)
 def _outcomes(module: str, tmp_dir: str):
   """(ours, dm-reverb's) outcomes of every scenario of `module`; both
-  packages run at the same time."""
+  packages run at the same time, their servers on ports of two ranges."""
   ours = [sys.executable, str(_RUNNER), module]
   theirs = [str(_DMREVERB_PYTHON), '-I', str(_RUNNER), module]
   with concurrent.futures.ThreadPoolExecutor(2) as pool:
-    results = list(pool.map(lambda c: _run(c, tmp_dir), [ours, theirs]))
+    results = list(pool.map(lambda args: _run(*args, tmp_dir),
+                            [(ours, '20000-25999'), (theirs, '26000-31999')]))
   return tuple(results)
 
 

@@ -18,11 +18,14 @@ class name, 'builtins': the builtin exception classes it is an instance of,
 `ADDRESS` in every outcome, so messages that name them compare equal.
 """
 
+import errno
 import faulthandler
 import importlib
 import json
 import os
+import random
 import re
+import socket
 import sys
 import traceback
 
@@ -37,6 +40,51 @@ from scenario_util import error_outcome  # pylint: disable=wrong-import-position
 RESULT_PREFIX = 'RESULT '
 # The whole module's run is bounded; a hang dumps every thread's stack.
 _WATCHDOG_SECONDS = 240
+# "LOW-HIGH": the ports `Env.server` gives its servers. The two packages run
+# side by side, each in a range of its own below the kernel's ephemeral ports
+# (32768 and up): a server of one then never takes a port the other picked,
+# nor a port a client connection holds (dm-reverb's portpicker and a port-0
+# bind both draw from the ephemeral range, and the picked port is free only
+# until someone else binds it).
+PORTS_ENV = 'DIFFERENTIAL_PORTS'
+
+
+def _port_is_free(port: int) -> bool:
+  """Whether `port` can be bound on every address of both IP families (of
+  IPv4 alone where this host has no IPv6)."""
+  try:
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+      sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+      sock.bind(('::', port))
+    return True
+  except OSError as e:
+    if e.errno == errno.EADDRINUSE:
+      return False
+  try:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+      sock.bind(('0.0.0.0', port))
+    return True
+  except OSError:
+    return False
+
+
+class _Ports:
+  """Hands out free ports of the range in PORTS_ENV, each once."""
+
+  def __init__(self, spec: str):
+    low, high = (int(p) for p in spec.split('-'))
+    self._ports = list(range(low, high + 1))
+    random.shuffle(self._ports)
+
+  def take(self) -> int:
+    while self._ports:
+      port = self._ports.pop()
+      if _port_is_free(port):
+        return port
+    raise RuntimeError(f'no free port left in {PORTS_ENV}')
+
+
+_PORTS = _Ports(os.environ.get(PORTS_ENV, '20000-25999'))
 
 
 class Env:
@@ -53,8 +101,10 @@ class Env:
     return tf
 
   def server(self, tables, **kwargs) -> str:
-    """Starts a server of this package holding `tables`; its address. The
-    server stops when the scenario ends."""
+    """Starts a server of this package holding `tables` (on a port of
+    PORTS_ENV unless `port` is given); its address. The server stops when the
+    scenario ends."""
+    kwargs.setdefault('port', _PORTS.take())
     server = self._reverb.Server(tables=tables, **kwargs)
     self._servers.append(server)
     address = f'localhost:{server.port}'
