@@ -107,27 +107,31 @@ absl::Status Client::MutatePriorities(const std::string& table,
   }
   // What each shard gets: with one shard, the arguments; with several,
   // each key goes to the shard it was sampled from, if known; else to all.
+  struct ShardChanges {
+    PriorityArrays updates;
+    std::vector<uint64_t> deletes;
+  };
   const int n = shards_->size();
-  std::vector<std::vector<uint64_t>> shard_keys(n > 1 ? n : 0);
-  std::vector<std::vector<double>> shard_priorities(shard_keys.size());
-  std::vector<std::vector<uint64_t>> shard_deletes(shard_keys.size());
+  std::vector<ShardChanges> routed(n > 1 ? n : 0);
   auto route = [&](uint64_t key, auto add) {
     const int shard = shards_->sampled_keys().ShardOf(key);
     if (shard >= 0) {
-      add(shard);
+      add(routed[shard]);
     } else {
-      for (int s = 0; s < n; ++s) add(s);
+      for (ShardChanges& changes : routed) add(changes);
     }
   };
   if (n > 1) {
     for (size_t i = 0; i < keys.size(); ++i) {
-      route(keys[i], [&](int s) {
-        shard_keys[s].push_back(keys[i]);
-        shard_priorities[s].push_back(priorities[i]);
+      route(keys[i], [&](ShardChanges& changes) {
+        changes.updates.keys.push_back(keys[i]);
+        changes.updates.priorities.push_back(priorities[i]);
       });
     }
     for (uint64_t key : deletes) {
-      route(key, [&](int s) { shard_deletes[s].push_back(key); });
+      route(key, [&](ShardChanges& changes) {
+        changes.deletes.push_back(key);
+      });
     }
   }
   const bool nothing = keys.empty() && deletes.empty();
@@ -138,9 +142,9 @@ absl::Status Client::MutatePriorities(const std::string& table,
         absl::Span<const double> to_priorities = priorities;
         absl::Span<const uint64_t> to_delete = deletes;
         if (n > 1) {
-          to_update = shard_keys[shard];
-          to_priorities = shard_priorities[shard];
-          to_delete = shard_deletes[shard];
+          to_update = routed[shard].updates.keys;
+          to_priorities = routed[shard].updates.priorities;
+          to_delete = routed[shard].deletes;
         }
         // A shard with nothing to change is not called, unless none has
         // (each then checks that it has the table).
