@@ -129,9 +129,8 @@ absl::Status Client::MutatePriorities(const std::string& table,
       });
     }
     for (uint64_t key : deletes) {
-      route(key, [&](ShardChanges& changes) {
-        changes.deletes.push_back(key);
-      });
+      route(key,
+            [&](ShardChanges& changes) { changes.deletes.push_back(key); });
     }
   }
   const bool nothing = keys.empty() && deletes.empty();
