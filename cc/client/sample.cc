@@ -1,8 +1,12 @@
 #include "cc/client/sample.h"
 
+#include <algorithm>
+#include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "cc/support/buffer_pool.h"
@@ -172,6 +176,198 @@ absl::StatusOr<Sample> UnpackSample(
 
 absl::StatusOr<Sample> UnpackSample(PackedSample packed) {
   return UnpackSample(std::move(packed.info), packed.chunks, packed.contents);
+}
+
+namespace {
+
+// The chunk of `packed` whose key is `key` (and its contents apart, if
+// any); -1 if it has none.
+int FindChunk(const PackedSample& packed, uint64_t key) {
+  for (size_t i = 0; i < packed.chunks.size(); ++i) {
+    if (packed.chunks[i]->chunk_key() == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The header of the tensor a slice references, and its shape; nullopt if
+// the chunk or the tensor is missing or its shape is bad.
+struct SliceSource {
+  const ChunkData* chunk;
+  const std::vector<absl::string_view>* contents;
+  const tensorflow::TensorProto* proto;
+  std::vector<int64_t> shape;
+};
+
+std::optional<SliceSource> FindSource(const PackedSample& packed,
+                                      const FlatTrajectory::ChunkSlice& slice) {
+  const int i = FindChunk(packed, slice.chunk_key());
+  if (i < 0) return std::nullopt;
+  SliceSource source{packed.chunks[i],
+                     i < static_cast<int>(packed.contents.size())
+                         ? packed.contents[i]
+                         : nullptr,
+                     nullptr,
+                     {}};
+  if (slice.index() < 0 ||
+      slice.index() >= source.chunk->data().tensors_size() ||
+      (source.contents != nullptr &&
+       slice.index() >= static_cast<int>(source.contents->size()))) {
+    return std::nullopt;
+  }
+  source.proto = &source.chunk->data().tensors(slice.index());
+  if (!ShapeFromProto(*source.proto, &source.shape).ok() ||
+      source.shape.empty()) {
+    return std::nullopt;
+  }
+  return source;
+}
+
+int64_t Product(absl::Span<const int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+}  // namespace
+
+std::optional<std::vector<ColumnShape>> PackedColumnShapes(
+    const PackedSample& packed) {
+  if (packed.info == nullptr) return std::nullopt;
+  const FlatTrajectory& trajectory = packed.info->item().flat_trajectory();
+  std::vector<ColumnShape> shapes;
+  shapes.reserve(trajectory.columns_size());
+  // The bound UnpackSample keeps (kMaxSampleExpansion): the columns' bytes
+  // against those of the chunk tensors they reference, each counted once.
+  absl::InlinedVector<std::pair<uint64_t, int>, 4> referenced;
+  int64_t referenced_bytes = 0;
+  int64_t column_bytes = 0;
+  for (const auto& column : trajectory.columns()) {
+    if (column.chunk_slices_size() == 0) return std::nullopt;
+    ColumnShape out;
+    int64_t rows = 0;
+    for (const auto& slice : column.chunk_slices()) {
+      std::optional<SliceSource> source = FindSource(packed, slice);
+      if (!source.has_value()) return std::nullopt;
+      const tensorflow::DataType dtype = source->proto->dtype();
+      const std::vector<int64_t>& shape = source->shape;
+      if (!DataTypeSize(dtype).ok() || slice.offset() < 0 ||
+          slice.length() < 0 || slice.offset() > shape[0] - slice.length()) {
+        return std::nullopt;
+      }
+      if (out.dtype == tensorflow::DT_INVALID) {
+        out.dtype = dtype;
+        out.shape = shape;
+      } else if (dtype != out.dtype ||
+                 !std::equal(shape.begin() + 1, shape.end(),
+                             out.shape.begin() + 1, out.shape.end())) {
+        return std::nullopt;
+      }
+      rows += slice.length();
+      const std::pair<uint64_t, int> key(slice.chunk_key(), slice.index());
+      if (!absl::c_linear_search(referenced, key)) {
+        referenced.push_back(key);
+        referenced_bytes += Product(shape) * *DataTypeSize(dtype);
+      }
+    }
+    out.shape[0] = rows;
+    column_bytes += Product(out.shape) * *DataTypeSize(out.dtype);
+    if (column.squeeze()) {
+      if (rows != 1) return std::nullopt;
+      out.shape.erase(out.shape.begin());
+    }
+    shapes.push_back(std::move(out));
+  }
+  if (column_bytes >
+      kMaxSampleExpansion * referenced_bytes + kSampleExpansionAllowance) {
+    return std::nullopt;
+  }
+  return shapes;
+}
+
+absl::Status UnpackSampleInto(const PackedSample& packed, int64_t row,
+                              absl::Span<Tensor> batch) {
+  const auto& columns = packed.info->item().flat_trajectory().columns();
+  if (static_cast<int>(batch.size()) != columns.size()) {
+    return absl::InvalidArgumentError(
+        "The batch has another number of columns than the sample.");
+  }
+  // Chunk tensors decompressed apart, each once.
+  absl::InlinedVector<std::pair<std::pair<uint64_t, int>, Tensor>, 4> decoded;
+  absl::Status status;
+  for (int c = 0; c < columns.size() && status.ok(); ++c) {
+    const auto& column = columns[c];
+    Tensor& out = batch[c];
+    if (out.IsString() || out.shape.empty() || row < 0 || row >= out.shape[0]) {
+      return absl::InvalidArgumentError("The batch has no such row.");
+    }
+    const size_t row_bytes = out.bytes.size() / out.shape[0];
+    char* dst = out.bytes.data() + row * row_bytes;
+    char* const end = dst + row_bytes;
+    for (const auto& slice : column.chunk_slices()) {
+      std::optional<SliceSource> source = FindSource(packed, slice);
+      if (!source.has_value() || source->proto->dtype() != out.dtype) {
+        status = absl::InvalidArgumentError(
+            "The batch does not have the sample's shapes.");
+        break;
+      }
+      const std::vector<int64_t>& shape = source->shape;
+      const size_t slice_row_bytes =
+          Product(absl::MakeConstSpan(shape).subspan(1)) *
+          *DataTypeSize(out.dtype);
+      const size_t bytes = slice.length() * slice_row_bytes;
+      if (slice.offset() < 0 || slice.length() < 0 ||
+          slice.offset() > shape[0] - slice.length() ||
+          bytes > static_cast<size_t>(end - dst)) {
+        status = absl::InvalidArgumentError(
+            "The batch does not have the sample's shapes.");
+        break;
+      }
+      if (column.chunk_slices_size() == 1 && slice.offset() == 0 &&
+          slice.length() == shape[0] && !source->chunk->delta_encoded()) {
+        TensorView described;
+        described.dtype = out.dtype;
+        described.shape.assign(shape.begin(), shape.end());
+        const absl::string_view content =
+            source->contents != nullptr
+                ? (*source->contents)[slice.index()]
+                : absl::string_view(source->proto->tensor_content());
+        status = DecompressNumericInto(described, content, dst, bytes);
+        if (!status.ok()) break;
+        dst += bytes;
+        continue;
+      }
+      const std::pair<uint64_t, int> key(slice.chunk_key(), slice.index());
+      Tensor* whole = nullptr;
+      for (auto& [k, tensor] : decoded) {
+        if (k == key) whole = &tensor;
+      }
+      if (whole == nullptr) {
+        auto unpacked =
+            UnpackChunkTensor(*source->chunk, slice.index(), source->contents);
+        if (!unpacked.ok()) {
+          status = unpacked.status();
+          break;
+        }
+        whole = &decoded.emplace_back(key, *std::move(unpacked)).second;
+      }
+      if (whole->bytes.size() != shape[0] * slice_row_bytes) {
+        status = absl::InvalidArgumentError(
+            "The batch does not have the sample's shapes.");
+        break;
+      }
+      std::memcpy(dst, whole->bytes.data() + slice.offset() * slice_row_bytes,
+                  bytes);
+      dst += bytes;
+    }
+    if (status.ok() && dst != end) {
+      status = absl::InvalidArgumentError(
+          "The batch does not have the sample's shapes.");
+    }
+  }
+  for (auto& entry : decoded) {
+    BufferPool::Default().Give(std::move(entry.second.bytes));
+  }
+  return status;
 }
 
 void RecycleSample(Sample* sample) {

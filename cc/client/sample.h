@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -68,6 +69,34 @@ REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(
     absl::Span<const ChunkData* const> chunks,
     absl::Span<const std::vector<absl::string_view>* const> contents = {});
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(PackedSample packed);
+
+// The dtype and shape of a column.
+struct REVERB_EXPORT ColumnShape {
+  tensorflow::DataType dtype = tensorflow::DT_INVALID;
+  std::vector<int64_t> shape;
+
+  bool operator==(const ColumnShape& other) const {
+    return dtype == other.dtype && shape == other.shape;
+  }
+  bool operator!=(const ColumnShape& other) const { return !(*this == other); }
+};
+
+// The shapes of `packed`'s columns as UnpackSample would make them, read
+// from its chunks' headers without decompressing anything; nullopt where
+// UnpackSampleInto does not apply (a string column) or UnpackSample would
+// fail (which UnpackSample then reports).
+REVERB_EXPORT std::optional<std::vector<ColumnShape>> PackedColumnShapes(
+    const PackedSample& packed);
+
+// Unpacks `packed` into row `row` of `batch`: one numeric tensor per column,
+// of shape [rows, PackedColumnShapes(packed)[c]...], holding all its
+// elements already. A column that is one whole chunk tensor is
+// decompressed straight into its row; other slices are decompressed apart
+// (each chunk tensor once) and their rows copied in. INVALID_ARGUMENT for
+// corrupt data, or if the batch does not have the sample's shapes.
+REVERB_EXPORT absl::Status UnpackSampleInto(const PackedSample& packed,
+                                            int64_t row,
+                                            absl::Span<Tensor> batch);
 
 // Gives the columns' buffers to BufferPool::Default(), for a caller that
 // has copied the sample's data out: the next samples' unpacking reuses

@@ -1,11 +1,13 @@
 #include "cc/client/sampler.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cc/client/local_sample_stream.h"
 #include "cc/client/sample_stream.h"
+#include "cc/support/buffer_pool.h"
 #include "cc/support/mutex.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
@@ -87,14 +89,20 @@ absl::Status Sampler::error() const {
   return error_;
 }
 
-bool Sampler::PopReadyLocked(absl::StatusOr<Sample>* sample) {
+bool Sampler::PopReadyLocked(Slot* slot) {
   if (queue_.empty() || !queue_.front().ready) return false;
-  *sample = std::move(queue_.front().sample);
+  *slot = std::move(queue_.front());
   queue_.pop_front();
   return true;
 }
 
-absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
+void Sampler::FailForGood(const absl::Status& status) {
+  MutexLock lock(&mu_);
+  if (error_.ok()) error_ = status;
+  unpack_failed_ = true;
+}
+
+absl::StatusOr<Sampler::Slot> Sampler::GetNextSlot(absl::Duration timeout) {
   MutexLock lock(&mu_);
   // Samples that arrived come before errors, in their order.
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -106,14 +114,15 @@ absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
   // Samples still queued are dropped.
   if (closed_) return absl::CancelledError("The sampler is closed.");
   if (unpack_failed_) return error_;
-  absl::StatusOr<Sample> sample;
-  if (PopReadyLocked(&sample)) {
+  Slot slot;
+  if (PopReadyLocked(&slot)) {
     // A sample that cannot be unpacked fails the sampler for good.
-    if (!sample.ok()) {
-      if (error_.ok()) error_ = sample.status();
+    if (!slot.sample.ok() && !slot.packed.has_value()) {
+      if (error_.ok()) error_ = slot.sample.status();
       unpack_failed_ = true;
+      return slot.sample.status();
     }
-    return sample;
+    return slot;
   }
   if (!error_.ok()) return error_;
   if (workers_running_ == 0) {
@@ -125,23 +134,196 @@ absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
       "Timeout exceeded before a sample arrived.");
 }
 
-absl::StatusOr<std::vector<Sample>> Sampler::GetNextBatch(
+absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
+  REVERB_ASSIGN_OR_RETURN(Slot slot, GetNextSlot(timeout));
+  if (!slot.packed.has_value()) return std::move(slot.sample);
+  absl::StatusOr<Sample> sample = UnpackSample(*std::move(slot.packed));
+  if (!sample.ok()) FailForGood(sample.status());
+  return sample;
+}
+
+absl::StatusOr<std::vector<Sampler::Slot>> Sampler::GetNextSlots(
     int batch_size, absl::Duration timeout, absl::Duration fill_timeout) {
   absl::Time deadline = absl::Now() + timeout;
-  std::vector<Sample> batch;
-  batch.reserve(batch_size);
-  while (static_cast<int>(batch.size()) < batch_size) {
-    if (batch.size() == 1) {
+  std::vector<Slot> slots;
+  slots.reserve(batch_size);
+  while (static_cast<int>(slots.size()) < batch_size) {
+    if (slots.size() == 1) {
       deadline = std::min(deadline, absl::Now() + fill_timeout);
     }
-    auto sample = GetNextSample(deadline - absl::Now());
-    if (!sample.ok()) {
+    auto slot = GetNextSlot(deadline - absl::Now());
+    if (!slot.ok()) {
       // Samples already taken are never dropped: the error comes again on
       // the next call.
-      if (!batch.empty()) break;
-      return sample.status();
+      if (!slots.empty()) break;
+      return slot.status();
     }
-    batch.push_back(*std::move(sample));
+    slots.push_back(*std::move(slot));
+  }
+  return slots;
+}
+
+absl::StatusOr<std::vector<Sample>> Sampler::GetNextBatch(
+    int batch_size, absl::Duration timeout, absl::Duration fill_timeout) {
+  REVERB_ASSIGN_OR_RETURN(std::vector<Slot> slots,
+                          GetNextSlots(batch_size, timeout, fill_timeout));
+  std::vector<Sample> batch;
+  batch.reserve(slots.size());
+  for (Slot& slot : slots) {
+    if (slot.packed.has_value()) {
+      slot.sample = UnpackSample(*std::move(slot.packed));
+      if (!slot.sample.ok()) {
+        FailForGood(slot.sample.status());
+        if (batch.empty()) return slot.sample.status();
+        break;  // As a sample that failed in the queue: its error comes next.
+      }
+    }
+    batch.push_back(*std::move(slot.sample));
+  }
+  return batch;
+}
+
+absl::StatusOr<StackedBatch> Sampler::GetNextStackedBatch(
+    int batch_size, absl::Duration timeout, absl::Duration fill_timeout) {
+  REVERB_ASSIGN_OR_RETURN(std::vector<Slot> slots,
+                          GetNextSlots(batch_size, timeout, fill_timeout));
+  // The samples' column shapes, read from the headers of those still
+  // packed. One that does not fit UnpackSampleInto is unpacked here; one
+  // that cannot be unpacked ends the batch before it (its error comes
+  // with the next call), as in GetNextBatch.
+  std::vector<std::vector<ColumnShape>> shapes;
+  shapes.reserve(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& slot = slots[i];
+    if (slot.packed.has_value()) {
+      if (auto packed_shapes = PackedColumnShapes(*slot.packed)) {
+        shapes.push_back(*std::move(packed_shapes));
+        continue;
+      }
+      slot.sample = UnpackSample(*std::move(slot.packed));
+      slot.packed.reset();
+      if (!slot.sample.ok()) {
+        FailForGood(slot.sample.status());
+        if (i == 0) return slot.sample.status();
+        slots.resize(i);
+        break;
+      }
+    }
+    std::vector<ColumnShape>& sample_shapes = shapes.emplace_back();
+    for (const Tensor& column : slot.sample->columns) {
+      sample_shapes.push_back({column.dtype, column.shape});
+    }
+  }
+  const size_t n = slots.size();
+  const std::vector<ColumnShape>& row = shapes[0];
+  for (size_t i = 1; i < n; ++i) {
+    if (shapes[i].size() != row.size()) {
+      return absl::InvalidArgumentError(
+          "Samples of a batch have different numbers of columns.");
+    }
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (shapes[i][c] == row[c]) continue;
+      auto describe = [](const ColumnShape& shape) {
+        TensorView view;
+        view.dtype = shape.dtype;
+        view.shape.assign(shape.shape.begin(), shape.shape.end());
+        return DescribeTensor(view);
+      };
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Cannot batch column ", c,
+          " (use batch_size=1 for trajectories of different lengths): "
+          "Cannot stack tensors of different shapes: ",
+          describe(row[c]), " and ", describe(shapes[i][c]), "."));
+    }
+  }
+  StackedBatch batch;
+  batch.infos.reserve(n);
+  batch.columns.resize(row.size());
+  for (size_t c = 0; c < row.size(); ++c) {
+    Tensor& column = batch.columns[c];
+    column.dtype = row[c].dtype;
+    column.shape = row[c].shape;
+    column.shape.insert(column.shape.begin(), static_cast<int64_t>(n));
+    if (column.IsString()) {
+      column.strings.resize(column.NumElements());
+    } else {
+      const size_t bytes = column.NumElements() * *DataTypeSize(column.dtype);
+      column.bytes = BufferPool::Default().Take(bytes);
+    }
+  }
+  // Unpacked samples are copied into their rows; packed ones are
+  // decompressed into theirs, in parallel.
+  std::vector<size_t> packed;
+  for (size_t i = 0; i < n; ++i) {
+    Slot& slot = slots[i];
+    if (slot.packed.has_value()) {
+      batch.infos.push_back(slot.packed->info);
+      packed.push_back(i);
+      continue;
+    }
+    Sample& sample = *slot.sample;
+    batch.infos.push_back(sample.info);
+    for (size_t c = 0; c < row.size(); ++c) {
+      Tensor& column = batch.columns[c];
+      Tensor& cell = sample.columns[c];
+      if (column.IsString()) {
+        std::move(cell.strings.begin(), cell.strings.end(),
+                  column.strings.begin() + i * cell.strings.size());
+      } else {
+        std::memcpy(column.bytes.data() + i * cell.bytes.size(),
+                    cell.bytes.data(), cell.bytes.size());
+      }
+    }
+    RecycleSample(&sample);
+  }
+  std::vector<absl::Status> unpacked(n);
+  auto unpack = [&](size_t first, size_t last) {
+    for (size_t k = first; k < last; ++k) {
+      const size_t i = packed[k];
+      unpacked[i] =
+          UnpackSampleInto(*slots[i].packed, i, absl::MakeSpan(batch.columns));
+    }
+  };
+  const size_t parts =
+      std::min(packed.size(), static_cast<size_t>(kUnpackThreads) + 1);
+  // Shared with the tasks: one may still be unlocking it when the wait
+  // below ends.
+  struct Parts {
+    Mutex mu;
+    size_t done ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto progress = std::make_shared<Parts>();
+  for (size_t part = 1; part < parts; ++part) {
+    unpacker_.Schedule([&, part, progress] {
+      unpack(packed.size() * part / parts, packed.size() * (part + 1) / parts);
+      MutexLock lock(&progress->mu);
+      ++progress->done;
+    });
+  }
+  if (parts > 0) unpack(0, packed.size() / parts);
+  {
+    MutexLock lock(&progress->mu);
+    auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(progress->mu) {
+      return progress->done + 1 >= parts;
+    };
+    progress->mu.Await(absl::Condition(&all_done));
+  }
+  // A sample that could not be unpacked ends the batch before it.
+  for (size_t i = 0; i < n; ++i) {
+    if (unpacked[i].ok()) continue;
+    FailForGood(unpacked[i]);
+    if (i == 0) return unpacked[i];
+    batch.infos.resize(i);
+    for (Tensor& column : batch.columns) {
+      const int64_t rows = column.shape[0];
+      column.shape[0] = static_cast<int64_t>(i);
+      if (column.IsString()) {
+        column.strings.resize(column.strings.size() / rows * i);
+      } else {
+        column.bytes.resize(column.bytes.size() / rows * i);
+      }
+    }
+    break;
   }
   return batch;
 }
@@ -193,7 +375,9 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
     if (unpacked.empty()) return;
     MutexLock lock(&mu_);
     reserved_ -= static_cast<int64_t>(unpacked.size());
-    for (auto& sample : unpacked) queue_.push_back({std::move(sample), true});
+    for (auto& sample : unpacked) {
+      queue_.push_back({std::move(sample), std::nullopt, true});
+    }
     unpacked.clear();
   };
   while (status.ok()) {
@@ -238,6 +422,12 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
       continue;
     }
     queue_unpacked();  // They come first.
+    if (!options_.unpack_ahead) {
+      MutexLock lock(&mu_);
+      --reserved_;
+      queue_.push_back({absl::StatusOr<Sample>(), *std::move(packed), true});
+      continue;
+    }
     Slot* slot;
     {
       MutexLock lock(&mu_);

@@ -19,7 +19,9 @@
 // stream is not limited by one core. Small samples are unpacked by the
 // worker and queued together, up to kMaxQueuedTogether at a time, as long as
 // their response holds more (a consumer waiting for samples then wakes once
-// per group, not once per sample). A stream is
+// per group, not once per sample). Without `unpack_ahead`, the larger ones
+// wait packed instead, and GetNextStackedBatch decompresses them straight
+// into their batch rows. A stream is
 // replaced by a new one after `max_samples_per_stream` samples, so that
 // round_robin channels spread streams over servers.
 //
@@ -47,6 +49,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +76,19 @@ struct SamplerOptions {
   // serve a request in time. Infinite (and, over gRPC, zero) means never.
   absl::Duration rate_limiter_timeout = absl::InfiniteDuration();
   absl::Duration reconnect_window = absl::Seconds(10);
+  // False: samples worth unpacking in parallel (kMinBytesToHandOff) wait in
+  // the queue as they arrived, and GetNextStackedBatch decompresses them
+  // straight into the batch (in parallel), skipping the copy of a sample
+  // into a batch; GetNextSample unpacks them in the caller's thread. For a
+  // consumer of stacked batches (ReplayIterator).
+  bool unpack_ahead = true;
+};
+
+// Samples stacked: `columns`[c] holds column c of every sample, along a new
+// leading dimension, in the order of `infos`.
+struct REVERB_EXPORT StackedBatch {
+  std::vector<std::shared_ptr<const SampleInfo>> infos;
+  std::vector<Tensor> columns;
 };
 
 class REVERB_EXPORT Sampler {
@@ -123,6 +139,13 @@ class REVERB_EXPORT Sampler {
       int batch_size, absl::Duration timeout = absl::InfiniteDuration(),
       absl::Duration fill_timeout = absl::InfiniteDuration());
 
+  // GetNextBatch's samples, stacked. INVALID_ARGUMENT if their columns
+  // differ in number, dtype or shape (those samples are dropped; the next
+  // call goes on).
+  absl::StatusOr<StackedBatch> GetNextStackedBatch(
+      int batch_size, absl::Duration timeout = absl::InfiniteDuration(),
+      absl::Duration fill_timeout = absl::InfiniteDuration());
+
   // The first error of a worker (OK while there is none): what every
   // later call returns once the samples before it are taken. A
   // DEADLINE_EXCEEDED of GetNextSample with error() OK is its own timeout.
@@ -152,15 +175,28 @@ class REVERB_EXPORT Sampler {
   const int64_t capacity_;
 
   mutable Mutex mu_;
-  // A sample's place in the queue, filled in once it is unpacked.
+  // A sample's place in the queue, filled in once it is unpacked (or, if
+  // `packed` is set, queued as it arrived: unpack_ahead false).
   struct Slot {
     absl::StatusOr<Sample> sample;
+    std::optional<PackedSample> packed;
     bool ready = false;
   };
   // Takes the next sample once it is unpacked; false if the queue is empty
   // or its front is still being unpacked.
-  bool PopReadyLocked(absl::StatusOr<Sample>* sample)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool PopReadyLocked(Slot* slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next slot, ready, as GetNextSample waits for it: an OK `sample` or
+  // a `packed` one; errors as GetNextSample's.
+  absl::StatusOr<Slot> GetNextSlot(absl::Duration timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Up to `batch_size` slots, as GetNextBatch takes samples.
+  absl::StatusOr<std::vector<Slot>> GetNextSlots(int batch_size,
+                                                 absl::Duration timeout,
+                                                 absl::Duration fill_timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A sample could not be unpacked (or a batch stacked): `status` is the
+  // sampler's error from now on.
+  void FailForGood(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Slots stay where they are while other slots are added and removed at
   // the ends (std::deque keeps references valid), so unpacking threads

@@ -46,23 +46,18 @@ absl::Status DecodeStringList(absl::string_view content, int64_t n,
   return absl::OkStatus();
 }
 
-absl::Status ShapeFromProto(const TensorProto& proto,
-                            std::vector<int64_t>* shape) {
-  if (proto.tensor_shape().unknown_rank()) {
-    return absl::InvalidArgumentError("Tensor shape has unknown rank.");
-  }
-  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 16;
-  int64_t elements = 1;
-  for (const auto& dim : proto.tensor_shape().dim()) {
-    if (dim.size() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Tensor shape has a negative dimension ", dim.size(), "."));
-    }
-    if (dim.size() > 0 && elements > kMaxElements / dim.size()) {
-      return absl::InvalidArgumentError("Tensor shape is too large.");
-    }
-    elements *= dim.size();
-    shape->push_back(dim.size());
+// OK if `content` claims to decompress to `length` bytes, the size of the
+// tensor `described`. Snappy expands at most ~21x (a 3-byte copy of 64
+// bytes): a larger claim is corrupt and must not allocate.
+absl::Status CheckUncompressedLength(const TensorView& described,
+                                     absl::string_view content, size_t length) {
+  constexpr size_t kMaxExpansion = 22;
+  size_t claimed = 0;
+  if (!SnappyUncompressedLength(content, &claimed) || claimed != length ||
+      claimed > content.size() * kMaxExpansion + 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Compressed tensor content does not hold a ",
+                     DescribeTensor(described), " tensor."));
   }
   return absl::OkStatus();
 }
@@ -196,6 +191,27 @@ void CompressNumeric(tensorflow::DataType dtype,
 
 }  // namespace
 
+absl::Status ShapeFromProto(const TensorProto& proto,
+                            std::vector<int64_t>* shape) {
+  if (proto.tensor_shape().unknown_rank()) {
+    return absl::InvalidArgumentError("Tensor shape has unknown rank.");
+  }
+  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 16;
+  int64_t elements = 1;
+  for (const auto& dim : proto.tensor_shape().dim()) {
+    if (dim.size() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Tensor shape has a negative dimension ", dim.size(), "."));
+    }
+    if (dim.size() > 0 && elements > kMaxElements / dim.size()) {
+      return absl::InvalidArgumentError("Tensor shape is too large.");
+    }
+    elements *= dim.size();
+    shape->push_back(dim.size());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CompressTensorAsProto(const TensorView& tensor,
                                    TensorProto* proto) {
   if (tensor.IsString()) {
@@ -258,18 +274,8 @@ absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto,
     return tensor;
   }
   REVERB_ASSIGN_OR_RETURN(const int element_size, DataTypeSize(tensor.dtype));
-  const absl::string_view compressed = content;
-  // Snappy expands at most ~21x (a 3-byte copy of 64 bytes); a larger
-  // claim is corrupt and must not allocate.
-  constexpr size_t kMaxExpansion = 22;
-  size_t length = 0;
-  if (!SnappyUncompressedLength(compressed, &length) ||
-      length != static_cast<size_t>(n) * element_size ||
-      length > compressed.size() * kMaxExpansion + 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Compressed tensor content does not hold a ",
-                     DescribeTensor(tensor), " tensor."));
-  }
+  const size_t length = static_cast<size_t>(n) * element_size;
+  REVERB_RETURN_IF_ERROR(CheckUncompressedLength(tensor, content, length));
   // A large tensor's buffer is a recycled one (already backed by memory,
   // and zeroed only beyond what it held before): the decoder overwrites it.
   if (length >= BufferPool::kMinBytes) {
@@ -277,10 +283,20 @@ absl::StatusOr<Tensor> DecompressTensorFromProto(const TensorProto& proto,
   } else {
     tensor.bytes.resize(length);
   }
-  if (!SnappyUncompress(compressed, tensor.bytes.data(), length)) {
+  if (!SnappyUncompress(content, tensor.bytes.data(), length)) {
     return absl::InvalidArgumentError("Corrupt compressed tensor content.");
   }
   return tensor;
+}
+
+absl::Status DecompressNumericInto(const TensorView& described,
+                                   absl::string_view content, char* out,
+                                   size_t length) {
+  REVERB_RETURN_IF_ERROR(CheckUncompressedLength(described, content, length));
+  if (!SnappyUncompress(content, out, length)) {
+    return absl::InvalidArgumentError("Corrupt compressed tensor content.");
+  }
+  return absl::OkStatus();
 }
 
 void DeltaEncode(Tensor* tensor, bool encode) {

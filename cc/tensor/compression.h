@@ -43,6 +43,20 @@ REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(
 REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(
     const tensorflow::TensorProto& proto, absl::string_view content);
 
+// Decompresses the content of a numeric tensor of `length` bytes into
+// `out` (room for exactly `length`), as DecompressTensorFromProto but into
+// memory of the caller's: a sampler decompresses a chunk tensor straight
+// into a batch's row. `described` (dtype and shape, no data) names the
+// tensor in errors. INVALID_ARGUMENT as DecompressTensorFromProto.
+REVERB_EXPORT absl::Status DecompressNumericInto(const TensorView& described,
+                                                 absl::string_view content,
+                                                 char* out, size_t length);
+
+// The shape of `proto`; INVALID_ARGUMENT for an unknown rank, a negative
+// dimension or more elements than a tensor may hold.
+REVERB_EXPORT absl::Status ShapeFromProto(const tensorflow::TensorProto& proto,
+                                          std::vector<int64_t>* shape);
+
 // In place; `encode` false undoes an encoding.
 REVERB_EXPORT void DeltaEncode(Tensor* tensor, bool encode);
 

@@ -11,7 +11,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "cc/client/sample.h"
 #include "cc/client/sample_stream_interface.h"
 #include "cc/support/buffer_pool.h"
@@ -78,51 +77,23 @@ void BindSampler(py::module_& m) {
           "GetNextBatch",
           [](Sampler& self, int batch_size, std::optional<int64_t> timeout_ms,
              std::optional<int64_t> fill_timeout_ms) {
-            absl::StatusOr<std::vector<Sample>> batch;
-            std::vector<Tensor> columns;
-            absl::Status stacked;
+            absl::StatusOr<StackedBatch> batch;
             {
               py::gil_scoped_release release;
-              batch = self.GetNextBatch(batch_size, TimeoutFromMs(timeout_ms),
-                                        TimeoutFromMs(fill_timeout_ms));
-              if (batch.ok()) {
-                const size_t num_columns = (*batch)[0].columns.size();
-                for (size_t c = 0; c < num_columns && stacked.ok(); ++c) {
-                  std::vector<Tensor> cells;
-                  cells.reserve(batch->size());
-                  for (Sample& sample : *batch) {
-                    if (sample.columns.size() != num_columns) {
-                      stacked = absl::InvalidArgumentError(
-                          "Samples of a batch have different numbers of "
-                          "columns.");
-                      break;
-                    }
-                    cells.push_back(std::move(sample.columns[c]));
-                  }
-                  auto column = StackTensors(std::move(cells));
-                  if (!column.ok()) {
-                    stacked = absl::InvalidArgumentError(
-                        absl::StrCat("Cannot batch column ", c,
-                                     " (use batch_size=1 for "
-                                     "trajectories of different lengths): ",
-                                     column.status().message()));
-                  } else {
-                    columns.push_back(*std::move(column));
-                  }
-                }
-              }
+              batch = self.GetNextStackedBatch(batch_size,
+                                               TimeoutFromMs(timeout_ms),
+                                               TimeoutFromMs(fill_timeout_ms));
             }
             if (absl::IsOutOfRange(batch.status())) throw py::stop_iteration();
-            const std::vector<Sample>& samples = ValueOrRaise(std::move(batch));
-            MaybeRaise(stacked);
-            const ssize_t n = static_cast<ssize_t>(samples.size());
+            StackedBatch stacked = ValueOrRaise(std::move(batch));
+            const ssize_t n = static_cast<ssize_t>(stacked.infos.size());
             py::array_t<uint64_t> keys(n);
             py::array_t<double> probabilities(n);
             py::array_t<int64_t> table_sizes(n);
             py::array_t<double> priorities(n);
             py::array_t<int32_t> times_sampled(n);
             for (ssize_t i = 0; i < n; ++i) {
-              const SampleInfo& info = *samples[i].info;
+              const SampleInfo& info = *stacked.infos[i];
               keys.mutable_at(i) = info.item().key();
               probabilities.mutable_at(i) = info.probability();
               table_sizes.mutable_at(i) = info.table_size();
@@ -130,7 +101,7 @@ void BindSampler(py::module_& m) {
               times_sampled.mutable_at(i) = info.item().times_sampled();
             }
             py::list arrays;
-            for (Tensor& column : columns) {
+            for (Tensor& column : stacked.columns) {
               arrays.append(TensorToNumpy(std::move(column)));
             }
             return py::make_tuple(

@@ -2,8 +2,8 @@
 
 For PyTorch (yield from it in an `IterableDataset`), JAX or plain numpy
 learners: C++ worker threads keep up to `max_in_flight_samples_per_worker`
-samples in flight per stream, decompress them and stack them into batches,
-all without the GIL. Each batch is a `ReplaySample` whose `info` fields and
+samples in flight per stream and decompress them straight into their rows
+of a batch, all without the GIL. Each batch is a `ReplaySample` whose `info` fields and
 data leaves are arrays with a leading batch dimension.
 
   with reverb.ReplayIterator('localhost:8000', 'replay', batch_size=32) as it:
@@ -81,7 +81,9 @@ class ReplayIterator:
         num_workers=num_workers,
         max_samples_per_stream=max_samples_per_stream,
         rate_limiter_timeout_ms=(rate_limiter_timeout_ms
-                                 if rate_limiter_timeout_ms >= 0 else None))
+                                 if rate_limiter_timeout_ms >= 0 else None),
+        # Large samples are decompressed straight into their batch rows.
+        unpack_ahead=False)
     self._timed_out = False
 
   def __iter__(self) -> 'ReplayIterator':

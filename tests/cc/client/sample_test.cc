@@ -1,6 +1,7 @@
 #include "cc/client/sample.h"
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,116 @@ TEST(SampleTest, SlicesThatRepeatTheirTensorsBeyondTheBoundAreRefused) {
   std::vector<std::vector<std::array<int, 3>>> columns(2 * kMaxSampleExpansion,
                                                        {{1, 0, rows}});
   EXPECT_EQ(UnpackSample(Info(columns), chunks).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Unpacks the sample of `info` over `chunks` into row 1 of a 3-row batch of
+// its shapes, whose other rows hold 0x5A bytes: the row must hold what
+// UnpackSample makes, and the other rows stay as they were.
+void ExpectUnpackedIntoARowAsUnpackSample(
+    std::shared_ptr<SampleInfo> info, std::vector<const ChunkData*> chunks) {
+  const PackedSample packed{info, chunks, {}, {}};
+  std::optional<std::vector<ColumnShape>> shapes = PackedColumnShapes(packed);
+  ASSERT_TRUE(shapes.has_value());
+  auto expected = UnpackSample(info, chunks);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_EQ(shapes->size(), expected->columns.size());
+  std::vector<Tensor> batch;
+  for (size_t c = 0; c < shapes->size(); ++c) {
+    SCOPED_TRACE(c);
+    const Tensor& column = expected->columns[c];
+    EXPECT_EQ((*shapes)[c].dtype, column.dtype);
+    EXPECT_EQ((*shapes)[c].shape, column.shape);
+    Tensor& rows = batch.emplace_back();
+    rows.dtype = column.dtype;
+    rows.shape = column.shape;
+    rows.shape.insert(rows.shape.begin(), 3);
+    rows.bytes.assign(3 * column.bytes.size(), '\x5a');
+  }
+  const absl::Status unpacked =
+      UnpackSampleInto(packed, 1, absl::MakeSpan(batch));
+  ASSERT_TRUE(unpacked.ok()) << unpacked;
+  for (size_t c = 0; c < batch.size(); ++c) {
+    SCOPED_TRACE(c);
+    const std::string& row = expected->columns[c].bytes;
+    const std::string untouched(row.size(), '\x5a');
+    EXPECT_EQ(batch[c].bytes.substr(0, row.size()), untouched);
+    EXPECT_EQ(batch[c].bytes.substr(row.size(), row.size()), row);
+    EXPECT_EQ(batch[c].bytes.substr(2 * row.size()), untouched);
+  }
+}
+
+TEST(SampleTest, UnpackedIntoABatchRowAsUnpackSampleUnpacksIt) {
+  ChunkData a = MakeChunk(1, 0, 4);
+  ChunkData b = MakeChunk(2, 4, 4, /*delta=*/true);
+  std::vector<const ChunkData*> chunks = {&a, &b};
+  // A whole chunk tensor (decompressed straight into the row), a part of
+  // one, slices across two chunks, a whole delta-encoded tensor, and a
+  // squeezed row.
+  ExpectUnpackedIntoARowAsUnpackSample(Info({{{1, 0, 4}},
+                                             {{1, 1, 2}},
+                                             {{1, 2, 2}, {2, 0, 3}},
+                                             {{2, 0, 4}},
+                                             {{1, 3, 1}}},
+                                            {false, false, false, false, true}),
+                                       chunks);
+}
+
+TEST(SampleTest, PackedColumnShapesLeaveOtherSamplesToUnpackSample) {
+  ChunkData a = MakeChunk(1, 0, 3);
+  ChunkData b = MakeChunk(2, 0, 3);
+  b.mutable_data()->mutable_tensors(0)->set_dtype(tensorflow::DT_FLOAT);
+  ChunkData strings;
+  strings.set_chunk_key(3);
+  ASSERT_TRUE(CompressTensorAsProto(testing::MakeStrings({2}, {"x", "y"}),
+                                    strings.mutable_data()->add_tensors())
+                  .ok());
+  ChunkData big = MakeChunk(5, 0, 1 << 16);  // 256 KiB.
+  std::vector<const ChunkData*> chunks = {&a, &b, &strings, &big};
+  auto shapes = [&](std::shared_ptr<SampleInfo> info) {
+    return PackedColumnShapes(PackedSample{info, chunks, {}, {}});
+  };
+  EXPECT_TRUE(shapes(Info({{{1, 0, 3}}})).has_value());
+  EXPECT_FALSE(shapes(nullptr).has_value());
+  EXPECT_FALSE(shapes(Info({{{4, 0, 1}}})).has_value());          // No chunk.
+  EXPECT_FALSE(shapes(Info({{{1, 2, 2}}})).has_value());          // Rows.
+  EXPECT_FALSE(shapes(Info({{}})).has_value());                   // No slice.
+  EXPECT_FALSE(shapes(Info({{{1, 0, 2}}}, {true})).has_value());  // Squeezed.
+  EXPECT_FALSE(shapes(Info({{{1, 0, 1}, {2, 0, 1}}})).has_value());  // Dtypes.
+  EXPECT_FALSE(shapes(Info({{{3, 0, 1}}})).has_value());             // Strings.
+  // Up to the expansion bound, as UnpackSample.
+  auto whole = [](int times) {
+    return Info({std::vector<std::array<int, 3>>(times, {5, 0, 1 << 16})});
+  };
+  EXPECT_TRUE(shapes(whole(kMaxSampleExpansion)).has_value());
+  EXPECT_FALSE(shapes(whole(kMaxSampleExpansion + 8)).has_value());
+}
+
+TEST(SampleTest, UnpackSampleIntoRefusesCorruptDataAndOtherShapes) {
+  ChunkData a = MakeChunk(1, 0, 4);
+  std::vector<const ChunkData*> chunks = {&a};
+  const PackedSample packed{Info({{{1, 0, 4}}}), chunks, {}, {}};
+  auto batch_of = [](std::vector<int64_t> shape) {
+    Tensor rows;
+    rows.dtype = tensorflow::DT_INT32;
+    rows.shape = shape;
+    rows.bytes.assign(rows.NumElements() * 4, '\0');
+    return std::vector<Tensor>{rows};
+  };
+  std::vector<Tensor> fits = batch_of({2, 4, 1});
+  EXPECT_TRUE(UnpackSampleInto(packed, 1, absl::MakeSpan(fits)).ok());
+  EXPECT_EQ(Values<int32_t>(fits[0]),
+            (std::vector<int32_t>{0, 0, 0, 0, 0, 1, 2, 3}));
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{2, 3, 1}, std::vector<int64_t>{2, 5, 1}}) {
+    std::vector<Tensor> other = batch_of(shape);
+    EXPECT_EQ(UnpackSampleInto(packed, 1, absl::MakeSpan(other)).code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(UnpackSampleInto(packed, 2, absl::MakeSpan(fits)).code(),
+            absl::StatusCode::kInvalidArgument);  // No such row.
+  a.mutable_data()->mutable_tensors(0)->set_tensor_content("garbage");
+  EXPECT_EQ(UnpackSampleInto(packed, 0, absl::MakeSpan(fits)).code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -14,6 +14,7 @@
 #include "cc/rate_limiters/presets.h"
 #include "cc/selectors/fifo.h"
 #include "cc/service/server.h"
+#include "cc/tensor/compression.h"
 #include "gtest/gtest.h"
 #include "tests/cc/server_test_util.h"
 #include "tests/cc/test_util.h"
@@ -296,6 +297,99 @@ TEST_F(SamplerTest, ASampleThatCannotBeUnpackedFailsTheSampler) {
     EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
               absl::StatusCode::kInvalidArgument);
   }
+}
+
+// An item of one step whose column is int32[512] (2 KiB: a sample the
+// sampler unpacks apart, kMinBytesToHandOff) holding `value` throughout;
+// if `corrupt`, its compressed content is bytes that are no Snappy data.
+TableItem LargeItem(uint64_t key, int32_t value, bool corrupt = false) {
+  ChunkData chunk;
+  chunk.set_chunk_key(key + 1'000'000);
+  chunk.mutable_sequence_range()->set_episode_id(1);
+  const Tensor step =
+      testing::Int32(std::vector<int32_t>(512, value), {1, 512});
+  EXPECT_TRUE(
+      CompressTensorAsProto(step, chunk.mutable_data()->add_tensors()).ok());
+  if (corrupt) {
+    chunk.mutable_data()->mutable_tensors(0)->set_tensor_content("garbage");
+  }
+  chunk.set_data_tensors_len(1);
+  chunk.set_data_uncompressed_size(step.bytes.size());
+  return testing::MakeItem(key, 1.0, {std::make_shared<Chunk>(chunk)});
+}
+
+TEST_F(SamplerTest, StackedBatchesAreTheSamplesWhetherUnpackedAheadOrNot) {
+  for (bool ahead : {true, false}) {
+    SCOPED_TRACE(ahead);
+    auto table = FifoTable("queue", *MinSizeRateLimiter(1), 1000,
+                           /*max_times_sampled=*/1);
+    StartServer({table});
+    for (int32_t i = 1; i <= 10; ++i) {
+      ASSERT_TRUE(table->InsertOrAssign(LargeItem(i, i), kPatience).ok());
+    }
+    SamplerOptions options;
+    options.unpack_ahead = ahead;
+    options.max_samples = 10;
+    auto sampler = NewSampler("queue", options);
+    int32_t next = 1;
+    for (int64_t rows : {4, 4, 2}) {  // The last batch ends with the samples.
+      auto batch = sampler->GetNextStackedBatch(4, kPatience, kPatience);
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      ASSERT_EQ(batch->infos.size(), rows);
+      ASSERT_EQ(batch->columns.size(), 1);
+      EXPECT_EQ(batch->columns[0].shape, (std::vector<int64_t>{rows, 1, 512}));
+      std::vector<int32_t> expected;
+      for (int64_t r = 0; r < rows; ++r, ++next) {
+        EXPECT_EQ(batch->infos[r]->item().key(), next);
+        expected.insert(expected.end(), 512, next);
+      }
+      EXPECT_EQ(Values<int32_t>(batch->columns[0]), expected);
+    }
+    EXPECT_EQ(sampler->GetNextStackedBatch(4, kPatience).status().code(),
+              absl::StatusCode::kOutOfRange);
+  }
+}
+
+TEST_F(SamplerTest, SamplesOfOtherShapesAreNoBatchButSamplingGoesOn) {
+  auto table = FifoTable("queue", *MinSizeRateLimiter(1), 1000,
+                         /*max_times_sampled=*/1);
+  StartServer({table});
+  ASSERT_TRUE(table->InsertOrAssign(LargeItem(1, 1), kPatience).ok());
+  Insert(*table, 2, 2);  // int32[1].
+  ASSERT_TRUE(table->InsertOrAssign(LargeItem(3, 3), kPatience).ok());
+  SamplerOptions options;
+  options.unpack_ahead = false;
+  auto sampler = NewSampler("queue", options);
+  auto batch = sampler->GetNextStackedBatch(2, kPatience, kPatience);
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(batch.status().message(),
+            "Cannot batch column 0 (use batch_size=1 for trajectories of "
+            "different lengths): Cannot stack tensors of different shapes: "
+            "DT_INT32[1,512] and DT_INT32[1].");
+  batch = sampler->GetNextStackedBatch(1, kPatience, kPatience);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->infos[0]->item().key(), 3);
+}
+
+TEST_F(SamplerTest, ABatchEndsBeforeASampleThatCannotBeUnpacked) {
+  auto table = FifoTable("queue", *MinSizeRateLimiter(1), 1000,
+                         /*max_times_sampled=*/1);
+  StartServer({table});
+  ASSERT_TRUE(table->InsertOrAssign(LargeItem(1, 1), kPatience).ok());
+  ASSERT_TRUE(
+      table->InsertOrAssign(LargeItem(2, 2, /*corrupt=*/true), kPatience).ok());
+  ASSERT_TRUE(table->InsertOrAssign(LargeItem(3, 3), kPatience).ok());
+  SamplerOptions options;
+  options.unpack_ahead = false;
+  auto sampler = NewSampler("queue", options);
+  auto batch = sampler->GetNextStackedBatch(3, kPatience, kPatience);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_EQ(batch->infos.size(), 1);
+  EXPECT_EQ(batch->columns[0].shape, (std::vector<int64_t>{1, 1, 512}));
+  EXPECT_EQ(Values<int32_t>(batch->columns[0]), std::vector<int32_t>(512, 1));
+  EXPECT_EQ(sampler->GetNextStackedBatch(3, kPatience).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(sampler->error().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
