@@ -185,6 +185,10 @@ absl::StatusOr<std::vector<Sample>> Sampler::GetNextBatch(
 
 absl::StatusOr<StackedBatch> Sampler::GetNextStackedBatch(
     int batch_size, absl::Duration timeout, absl::Duration fill_timeout) {
+  if (batch_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size (", batch_size, ") must be >= 1."));
+  }
   REVERB_ASSIGN_OR_RETURN(std::vector<Slot> slots,
                           GetNextSlots(batch_size, timeout, fill_timeout));
   // The samples' column shapes, read from the headers of those still

@@ -139,9 +139,9 @@ class REVERB_EXPORT Sampler {
       int batch_size, absl::Duration timeout = absl::InfiniteDuration(),
       absl::Duration fill_timeout = absl::InfiniteDuration());
 
-  // GetNextBatch's samples, stacked. INVALID_ARGUMENT if their columns
-  // differ in number, dtype or shape (those samples are dropped; the next
-  // call goes on).
+  // GetNextBatch's samples, stacked. INVALID_ARGUMENT for a `batch_size`
+  // below 1, or if the samples' columns differ in number, dtype or shape
+  // (those samples are dropped; the next call goes on).
   absl::StatusOr<StackedBatch> GetNextStackedBatch(
       int batch_size, absl::Duration timeout = absl::InfiniteDuration(),
       absl::Duration fill_timeout = absl::InfiniteDuration());

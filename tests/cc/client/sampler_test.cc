@@ -347,6 +347,8 @@ TEST_F(SamplerTest, StackedBatchesAreTheSamplesWhetherUnpackedAheadOrNot) {
     }
     EXPECT_EQ(sampler->GetNextStackedBatch(4, kPatience).status().code(),
               absl::StatusCode::kOutOfRange);
+    EXPECT_EQ(sampler->GetNextStackedBatch(0, kPatience).status().code(),
+              absl::StatusCode::kInvalidArgument);
   }
 }
 
