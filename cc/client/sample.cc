@@ -16,6 +16,15 @@
 namespace deepmind::reverb {
 namespace {
 
+// The index in `chunks` of the chunk whose key is `key` (the last, if a
+// response carried it twice); -1 if there is none.
+int FindChunk(absl::Span<const ChunkData* const> chunks, uint64_t key) {
+  for (int i = static_cast<int>(chunks.size()) - 1; i >= 0; --i) {
+    if (chunks[i]->chunk_key() == key) return i;
+  }
+  return -1;
+}
+
 // Decompresses each (chunk, tensor index) a sample uses once, and hands the
 // tensor over without a copy to the last slice that uses it. A sample has
 // few chunks: linear searches in small inline vectors beat hash maps here.
@@ -40,18 +49,14 @@ class ChunkTensors {
   absl::StatusOr<Tensor> Take(const FlatTrajectory::ChunkSlice& slice) {
     Entry& entry = Find(slice.chunk_key(), slice.index());
     if (!entry.decoded) {
-      const ChunkData* chunk = nullptr;
-      const std::vector<absl::string_view>* contents = nullptr;
-      for (size_t i = 0; i < chunks_.size(); ++i) {
-        if (chunks_[i]->chunk_key() == entry.key) {
-          chunk = chunks_[i];
-          contents = i < contents_.size() ? contents_[i] : nullptr;
-        }
-      }
-      if (chunk == nullptr) {
+      const int i = FindChunk(chunks_, entry.key);
+      if (i < 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Sample references chunk ", entry.key, " it did not carry."));
       }
+      const ChunkData* chunk = chunks_[i];
+      const std::vector<absl::string_view>* contents =
+          i < static_cast<int>(contents_.size()) ? contents_[i] : nullptr;
       REVERB_ASSIGN_OR_RETURN(entry.tensor,
                               UnpackChunkTensor(*chunk, entry.index, contents));
       entry.decoded = true;
@@ -180,15 +185,6 @@ absl::StatusOr<Sample> UnpackSample(PackedSample packed) {
 
 namespace {
 
-// The chunk of `packed` whose key is `key` (and its contents apart, if
-// any); -1 if it has none.
-int FindChunk(const PackedSample& packed, uint64_t key) {
-  for (size_t i = 0; i < packed.chunks.size(); ++i) {
-    if (packed.chunks[i]->chunk_key() == key) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 // The header of the tensor a slice references, and its shape; nullopt if
 // the chunk or the tensor is missing or its shape is bad.
 struct SliceSource {
@@ -200,7 +196,7 @@ struct SliceSource {
 
 std::optional<SliceSource> FindSource(const PackedSample& packed,
                                       const FlatTrajectory::ChunkSlice& slice) {
-  const int i = FindChunk(packed, slice.chunk_key());
+  const int i = FindChunk(packed.chunks, slice.chunk_key());
   if (i < 0) return std::nullopt;
   SliceSource source{packed.chunks[i],
                      i < static_cast<int>(packed.contents.size())

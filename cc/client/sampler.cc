@@ -98,8 +98,21 @@ bool Sampler::PopReadyLocked(Slot* slot) {
 
 void Sampler::FailForGood(const absl::Status& status) {
   MutexLock lock(&mu_);
+  FailForGoodLocked(status);
+}
+
+void Sampler::FailForGoodLocked(const absl::Status& status) {
   if (error_.ok()) error_ = status;
   unpack_failed_ = true;
+}
+
+bool Sampler::UnpackSlot(Slot* slot) {
+  if (slot->packed.has_value()) {
+    slot->sample = UnpackSample(*std::move(slot->packed));
+    slot->packed.reset();
+    if (!slot->sample.ok()) FailForGood(slot->sample.status());
+  }
+  return slot->sample.ok();
 }
 
 absl::StatusOr<Sampler::Slot> Sampler::GetNextSlot(absl::Duration timeout) {
@@ -118,8 +131,7 @@ absl::StatusOr<Sampler::Slot> Sampler::GetNextSlot(absl::Duration timeout) {
   if (PopReadyLocked(&slot)) {
     // A sample that cannot be unpacked fails the sampler for good.
     if (!slot.sample.ok() && !slot.packed.has_value()) {
-      if (error_.ok()) error_ = slot.sample.status();
-      unpack_failed_ = true;
+      FailForGoodLocked(slot.sample.status());
       return slot.sample.status();
     }
     return slot;
@@ -136,10 +148,8 @@ absl::StatusOr<Sampler::Slot> Sampler::GetNextSlot(absl::Duration timeout) {
 
 absl::StatusOr<Sample> Sampler::GetNextSample(absl::Duration timeout) {
   REVERB_ASSIGN_OR_RETURN(Slot slot, GetNextSlot(timeout));
-  if (!slot.packed.has_value()) return std::move(slot.sample);
-  absl::StatusOr<Sample> sample = UnpackSample(*std::move(slot.packed));
-  if (!sample.ok()) FailForGood(sample.status());
-  return sample;
+  UnpackSlot(&slot);
+  return std::move(slot.sample);
 }
 
 absl::StatusOr<std::vector<Sampler::Slot>> Sampler::GetNextSlots(
@@ -170,13 +180,9 @@ absl::StatusOr<std::vector<Sample>> Sampler::GetNextBatch(
   std::vector<Sample> batch;
   batch.reserve(slots.size());
   for (Slot& slot : slots) {
-    if (slot.packed.has_value()) {
-      slot.sample = UnpackSample(*std::move(slot.packed));
-      if (!slot.sample.ok()) {
-        FailForGood(slot.sample.status());
-        if (batch.empty()) return slot.sample.status();
-        break;  // As a sample that failed in the queue: its error comes next.
-      }
+    if (!UnpackSlot(&slot)) {
+      if (batch.empty()) return slot.sample.status();
+      break;  // As a sample that failed in the queue: its error comes next.
     }
     batch.push_back(*std::move(slot.sample));
   }
@@ -204,10 +210,7 @@ absl::StatusOr<StackedBatch> Sampler::GetNextStackedBatch(
         shapes.push_back(*std::move(packed_shapes));
         continue;
       }
-      slot.sample = UnpackSample(*std::move(slot.packed));
-      slot.packed.reset();
-      if (!slot.sample.ok()) {
-        FailForGood(slot.sample.status());
+      if (!UnpackSlot(&slot)) {
         if (i == 0) return slot.sample.status();
         slots.resize(i);
         break;

@@ -194,9 +194,14 @@ class REVERB_EXPORT Sampler {
                                                  absl::Duration timeout,
                                                  absl::Duration fill_timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // A sample could not be unpacked (or a batch stacked): `status` is the
-  // sampler's error from now on.
+  // A sample could not be unpacked: `status` is the sampler's error from
+  // now on.
   void FailForGood(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+  void FailForGoodLocked(const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unpacks a slot queued packed into its `sample` (FailForGood if it
+  // cannot be); whether the slot holds a sample.
+  bool UnpackSlot(Slot* slot) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Slots stay where they are while other slots are added and removed at
   // the ends (std::deque keeps references valid), so unpacking threads

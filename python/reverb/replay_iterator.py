@@ -3,8 +3,8 @@
 For PyTorch (yield from it in an `IterableDataset`), JAX or plain numpy
 learners: C++ worker threads keep up to `max_in_flight_samples_per_worker`
 samples in flight per stream and decompress them straight into their rows
-of a batch, all without the GIL. Each batch is a `ReplaySample` whose `info` fields and
-data leaves are arrays with a leading batch dimension.
+of a batch, all without the GIL. Each batch is a `ReplaySample` whose
+`info` fields and data leaves are arrays with a leading batch dimension.
 
   with reverb.ReplayIterator('localhost:8000', 'replay', batch_size=32) as it:
     for batch in it:

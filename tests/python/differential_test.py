@@ -148,7 +148,8 @@ def _outcomes(module: str, tmp_dir: str):
   theirs = [str(_DMREVERB_PYTHON), '-I', str(_RUNNER), module]
   with concurrent.futures.ThreadPoolExecutor(2) as pool:
     results = list(pool.map(lambda args: _run(*args, tmp_dir),
-                            [(ours, '20000-25999'), (theirs, '26000-31999')]))
+                            [(ours, _runner.PORTS_OURS),
+                             (theirs, _runner.PORTS_DMREVERB)]))
   return tuple(results)
 
 

@@ -47,6 +47,8 @@ _WATCHDOG_SECONDS = 240
 # bind both draw from the ephemeral range, and the picked port is free only
 # until someone else binds it).
 PORTS_ENV = 'DIFFERENTIAL_PORTS'
+PORTS_OURS = '20000-25999'
+PORTS_DMREVERB = '26000-31999'
 
 
 def _port_is_free(port: int) -> bool:
@@ -84,7 +86,7 @@ class _Ports:
     raise RuntimeError(f'no free port left in {PORTS_ENV}')
 
 
-_PORTS = _Ports(os.environ.get(PORTS_ENV, '20000-25999'))
+_PORTS = _Ports(os.environ.get(PORTS_ENV, PORTS_OURS))
 
 
 class Env:
