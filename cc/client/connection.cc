@@ -34,6 +34,12 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  // Channels of one process to one address share their connections by
+  // default, and with them the reconnect backoff: a client made for a server
+  // that just took the port of a stopped one would wait out (up to
+  // kMaxReconnectBackoffMs) the backoff of an older client of the stopped
+  // server. Each client connects on its own.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   if (keepalive != absl::InfiniteDuration()) {
     const int ms = static_cast<int>(
         std::max<int64_t>(1, absl::ToInt64Milliseconds(keepalive)));

@@ -2,7 +2,8 @@
 server serving; a TrajectoryWriter across a server restart from a
 checkpoint loses and duplicates nothing it confirmed; many writers and
 samplers at once keep a full table at its max_size with the server's memory
-bounded. (Crashes and corrupt files during checkpoints: checkpoint_test.py.)
+bounded; a new client of a restarted server connects at once. (Crashes and
+corrupt files during checkpoints: checkpoint_test.py.)
 """
 
 import subprocess
@@ -392,6 +393,30 @@ def test_trajectory_writer_across_a_restart_from_a_checkpoint(tmp_path):
   for t, (_, column) in zip(ids, items):
     np.testing.assert_array_equal(
         column, np.stack([obs(s) for s in range(max(0, t - 2), t + 1)]))
+
+
+def test_a_new_client_does_not_wait_out_an_older_clients_reconnect_backoff():
+  # gRPC channels of one process to one address share their connections by
+  # default, and with them the reconnect backoff (1 s, then 1.6 times longer
+  # after each failed attempt, +-20%). A server started on the port of a
+  # stopped one (port 0 hands out ports again) must answer a new client at
+  # once, not when an older client's backoff ends: in CI that wait reached
+  # the connect timeout of 10 s.
+  server = reverb.Server([reverb.Table.queue('queue', 10)], port=0)
+  port = server.port
+  old = reverb.Client(f'localhost:{port}')
+  old.server_info()
+  server.stop()
+  # Attempts at about 0, 1, 2.6, 5.2 and 9.3 s: at 11 s the next is ~4.8 s
+  # away.
+  with pytest.raises(reverb.errors.DeadlineExceededError):
+    old.server_info(timeout=11)
+  server = reverb.Server([reverb.Table.queue('queue', 10)], port=port)
+  try:
+    new = reverb.Client(f'localhost:{port}')
+    assert 'queue' in new.server_info(timeout=1.5)
+  finally:
+    server.stop()
 
 
 # ---------------------------------------------------------------------------
