@@ -18,6 +18,16 @@
 #include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
+namespace {
+
+// The steps in a TrajectoryWriter chunk (one tensor, time along dim 0).
+int64_t ChunkRows(const ChunkData& chunk) {
+  if (chunk.data().tensors_size() == 0) return 0;
+  const auto& shape = chunk.data().tensors(0).tensor_shape();
+  return shape.dim_size() == 0 ? 0 : shape.dim(0).size();
+}
+
+}  // namespace
 
 // --- Options -----------------------------------------------------------------
 
@@ -60,15 +70,26 @@ void AutoTunedChunkerOptions::OnItemFinalized(
   // An item's column spans few chunks: a linear search beats a hash set.
   absl::InlinedVector<uint64_t, 8> seen;
   int64_t bytes = 0;
+  int64_t rows = 0;
   for (const auto& ref : refs) {
     if (absl::c_linear_search(seen, ref->chunk_key())) continue;
     seen.push_back(ref->chunk_key());
     if (auto chunk = ref->GetChunk()) {
       bytes += chunk->GetCachedSize();  // Sized when it was finalized.
+      rows += ChunkRows(*chunk);
     }
   }
   if (refs.empty()) return;
   MutexLock lock(&mu_);
+  // Items are sent after their chunks were finalized, often after later
+  // chunks were (a batch of steps, then its items): an item of chunks of
+  // another length than the current one would score that length with the
+  // cost of an older one, and the length drifted up (items of one step
+  // came to send chunks of up to 15 steps each).
+  if (std::abs(static_cast<double>(rows) / seen.size() - max_chunk_length_) >
+      kLengthTolerance) {
+    return;
+  }
   items_.emplace_back(bytes, static_cast<int>(refs.size()));
   if (static_cast<int>(items_.size()) > kNumItemsToScore) items_.pop_front();
 }
@@ -93,7 +114,7 @@ void AutoTunedChunkerOptions::MaybeTune() {
   if (!previous_cost_.has_value()) {
     last_change_grew_ = true;
     max_chunk_length_ = std::min(max_chunk_length_ + 2, num_keep_alive_refs_);
-  } else if (std::abs(average_length - max_chunk_length_) <= 0.25) {
+  } else if (std::abs(average_length - max_chunk_length_) <= kLengthTolerance) {
     // The windows describe the current length: keep going the same way if
     // that lowered the cost, else turn back.
     const bool grow = (cost < *previous_cost_) == last_change_grew_;

@@ -15,7 +15,8 @@
 // ChunkerOptions decide the chunk length: ConstantChunkerOptions a fixed
 // one; AutoTunedChunkerOptions tunes it from the chunks and items it sees
 // (a smaller average of bytes per step stored plus bytes per step sent for
-// items is better), as dm-reverb. AutoTunedChunkerOptions is thread-safe.
+// items is better), as dm-reverb; it scores a length only with chunks and
+// items of that length. AutoTunedChunkerOptions is thread-safe.
 #ifndef REVERB_CC_CLIENT_CHUNKER_H_
 #define REVERB_CC_CLIENT_CHUNKER_H_
 
@@ -80,6 +81,9 @@ class REVERB_EXPORT AutoTunedChunkerOptions : public ChunkerOptions {
   // Statistics windows.
   static constexpr int kNumItemsToScore = 10;
   static constexpr int kNumChunksToScore = 5;
+  // Statistics are of the current length if their chunks average it within
+  // this many rows.
+  static constexpr double kLengthTolerance = 0.25;
 
   explicit AutoTunedChunkerOptions(int num_keep_alive_refs,
                                    double throughput_weight = 1.0,
