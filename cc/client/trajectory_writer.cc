@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cc/core/errors.h"
+#include "cc/support/log.h"
 #include "cc/support/mutex.h"
 #include "cc/support/random_key.h"
 #include "cc/support/status_macros.h"
@@ -265,11 +266,14 @@ absl::Status TrajectoryWriter::CreateItem(
     const std::vector<TrajectoryColumn>& trajectory) {
   Item item;
   REVERB_RETURN_IF_ERROR(MakeItem(table, priority, RefsOf(trajectory), &item));
-  MutexLock lock(&mu_);
-  if (closed_) return absl::CancelledError(kClosed);
-  REVERB_RETURN_IF_ERROR(status_);
-  item.seq = next_seq_++;
-  queue_.push_back(std::move(item));
+  std::string warning;
+  {
+    MutexLock lock(&mu_);
+    if (closed_) return absl::CancelledError(kClosed);
+    REVERB_RETURN_IF_ERROR(status_);
+    warning = QueueLocked(absl::MakeSpan(&item, 1));
+  }
+  if (!warning.empty()) Log(LogSeverity::kWarning, warning);
   return absl::OkStatus();
 }
 
@@ -298,14 +302,37 @@ absl::Status TrajectoryWriter::CreateItems(
     REVERB_RETURN_IF_ERROR(
         MakeItem(table, priorities[i], trajectory, &items[i]));
   }
-  MutexLock lock(&mu_);
-  if (closed_) return absl::CancelledError(kClosed);
-  REVERB_RETURN_IF_ERROR(status_);
+  std::string warning;
+  {
+    MutexLock lock(&mu_);
+    if (closed_) return absl::CancelledError(kClosed);
+    REVERB_RETURN_IF_ERROR(status_);
+    warning = QueueLocked(absl::MakeSpan(items));
+  }
+  if (!warning.empty()) Log(LogSeverity::kWarning, warning);
+  return absl::OkStatus();
+}
+
+std::string TrajectoryWriter::QueueLocked(absl::Span<Item> items) {
   for (Item& item : items) {
     item.seq = next_seq_++;
     queue_.push_back(std::move(item));
   }
-  return absl::OkStatus();
+  if (queue_.size() + in_flight_.size() < kPendingItemsWarningThreshold) {
+    return "";
+  }
+  const bool warn = items_before_warning_ <= 0;
+  if (warn) items_before_warning_ = kPendingItemsWarningEvery;
+  items_before_warning_ -= static_cast<int>(items.size());
+  if (!warn) return "";
+  // dm-reverb's text.
+  return absl::StrCat(
+      "The number of pending items is alarmingly high, did you forget to "
+      "call Flush? ",
+      queue_.size(), " items are waiting to be sent and ", in_flight_.size(),
+      " items have been sent to the server but haven't been confirmed yet. "
+      "It is important to call Flush regularly as large numbers of pending "
+      "items can result in OOM crashes on both client and server.");
 }
 
 absl::Span<const std::shared_ptr<CellRef>> TrajectoryWriter::Item::column_cells(

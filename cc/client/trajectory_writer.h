@@ -79,6 +79,12 @@ class REVERB_EXPORT TrajectoryWriter {
   // turn into sets): the larger the batch, the less of that per item.
   static constexpr size_t kBatchItems = 128;
   static constexpr absl::Duration kBatchDelay = absl::Milliseconds(1);
+  // While this many items or more are queued or unconfirmed, CreateItem and
+  // CreateItems log dm-reverb's warning ("The number of pending items is
+  // alarmingly high, did you forget to call Flush? ...") once every
+  // kPendingItemsWarningEvery items they queue.
+  static constexpr size_t kPendingItemsWarningThreshold = 50;
+  static constexpr int kPendingItemsWarningEvery = 10;
 
   // `options` (validated, INVALID_ARGUMENT) are cloned for every column.
   static absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Create(
@@ -241,6 +247,10 @@ class REVERB_EXPORT TrajectoryWriter {
   // nothing is unconfirmed, lets shard_ move (WriterShard::Rebalance); true
   // if it did.
   bool RebalanceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `items` (CreateItem, CreateItems); the pending-items warning to
+  // log once the lock is released, or empty.
+  std::string QueueLocked(absl::Span<Item> items)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Builds the next request to `shard`: its items and keep_chunk_keys in
   // `request`, the chunks to send first in `chunks` (see
   // EncodeInsertRequest); false if there is nothing ready to send.
@@ -261,6 +271,8 @@ class REVERB_EXPORT TrajectoryWriter {
   bool step_open_ ABSL_GUARDED_BY(mu_) = false;
 
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Items to queue before the next pending-items warning.
+  int items_before_warning_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Item> in_flight_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> streamed_keys_ ABSL_GUARDED_BY(mu_);

@@ -4,7 +4,8 @@
 // Python package hands them to `logging.getLogger('reverb')`).
 //
 // The default sink writes "[reverb] <message>" to stderr. Nothing is logged
-// per item, per request or per stream.
+// per item, per request or per stream, but dm-reverb's warning of a
+// TrajectoryWriter whose items pile up unflushed (every tenth item then).
 #ifndef REVERB_CC_SUPPORT_LOG_H_
 #define REVERB_CC_SUPPORT_LOG_H_
 

@@ -1,6 +1,7 @@
 """libreverb's log lines reach `logging.getLogger('reverb')` with their level:
 checkpoint progress at INFO (REVERB_PROGRESS_INTERVAL_MS sets how often),
-warnings at WARNING; silencing the logger silences them."""
+warnings at WARNING (among them dm-reverb's warning of a TrajectoryWriter
+whose items pile up unflushed); silencing the logger silences them."""
 
 import logging
 import re
@@ -133,3 +134,50 @@ def test_protobuf_lines_of_hostile_input_are_ours_and_rate_limited():
   assert lines[0].startswith('protobuf (') and 'ResetRequest.table' in lines[0]
   assert 'libprotobuf' not in default.stderr
   assert 'invalid UTF-8' not in run('silenced').stderr
+
+
+_PENDING = (r'The number of pending items is alarmingly high, did you forget '
+            r'to call Flush\? (\d+) items are waiting to be sent and (\d+) '
+            r'items have been sent to the server but haven\'t been confirmed '
+            r'yet\. It is important to call Flush regularly as large numbers '
+            r'of pending items can result in OOM crashes on both client and '
+            r'server\.$')
+
+
+def _write_unflushed(client, count, flush_every=None):
+  writer = client.trajectory_writer(num_keep_alive_refs=1)
+  for i in range(count):
+    writer.append({'x': np.float32(i)})
+    writer.create_item('table', 1.0, {'x': writer.history['x'][-1]})
+    if flush_every and (i + 1) % flush_every == 0:
+      writer.flush(timeout_ms=TIMEOUT * 1000)
+  return writer
+
+
+def test_a_writer_whose_items_pile_up_warns_as_dm_reverb(caplog):
+  # The queue table holds 10: the server stores no more until some are
+  # sampled, so items pile up unconfirmed in the writer.
+  caplog.set_level(logging.INFO, logger='reverb')
+  server = reverb.Server([reverb.Table.queue('table', 10)])
+  client = server.localhost_client()
+  writer = _write_unflushed(client, 100)
+  warnings = _records(caplog, _PENDING)
+  # One every 10 items from the 50th pending one on.
+  assert 4 <= len(warnings) <= 6, [r.getMessage() for r in warnings]
+  assert {r.levelno for r in warnings} == {logging.WARNING}
+  for record in warnings:
+    queued, unconfirmed = re.match(_PENDING, record.getMessage()).groups()
+    assert int(queued) + int(unconfirmed) >= 50
+  got = [int(s.data[0]) for s in client.sample(
+      'table', num_samples=100, emit_timesteps=False, timeout=TIMEOUT)]
+  assert got == list(range(100))  # Nothing lost to the warning.
+  writer.close()
+  server.stop()
+
+
+def test_a_writer_flushed_regularly_does_not_warn(caplog):
+  caplog.set_level(logging.INFO, logger='reverb')
+  server = reverb.Server([reverb.Table.queue('table', 1000)])
+  _write_unflushed(server.localhost_client(), 200, flush_every=20).close()
+  server.stop()
+  assert not _records(caplog, 'The number of pending items')
