@@ -333,6 +333,7 @@ absl::StatusOr<std::unique_ptr<Sampler>> Client::NewSampler(
   if (sharded.max_in_flight_samples_per_worker > 0) {
     sharded.max_in_flight_samples_per_worker *= shards_->size();
   }
+  sharded.max_in_flight_bytes_per_worker *= shards_->size();
   return Sampler::Create(
       [shards = shards_,
        table]() -> absl::StatusOr<std::unique_ptr<SampleStreamInterface>> {

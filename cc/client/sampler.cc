@@ -49,6 +49,11 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
         "max_in_flight_samples_per_worker (",
         options.max_in_flight_samples_per_worker, ") must be >= 1."));
   }
+  if (options.max_in_flight_bytes_per_worker < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_in_flight_bytes_per_worker (",
+        options.max_in_flight_bytes_per_worker, ") must be >= 0."));
+  }
   if (options.num_workers < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_workers (", options.num_workers, ") must be >= 1."));
@@ -59,9 +64,9 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
 Sampler::Sampler(OpenStream open_stream, const SamplerOptions& options)
     : open_stream_(std::move(open_stream)),
       options_(options),
-      capacity_(options.num_workers * options.max_in_flight_samples_per_worker),
       streams_(options.num_workers, nullptr) {
   MutexLock lock(&mu_);
+  window_ = options.max_in_flight_samples_per_worker;
   workers_running_ = options.num_workers;
   for (int i = 0; i < options.num_workers; ++i) {
     workers_.emplace_back([this, i] { RunWorker(i); });
@@ -339,16 +344,36 @@ bool Sampler::AllRequested() const {
   return options_.max_samples >= 0 && requested_ >= options_.max_samples;
 }
 
+int64_t Sampler::Window() const {
+  MutexLock lock(&mu_);
+  return window_;
+}
+
+void Sampler::NoteReceivedLocked(int64_t samples, int64_t bytes) {
+  const int64_t budget = options_.max_in_flight_bytes_per_worker;
+  if (budget == 0 || samples == 0) return;
+  received_samples_ += samples;
+  received_bytes_ += bytes;
+  const int64_t average =
+      std::max<int64_t>(1, received_bytes_ / received_samples_);
+  const int64_t least = options_.max_in_flight_samples_per_worker;
+  window_ = std::clamp(budget / average, least, least * kMaxWindowGrowth);
+}
+
 int64_t Sampler::Reserve(int64_t max, int64_t stream_left, bool wait) {
   MutexLock lock(&mu_);
-  auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // The queue holds what every worker's window may bring.
+  auto capacity = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return options_.num_workers * window_;
+  };
+  auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return closed_ || AllRequested() ||
-           static_cast<int64_t>(queue_.size()) + reserved_ < capacity_;
+           static_cast<int64_t>(queue_.size()) + reserved_ < capacity();
   };
   if (wait) mu_.Await(absl::Condition(&room));
   if (closed_ || AllRequested() || !room()) return 0;
   int64_t n = std::min(
-      max, capacity_ - static_cast<int64_t>(queue_.size()) - reserved_);
+      max, capacity() - static_cast<int64_t>(queue_.size()) - reserved_);
   if (options_.max_samples >= 0)
     n = std::min(n, options_.max_samples - requested_);
   if (stream_left >= 0) n = std::min(n, stream_left);
@@ -373,14 +398,16 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
     if (closed_) return absl::CancelledError("The sampler is closed.");
     streams_[index] = &stream;
   }
-  const int64_t window = options_.max_in_flight_samples_per_worker;
   absl::Status status;
   int64_t stream_requested = 0;
-  // Small samples unpacked here, not queued yet.
+  // Small samples unpacked here, not queued yet, and their bytes.
   std::vector<absl::StatusOr<Sample>> unpacked;
+  int64_t unpacked_bytes = 0;
   auto queue_unpacked = [&] {
     if (unpacked.empty()) return;
     MutexLock lock(&mu_);
+    NoteReceivedLocked(static_cast<int64_t>(unpacked.size()), unpacked_bytes);
+    unpacked_bytes = 0;
     reserved_ -= static_cast<int64_t>(unpacked.size());
     for (auto& sample : unpacked) {
       queue_.push_back({std::move(sample), std::nullopt, true});
@@ -388,6 +415,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
     unpacked.clear();
   };
   while (status.ok()) {
+    const int64_t window = Window();
     const int64_t outstanding = stream.outstanding();
     const int64_t stream_left =
         options_.max_samples_per_stream < 0
@@ -422,6 +450,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
     }
     if (bytes < kMinBytesToHandOff) {
       unpacked.push_back(UnpackSample(*std::move(packed)));
+      unpacked_bytes += bytes;
       if (!stream.has_buffered_entries() ||
           static_cast<int>(unpacked.size()) >= kMaxQueuedTogether) {
         queue_unpacked();
@@ -431,6 +460,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
     queue_unpacked();  // They come first.
     if (!options_.unpack_ahead) {
       MutexLock lock(&mu_);
+      NoteReceivedLocked(1, bytes);
       --reserved_;
       queue_.push_back({absl::StatusOr<Sample>(), *std::move(packed), true});
       continue;
@@ -438,6 +468,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
     Slot* slot;
     {
       MutexLock lock(&mu_);
+      NoteReceivedLocked(1, bytes);
       --reserved_;
       slot = &queue_.emplace_back();
     }

@@ -3,7 +3,8 @@
 //
 // Each worker keeps one stream open (a SampleStream to the server, or a
 // ShardedSampleStream over the shards, see Create) with up to
-// `max_in_flight_samples_per_worker` samples requested, after reserving room
+// `max_in_flight_samples_per_worker` samples requested (more for small
+// samples with `max_in_flight_bytes_per_worker`), after reserving room
 // for them in the sampler's output queue (so memory stays bounded). It asks
 // for more once half of them have arrived, so that the server has the next
 // request before it has served the last (one request at a time would leave
@@ -69,6 +70,13 @@ struct SamplerOptions {
   // Samples to return in total; -1 means unlimited.
   int64_t max_samples = -1;
   int64_t max_in_flight_samples_per_worker = 100;
+  // If > 0, a worker of small samples asks for more at once: as many as this
+  // many bytes hold (by the average size of the samples received so far:
+  // the uncompressed bytes of their chunks), from
+  // max_in_flight_samples_per_worker up to kMaxWindowGrowth times it. Each
+  // message and thread hand-over is then shared by more samples; the queue
+  // is bounded by bytes instead of by count.
+  int64_t max_in_flight_bytes_per_worker = 0;
   int num_workers = 1;
   // -1 means unlimited.
   int64_t max_samples_per_stream = 10000;
@@ -104,6 +112,8 @@ class REVERB_EXPORT Sampler {
   static constexpr int64_t kMinBytesToHandOff = 1024;
   // Small samples queued at once, at most.
   static constexpr int kMaxQueuedTogether = 64;
+  // How far max_in_flight_bytes_per_worker may grow a worker's window.
+  static constexpr int64_t kMaxWindowGrowth = 10;
 
   // Opens the stream a worker reads next; an error counts as the stream's
   // (UNAVAILABLE: reconnect).
@@ -170,11 +180,19 @@ class REVERB_EXPORT Sampler {
   void Unreserve(int64_t n) ABSL_LOCKS_EXCLUDED(mu_);
   bool AllRequested() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Samples a worker keeps requested (see max_in_flight_bytes_per_worker).
+  int64_t Window() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts `samples` received, of `bytes` in all, towards the average size.
+  void NoteReceivedLocked(int64_t samples, int64_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const OpenStream open_stream_;
   const SamplerOptions options_;
-  const int64_t capacity_;
 
   mutable Mutex mu_;
+  int64_t window_ ABSL_GUARDED_BY(mu_);
+  int64_t received_samples_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t received_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // A sample's place in the queue, filled in once it is unpacked (or, if
   // `packed` is set, queued as it arrived: unpack_ahead false).
   struct Slot {

@@ -106,10 +106,12 @@ void BindClient(py::module_& m) {
           [](Client& self, const std::string& table, int64_t max_samples,
              int64_t max_in_flight_samples_per_worker, int num_workers,
              int64_t max_samples_per_stream,
-             std::optional<int64_t> rate_limiter_timeout_ms,
-             bool unpack_ahead) {
+             std::optional<int64_t> rate_limiter_timeout_ms, bool unpack_ahead,
+             int64_t max_in_flight_bytes_per_worker) {
             SamplerOptions options;
             options.unpack_ahead = unpack_ahead;
+            options.max_in_flight_bytes_per_worker =
+                max_in_flight_bytes_per_worker;
             options.max_samples = max_samples;
             options.max_in_flight_samples_per_worker =
                 max_in_flight_samples_per_worker;
@@ -123,7 +125,8 @@ void BindClient(py::module_& m) {
           py::arg("max_in_flight_samples_per_worker") = 100,
           py::arg("num_workers") = 1, py::arg("max_samples_per_stream") = 10000,
           py::arg("rate_limiter_timeout_ms") = py::none(),
-          py::arg("unpack_ahead") = true)
+          py::arg("unpack_ahead") = true,
+          py::arg("max_in_flight_bytes_per_worker") = 0)
       .def(
           "NewTrajectoryWriter",
           [](Client& self, const std::shared_ptr<ChunkerOptions>& options) {

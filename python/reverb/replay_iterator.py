@@ -1,9 +1,9 @@
 """ReplayIterator: batches of samples as numpy arrays, without TensorFlow.
 
 For PyTorch (yield from it in an `IterableDataset`), JAX or plain numpy
-learners: C++ worker threads keep up to `max_in_flight_samples_per_worker`
-samples in flight per stream and decompress them straight into their rows
-of a batch, all without the GIL. Each batch is a `ReplaySample` whose
+learners: C++ worker threads keep `max_in_flight_samples_per_worker`
+samples (more if small) in flight per stream and decompress them straight
+into their rows of a batch, all without the GIL. Each batch is a `ReplaySample` whose
 `info` fields and data leaves are arrays with a leading batch dimension.
 
   with reverb.ReplayIterator('localhost:8000', 'replay', batch_size=32) as it:
@@ -31,7 +31,12 @@ class ReplayIterator:
     batch_size: Samples per batch; the last batch may be smaller when
       `max_samples` is reached or the rate limiter times out. Samples are
       stacked, so their trajectories must have equal shapes.
-    max_in_flight_samples_per_worker: Samples each stream asks for ahead.
+    max_in_flight_samples_per_worker: Samples each stream asks for ahead,
+      at least: small samples get more, as many as
+      `max_in_flight_bytes_per_worker` hold (by their average size), up to
+      10 times this many, so that each message carries more of them.
+    max_in_flight_bytes_per_worker: See above; 0: exactly
+      `max_in_flight_samples_per_worker`.
     num_workers: Parallel streams (and decompressing threads).
     max_samples_per_stream: Samples before a stream is replaced (spreads
       load over servers behind one address); -1: never.
@@ -58,6 +63,7 @@ class ReplayIterator:
                batch_size: int,
                *,
                max_in_flight_samples_per_worker: int = 100,
+               max_in_flight_bytes_per_worker: int = 4 << 20,
                num_workers: int = 1,
                max_samples_per_stream: int = -1,
                rate_limiter_timeout_ms: int = -1,
@@ -78,6 +84,7 @@ class ReplayIterator:
         table,
         max_samples=max_samples,
         max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
+        max_in_flight_bytes_per_worker=max_in_flight_bytes_per_worker,
         num_workers=num_workers,
         max_samples_per_stream=max_samples_per_stream,
         rate_limiter_timeout_ms=(rate_limiter_timeout_ms

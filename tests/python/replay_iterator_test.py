@@ -87,12 +87,43 @@ def test_trajectories_of_different_lengths_need_batch_size_one(server):
 def test_errors(server):
   with pytest.raises(ValueError):
     reverb.ReplayIterator(address(server), 'replay', batch_size=0)
+  with pytest.raises(ValueError, match='max_in_flight_bytes_per_worker'):
+    reverb.ReplayIterator(address(server), 'replay', batch_size=1,
+                          max_in_flight_bytes_per_worker=-1)
   with pytest.raises(ValueError, match='nope'):
     reverb.ReplayIterator(address(server), 'nope', batch_size=1)
   iterator = reverb.ReplayIterator(address(server), 'nope', batch_size=1,
                                    unpack_as_table_signature=False)
   with pytest.raises(RuntimeError, match='not found'):
     next(iterator)
+
+
+def _samples_drawn(server):
+  info = server.localhost_client().server_info()['replay']
+  return info.rate_limiter_info.sample_stats.completed
+
+
+def _drawn_ahead(server, **kwargs):
+  """Samples the table served for one batch of 4 (and those drawn ahead)."""
+  before = _samples_drawn(server)
+  with reverb.ReplayIterator(address(server), 'replay', batch_size=4,
+                             max_in_flight_samples_per_worker=10,
+                             **kwargs) as iterator:
+    next(iterator)
+    # The stream asks for more once half its window has arrived; wait until
+    # it has stopped (its window and the queue are full).
+    drawn, deadline = -1, time.monotonic() + TIMEOUT
+    while drawn != _samples_drawn(server) and time.monotonic() < deadline:
+      drawn = _samples_drawn(server)
+      time.sleep(0.3)
+  return drawn - before
+
+
+def test_small_samples_are_drawn_further_ahead_within_the_byte_budget(server):
+  # Samples of 20 bytes: 4 MiB would hold many, so the window grows to 10
+  # times max_in_flight_samples_per_worker; without a budget it stays.
+  assert _drawn_ahead(server, max_in_flight_bytes_per_worker=0) == 10 + 4
+  assert _drawn_ahead(server) == 100 + 4
 
 
 def test_iterators_at_once_and_the_gil_is_free(server):

@@ -60,13 +60,14 @@ class SamplerTest : public testing::ConnectedServerTest {
 
 TEST_F(SamplerTest, CreateRejectsNonPositiveCounts) {
   StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
-  std::vector<SamplerOptions> bad(6);
+  std::vector<SamplerOptions> bad(7);
   bad[0].max_samples = 0;
   bad[1].max_samples = -2;
   bad[2].max_samples_per_stream = 0;
   bad[3].max_in_flight_samples_per_worker = 0;
   bad[4].max_in_flight_samples_per_worker = -1;
   bad[5].num_workers = 0;
+  bad[6].max_in_flight_bytes_per_worker = -1;
   for (const SamplerOptions& options : bad) {
     EXPECT_EQ(Sampler::Create(connection_, "t", options).status().code(),
               absl::StatusCode::kInvalidArgument);
@@ -154,6 +155,33 @@ TEST_F(SamplerTest, SamplesInFlightAreBoundedByTheQueue) {
   sampler->Close();
   EXPECT_EQ(sampler->GetNextSample(kPatience).status().code(),
             absl::StatusCode::kCancelled);
+}
+
+TEST_F(SamplerTest, SmallSamplesWidenTheWindowWithinTheByteBudget) {
+  // Samples of a few bytes: a budget of 1 MiB would hold thousands, so the
+  // window grows to kMaxWindowGrowth times max_in_flight_samples_per_worker;
+  // a budget smaller than one sample leaves it as it is.
+  for (const int64_t budget : {int64_t{1} << 20, int64_t{1}}) {
+    SCOPED_TRACE(budget);
+    auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
+    StartServer({table});
+    Insert(*table, 1, 7);
+    SamplerOptions options;
+    options.max_in_flight_samples_per_worker = 3;
+    options.max_in_flight_bytes_per_worker = budget;
+    auto sampler = NewSampler("fifo", options);
+    const int32_t window = budget > 1 ? 3 * Sampler::kMaxWindowGrowth : 3;
+    // Nothing is taken: the worker stops at its window.
+    ASSERT_TRUE(
+        WaitFor([&] { return TimesSampled(*table, 1) >= window; }, kPatience));
+    absl::SleepFor(absl::Milliseconds(300));
+    EXPECT_EQ(TimesSampled(*table, 1), window);
+    for (int taken = 0; taken < 2 * window; ++taken) {
+      auto sample = sampler->GetNextSample(kPatience);
+      ASSERT_TRUE(sample.ok()) << sample.status();
+    }
+    sampler->Close();
+  }
 }
 
 TEST_F(SamplerTest, PerCallTimeoutIsNotAnError) {
