@@ -321,10 +321,9 @@ std::string TrajectoryWriter::QueueLocked(absl::Span<Item> items) {
   if (queue_.size() + in_flight_.size() < kPendingItemsWarningThreshold) {
     return "";
   }
-  const bool warn = items_before_warning_ <= 0;
-  if (warn) items_before_warning_ = kPendingItemsWarningEvery;
-  items_before_warning_ -= static_cast<int>(items.size());
-  if (!warn) return "";
+  const absl::Time now = absl::Now();
+  if (now < next_pending_warning_) return "";
+  next_pending_warning_ = now + kPendingItemsWarningInterval;
   // dm-reverb's text.
   return absl::StrCat(
       "The number of pending items is alarmingly high, did you forget to "

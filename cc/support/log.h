@@ -5,7 +5,7 @@
 //
 // The default sink writes "[reverb] <message>" to stderr. Nothing is logged
 // per item, per request or per stream, but dm-reverb's warning of a
-// TrajectoryWriter whose items pile up unflushed (every tenth item then).
+// TrajectoryWriter whose items pile up unflushed (once a second then).
 #ifndef REVERB_CC_SUPPORT_LOG_H_
 #define REVERB_CC_SUPPORT_LOG_H_
 

@@ -162,8 +162,9 @@ def test_a_writer_whose_items_pile_up_warns_as_dm_reverb(caplog):
   client = server.localhost_client()
   writer = _write_unflushed(client, 100)
   warnings = _records(caplog, _PENDING)
-  # One every 10 items from the 50th pending one on.
-  assert 4 <= len(warnings) <= 6, [r.getMessage() for r in warnings]
+  # From the 50th pending item on, at most once a second: the 100 items
+  # take far less.
+  assert 1 <= len(warnings) <= 2, [r.getMessage() for r in warnings]
   assert {r.levelno for r in warnings} == {logging.WARNING}
   for record in warnings:
     queued, unconfirmed = re.match(_PENDING, record.getMessage()).groups()
