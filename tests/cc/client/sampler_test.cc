@@ -52,6 +52,14 @@ class SamplerTest : public testing::ConnectedServerTest {
     EXPECT_EQ(sampler.error().code(), code);
   }
 
+  // A server with one table, "fifo", that holds one item (key 1).
+  std::shared_ptr<Table> StartOneItemFifo() {
+    auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
+    StartServer({table});
+    Insert(*table, 1, 7);
+    return table;
+  }
+
   static int32_t TimesSampled(const Table& table, uint64_t key) {
     auto item = table.Get(key);
     return item.ok() ? item->times_sampled() : -1;
@@ -107,9 +115,7 @@ TEST_F(SamplerTest, WorkersTogetherReturnEachItemOfAQueueOnce) {
 TEST_F(SamplerTest, MaxSamplesIsAlsoWhatTheServerSamples) {
   for (int64_t per_stream : {int64_t{-1}, int64_t{3}}) {
     SCOPED_TRACE(per_stream);
-    auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
-    StartServer({table});
-    Insert(*table, 1, 7);
+    auto table = StartOneItemFifo();
     SamplerOptions options;
     options.num_workers = 3;
     options.max_in_flight_samples_per_worker = 4;
@@ -133,9 +139,7 @@ TEST_F(SamplerTest, MaxSamplesIsAlsoWhatTheServerSamples) {
 }
 
 TEST_F(SamplerTest, SamplesInFlightAreBoundedByTheQueue) {
-  auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
-  StartServer({table});
-  Insert(*table, 1, 7);
+  auto table = StartOneItemFifo();
   SamplerOptions options;
   options.num_workers = 2;
   options.max_in_flight_samples_per_worker = 3;
@@ -163,9 +167,7 @@ TEST_F(SamplerTest, SmallSamplesWidenTheWindowWithinTheByteBudget) {
   // a budget smaller than one sample leaves it as it is.
   for (const int64_t budget : {int64_t{1} << 20, int64_t{1}}) {
     SCOPED_TRACE(budget);
-    auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
-    StartServer({table});
-    Insert(*table, 1, 7);
+    auto table = StartOneItemFifo();
     SamplerOptions options;
     options.max_in_flight_samples_per_worker = 3;
     options.max_in_flight_bytes_per_worker = budget;
@@ -200,9 +202,7 @@ TEST_F(SamplerTest, PerCallTimeoutIsNotAnError) {
 }
 
 TEST_F(SamplerTest, BatchesFillAndEndBeforeAnError) {
-  auto table = FifoTable("fifo", *MinSizeRateLimiter(1));
-  StartServer({table});
-  Insert(*table, 1, 7);
+  auto table = StartOneItemFifo();
   SamplerOptions options;
   options.max_samples = 5;
   auto sampler = NewSampler("fifo", options);
