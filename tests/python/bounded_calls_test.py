@@ -75,10 +75,12 @@ def _iterator(**kwargs):
     address = client.server_address
     keepalive = 0 if 'rate_limiter_timeout_ms' in kwargs else KEEPALIVE_MS
     if connected:
-      # One sample in flight: the call takes the one queued, then waits.
+      # One sample in flight (exactly: no byte budget to draw small ones
+      # further ahead): the call takes the one queued, then waits.
       iterator = reverb.ReplayIterator(
           address, 'table', 1, keepalive_ms=keepalive,
-          max_in_flight_samples_per_worker=1, **kwargs)
+          max_in_flight_samples_per_worker=1,
+          max_in_flight_bytes_per_worker=0, **kwargs)
       next(iterator)
       return lambda: [next(iterator) for _ in range(3)]
     return lambda: next(reverb.ReplayIterator(
@@ -244,7 +246,8 @@ def write():
   writer.flush()
 write()
 iterator = reverb.ReplayIterator(address, 'table', 1, keepalive_ms=keepalive_ms,
-                                 max_in_flight_samples_per_worker=1)
+                                 max_in_flight_samples_per_worker=1,
+                                 max_in_flight_bytes_per_worker=0)
 next(iterator)
 calls = {
     'sample': lambda: list(client.sample('table', 1)),
