@@ -64,9 +64,9 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
 Sampler::Sampler(OpenStream open_stream, const SamplerOptions& options)
     : open_stream_(std::move(open_stream)),
       options_(options),
+      window_(options.max_in_flight_samples_per_worker),
       streams_(options.num_workers, nullptr) {
   MutexLock lock(&mu_);
-  window_ = options.max_in_flight_samples_per_worker;
   workers_running_ = options.num_workers;
   for (int i = 0; i < options.num_workers; ++i) {
     workers_.emplace_back([this, i] { RunWorker(i); });
@@ -344,11 +344,6 @@ bool Sampler::AllRequested() const {
   return options_.max_samples >= 0 && requested_ >= options_.max_samples;
 }
 
-int64_t Sampler::Window() const {
-  MutexLock lock(&mu_);
-  return window_;
-}
-
 void Sampler::NoteReceivedLocked(int64_t samples, int64_t bytes) {
   const int64_t budget = options_.max_in_flight_bytes_per_worker;
   if (budget == 0 || samples == 0) return;
@@ -357,14 +352,15 @@ void Sampler::NoteReceivedLocked(int64_t samples, int64_t bytes) {
   const int64_t average =
       std::max<int64_t>(1, received_bytes_ / received_samples_);
   const int64_t least = options_.max_in_flight_samples_per_worker;
-  window_ = std::clamp(budget / average, least, least * kMaxWindowGrowth);
+  window_.store(std::clamp(budget / average, least, least * kMaxWindowGrowth),
+                std::memory_order_relaxed);
 }
 
 int64_t Sampler::Reserve(int64_t max, int64_t stream_left, bool wait) {
   MutexLock lock(&mu_);
   // The queue holds what every worker's window may bring.
   auto capacity = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return options_.num_workers * window_;
+    return options_.num_workers * window_.load(std::memory_order_relaxed);
   };
   auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return closed_ || AllRequested() ||
@@ -415,7 +411,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
     unpacked.clear();
   };
   while (status.ok()) {
-    const int64_t window = Window();
+    const int64_t window = window_.load(std::memory_order_relaxed);
     const int64_t outstanding = stream.outstanding();
     const int64_t stream_left =
         options_.max_samples_per_stream < 0

@@ -46,6 +46,7 @@
 #ifndef REVERB_CC_CLIENT_SAMPLER_H_
 #define REVERB_CC_CLIENT_SAMPLER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -180,9 +181,8 @@ class REVERB_EXPORT Sampler {
   void Unreserve(int64_t n) ABSL_LOCKS_EXCLUDED(mu_);
   bool AllRequested() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Samples a worker keeps requested (see max_in_flight_bytes_per_worker).
-  int64_t Window() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Counts `samples` received, of `bytes` in all, towards the average size.
+  // Counts `samples` received, of `bytes` in all, towards the average size
+  // that sets window_.
   void NoteReceivedLocked(int64_t samples, int64_t bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -190,7 +190,9 @@ class REVERB_EXPORT Sampler {
   const SamplerOptions options_;
 
   mutable Mutex mu_;
-  int64_t window_ ABSL_GUARDED_BY(mu_);
+  // Samples a worker keeps requested (see max_in_flight_bytes_per_worker).
+  // Changed under mu_; workers read it for every sample without it.
+  std::atomic<int64_t> window_;
   int64_t received_samples_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t received_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // A sample's place in the queue, filled in once it is unpacked (or, if

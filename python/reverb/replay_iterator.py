@@ -3,8 +3,9 @@
 For PyTorch (yield from it in an `IterableDataset`), JAX or plain numpy
 learners: C++ worker threads keep `max_in_flight_samples_per_worker`
 samples (more if small) in flight per stream and decompress them straight
-into their rows of a batch, all without the GIL. Each batch is a `ReplaySample` whose
-`info` fields and data leaves are arrays with a leading batch dimension.
+into their rows of a batch, all without the GIL. Each batch is a
+`ReplaySample` whose `info` fields and data leaves are arrays with a leading
+batch dimension.
 
   with reverb.ReplayIterator('localhost:8000', 'replay', batch_size=32) as it:
     for batch in it:
