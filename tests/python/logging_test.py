@@ -4,11 +4,14 @@ warnings at WARNING (among them dm-reverb's warning of a TrajectoryWriter
 whose items pile up unflushed); silencing the logger silences them."""
 
 import logging
+import os
+import pathlib
 import re
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import reverb
 
@@ -144,6 +147,25 @@ _PENDING = (r'The number of pending items is alarmingly high, did you forget '
             r'server\.$')
 
 
+_DMREVERB_PYTHON = (pathlib.Path(__file__).resolve().parents[2] /
+                    '.venv-dmreverb' / 'bin' / 'python')
+
+# The same pile-up under either package; its stderr shows the warning.
+_PILE_UP_SCRIPT = """
+import numpy as np
+import reverb
+server = reverb.Server([reverb.Table.queue('table', 10)], port=None)
+client = reverb.Client(f'localhost:{server.port}')
+writer = client.trajectory_writer(num_keep_alive_refs=1)
+for i in range(200):
+  writer.append({'x': np.float32(i)})
+  writer.create_item('table', 1.0, {'x': writer.history['x'][-1]})
+print(len(list(client.sample('table', num_samples=200, emit_timesteps=False))),
+      flush=True)
+writer.close()
+"""
+
+
 def _write_unflushed(client, count, flush_every=None):
   writer = client.trajectory_writer(num_keep_alive_refs=1)
   for i in range(count):
@@ -182,3 +204,22 @@ def test_a_writer_flushed_regularly_does_not_warn(caplog):
   _write_unflushed(server.localhost_client(), 200, flush_every=20).close()
   server.stop()
   assert not _records(caplog, 'The number of pending items')
+
+
+def test_the_pending_items_warning_is_dm_reverbs_text():
+  if not _DMREVERB_PYTHON.exists():
+    pytest.skip(f'dm-reverb venv missing ({_DMREVERB_PYTHON}); run '
+                '.ci/dmreverb_venv')
+  for python in (sys.executable, str(_DMREVERB_PYTHON)):
+    done = subprocess.run(
+        [python, '-I', '-c', _PILE_UP_SCRIPT], capture_output=True,
+        text=True, timeout=TIMEOUT * 3, check=False,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+    assert done.stdout.split() == ['200'], (python, done.stderr[-2000:])
+    # dm-reverb prefixes "[reverb/cc/trajectory_writer.cc:655] ", ours
+    # comes through Python's last-resort handler as it is.
+    lines = [line for line in done.stderr.splitlines()
+             if 'pending items' in line]
+    assert lines, (python, done.stderr[-2000:])
+    for line in lines:
+      assert re.search(_PENDING, line), (python, line)
