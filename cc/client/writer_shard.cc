@@ -22,6 +22,7 @@ WriterShard::WriterShard(std::shared_ptr<const Connection> connection)
 WriterShard::WriterShard(std::shared_ptr<Shards> shards)
     : shards_(shards->size() > 1 ? shards : nullptr),
       connection_(shards->size() > 1 ? nullptr : shards->connection(0)),
+      shard_(shards->size() > 1 ? shards->AcquireWriterShard() : -1),
       backoff_(kMinBackoff) {}
 
 WriterShard::WriterShard(WriterShard&& other)

@@ -9,8 +9,9 @@
 // kConnectTimeout (connection.h) of failing continuously, or on any other
 // error, the error is permanent. No calls beyond the writer's own stream.
 //
-// Several shards: the writer joins a shard (AcquireWriterShard) when it
-// first asks for connection(), and streams there until
+// Several shards: the writer joins a shard (AcquireWriterShard) as it is
+// made, so that writers made together spread evenly whenever each begins
+// to stream (again in connection() after Leave()), and streams there until
 // - that shard fails a stream with a transient error, or the refresher
 //   finds it down (Watch cancels the stream then, since a frozen or cut-off
 //   shard answers nothing): FailOver() marks it down (unless it has come
@@ -68,7 +69,7 @@ class WriterShard {
   bool sharded() const { return shards_ != nullptr; }
 
   // The connection to stream to; over several shards, joins one first if
-  // the writer has none.
+  // the writer has left its own.
   std::shared_ptr<const Connection> connection();
   // The shard of connection() (0 over one server).
   int index() const { return shard_ < 0 ? 0 : shard_; }

@@ -229,6 +229,26 @@ def test_writers_spread_items_over_every_shard_none_lost_or_doubled(servers):
                                for i in range(50))
 
 
+def test_writers_are_placed_as_they_are_made_not_as_they_begin_to_write(
+    servers):
+  """Writers made together spread one per shard even when they begin to
+  write one after another, the last made first: each is placed as it is
+  made, not when it first streams (a writer that began late would join
+  whichever shard the earlier ones had left)."""
+  addresses = addresses_of(servers)
+  client = reverb.Client(addresses)
+  writers = [client.trajectory_writer(num_keep_alive_refs=1) for _ in range(3)]
+  for w in reversed(range(3)):
+    for i in range(5):
+      writers[w].append({'id': np.int64(1000 * w + i)})
+      writers[w].create_item('ids', 1.0, {'id': writers[w].history['id'][-1]})
+    writers[w].flush(timeout_ms=TIMEOUT * 1000)
+  for writer in writers:
+    writer.close()
+  assert [sorted(drain(address)) for address in addresses] == [
+      [1000 * w + i for i in range(5)] for w in range(3)]
+
+
 def test_insert_legacy_and_structured_writers_write_over_shards(servers):
   addresses = addresses_of(servers)
   client = reverb.Client(addresses)
