@@ -10,8 +10,10 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "cc/support/buffer_pool.h"
+#include "cc/support/shm_segment.h"
 #include "cc/support/status_macros.h"
 #include "cc/tensor/compression.h"
+#include "cc/tensor/snappy_decode.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -25,13 +27,63 @@ int FindChunk(absl::Span<const ChunkData* const> chunks, uint64_t key) {
   return -1;
 }
 
+// Where `contents` has a file and `content` (one of its views) is stored
+// uncompressed as `length` bytes: their offset in the file.
+std::optional<size_t> StoredInFile(const ChunkContents* contents,
+                                   absl::string_view content, size_t length) {
+  size_t offset = 0;
+  if (contents == nullptr || contents->segment.empty() ||
+      !SnappyStoredOffset(content, length, &offset)) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(content.data() - contents->base) + offset;
+}
+
+// DecompressNumericInto, reading a content stored in a file from the file.
+absl::Status DecompressInto(const TensorView& described,
+                            const ChunkContents* contents,
+                            absl::string_view content, char* out,
+                            size_t length) {
+  if (std::optional<size_t> offset = StoredInFile(contents, content, length)) {
+    return ReadSegment(contents->segment, *offset, out, length);
+  }
+  return DecompressNumericInto(described, content, out, length);
+}
+
+// DecompressTensorFromProto, reading a content stored in a file from the
+// file.
+absl::StatusOr<Tensor> DecompressTensor(const tensorflow::TensorProto& proto,
+                                        const ChunkContents* contents,
+                                        absl::string_view content) {
+  if (contents != nullptr && !contents->segment.empty()) {
+    Tensor tensor;
+    tensor.dtype = proto.dtype();
+    absl::StatusOr<int> element_size = DataTypeSize(tensor.dtype);
+    if (!tensor.IsString() && element_size.ok() &&
+        ShapeFromProto(proto, &tensor.shape).ok()) {
+      const size_t length =
+          static_cast<size_t>(tensor.NumElements()) * *element_size;
+      if (std::optional<size_t> offset =
+              StoredInFile(contents, content, length)) {
+        tensor.bytes = length >= BufferPool::kMinBytes
+                           ? BufferPool::Default().Take(length)
+                           : std::string(length, '\0');
+        REVERB_RETURN_IF_ERROR(ReadSegment(contents->segment, *offset,
+                                           tensor.bytes.data(), length));
+        return tensor;
+      }
+    }
+  }
+  return DecompressTensorFromProto(proto, content);
+}
+
 // Decompresses each (chunk, tensor index) a sample uses once, and hands the
 // tensor over without a copy to the last slice that uses it. A sample has
 // few chunks: linear searches in small inline vectors beat hash maps here.
 class ChunkTensors {
  public:
   ChunkTensors(absl::Span<const ChunkData* const> chunks,
-               absl::Span<const std::vector<absl::string_view>* const> contents,
+               absl::Span<const ChunkContents* const> contents,
                const FlatTrajectory& trajectory)
       : chunks_(chunks), contents_(contents) {
     // Every entry is made here: Take() finds them and adds none, so
@@ -55,7 +107,7 @@ class ChunkTensors {
             "Sample references chunk ", entry.key, " it did not carry."));
       }
       const ChunkData* chunk = chunks_[i];
-      const std::vector<absl::string_view>* contents =
+      const ChunkContents* contents =
           i < static_cast<int>(contents_.size()) ? contents_[i] : nullptr;
       REVERB_ASSIGN_OR_RETURN(entry.tensor,
                               UnpackChunkTensor(*chunk, entry.index, contents));
@@ -114,7 +166,7 @@ class ChunkTensors {
   }
 
   const absl::Span<const ChunkData* const> chunks_;
-  const absl::Span<const std::vector<absl::string_view>* const> contents_;
+  const absl::Span<const ChunkContents* const> contents_;
   absl::InlinedVector<Entry, 4> entries_;
   int64_t allowed_bytes_ = kSampleExpansionAllowance;
   int64_t taken_bytes_ = 0;
@@ -122,21 +174,21 @@ class ChunkTensors {
 
 }  // namespace
 
-absl::StatusOr<Tensor> UnpackChunkTensor(
-    const ChunkData& chunk, int index,
-    const std::vector<absl::string_view>* contents) {
+absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index,
+                                         const ChunkContents* contents) {
   if (index < 0 || index >= chunk.data().tensors_size() ||
-      (contents != nullptr && index >= static_cast<int>(contents->size()))) {
+      (contents != nullptr &&
+       index >= static_cast<int>(contents->views.size()))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Chunk ", chunk.chunk_key(), " has no tensor ", index, "."));
   }
   const tensorflow::TensorProto& proto = chunk.data().tensors(index);
   REVERB_ASSIGN_OR_RETURN(
       Tensor tensor,
-      DecompressTensorFromProto(
-          proto, contents != nullptr
-                     ? (*contents)[index]
-                     : absl::string_view(proto.tensor_content())));
+      DecompressTensor(proto, contents,
+                       contents != nullptr
+                           ? contents->views[index]
+                           : absl::string_view(proto.tensor_content())));
   if (chunk.delta_encoded()) DeltaEncode(&tensor, /*encode=*/false);
   return tensor;
 }
@@ -144,7 +196,7 @@ absl::StatusOr<Tensor> UnpackChunkTensor(
 absl::StatusOr<Sample> UnpackSample(
     std::shared_ptr<const SampleInfo> info,
     absl::Span<const ChunkData* const> chunks,
-    absl::Span<const std::vector<absl::string_view>* const> contents) {
+    absl::Span<const ChunkContents* const> contents) {
   if (info == nullptr) {
     return absl::InvalidArgumentError("The sample has no info.");
   }
@@ -189,7 +241,7 @@ namespace {
 // the chunk or the tensor is missing or its shape is bad.
 struct SliceSource {
   const ChunkData* chunk;
-  const std::vector<absl::string_view>* contents;
+  const ChunkContents* contents;
   const tensorflow::TensorProto* proto;
   std::vector<int64_t> shape;
 };
@@ -207,7 +259,7 @@ std::optional<SliceSource> FindSource(const PackedSample& packed,
   if (slice.index() < 0 ||
       slice.index() >= source.chunk->data().tensors_size() ||
       (source.contents != nullptr &&
-       slice.index() >= static_cast<int>(source.contents->size()))) {
+       slice.index() >= static_cast<int>(source.contents->views.size()))) {
     return std::nullopt;
   }
   source.proto = &source.chunk->data().tensors(slice.index());
@@ -325,9 +377,10 @@ absl::Status UnpackSampleInto(const PackedSample& packed, int64_t row,
         described.shape.assign(shape.begin(), shape.end());
         const absl::string_view content =
             source->contents != nullptr
-                ? (*source->contents)[slice.index()]
+                ? source->contents->views[slice.index()]
                 : absl::string_view(source->proto->tensor_content());
-        status = DecompressNumericInto(described, content, dst, bytes);
+        status =
+            DecompressInto(described, source->contents, content, dst, bytes);
         if (!status.ok()) break;
         dst += bytes;
         continue;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,17 +30,29 @@ struct REVERB_EXPORT Sample {
   std::vector<Tensor> columns;
 };
 
+// The contents of a chunk's tensors where they lie apart from its header
+// (ParseChunkHeader, cc/core/chunk.h): `views`, one per tensor. A chunk read
+// from shared memory has them in the mapping of segment `segment` (there as
+// long as the mapping is), which starts at `base`: a tensor stored
+// uncompressed (SnappyStoredOffset, cc/tensor/snappy_decode.h) is then read
+// from the file into its destination, so that its pages are never mapped
+// into this process (faulting them in and unmapping them cost more than
+// the copy).
+struct REVERB_EXPORT ChunkContents {
+  std::vector<absl::string_view> views;
+  std::string segment;  // Empty: none; the views are read where they are.
+  const char* base = nullptr;
+};
+
 // A sample as a stream delivers it: its info and the chunks it references,
 // still compressed, where the stream parsed them; `info` and `owners` keep
 // those responses alive (usually one; more when a sample spans responses).
-// A chunk read from shared memory has its tensors' contents apart
-// (ParseChunkHeader, cc/core/chunk.h): `contents` then holds, for each
-// chunk, null or the contents of its tensors (empty if no chunk has them
-// apart).
+// `contents` holds, for each chunk, null or the contents of its tensors
+// where they lie apart (empty if no chunk has them apart).
 struct REVERB_EXPORT PackedSample {
   std::shared_ptr<const SampleInfo> info;
   std::vector<const ChunkData*> chunks;
-  std::vector<const std::vector<absl::string_view>*> contents;
+  std::vector<const ChunkContents*> contents;
   std::vector<std::shared_ptr<const void>> owners;
 };
 
@@ -47,8 +60,7 @@ struct REVERB_EXPORT PackedSample {
 // `contents`[index] if `contents` is given, else the proto's own.
 // INVALID_ARGUMENT if there is no such tensor or its data is corrupt.
 REVERB_EXPORT absl::StatusOr<Tensor> UnpackChunkTensor(
-    const ChunkData& chunk, int index,
-    const std::vector<absl::string_view>* contents = nullptr);
+    const ChunkData& chunk, int index, const ChunkContents* contents = nullptr);
 
 // What the slices of a sample may hold in all: kMaxSampleExpansion times
 // the decompressed chunk tensors they reference, plus
@@ -67,7 +79,7 @@ inline constexpr int64_t kSampleExpansionAllowance = 1 << 20;
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(
     std::shared_ptr<const SampleInfo> info,
     absl::Span<const ChunkData* const> chunks,
-    absl::Span<const std::vector<absl::string_view>* const> contents = {});
+    absl::Span<const ChunkContents* const> contents = {});
 REVERB_EXPORT absl::StatusOr<Sample> UnpackSample(PackedSample packed);
 
 // The dtype and shape of a column.

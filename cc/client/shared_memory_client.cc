@@ -143,16 +143,20 @@ absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
       // The tensors' contents are pieces of the mapping, flat as it is.
       ChunkData* chunk = entry.add_data();
       std::vector<absl::Cord> pieces;
-      std::vector<absl::string_view>& contents = taken->contents[chunk];
+      ChunkContents& contents = taken->contents[chunk];
       bool parsed = ParseChunkHeader(bytes, chunk, &pieces).ok();
       for (const absl::Cord& piece : pieces) {
         const absl::optional<absl::string_view> flat = piece.TryFlat();
         parsed = parsed && flat.has_value();
-        if (parsed) contents.push_back(*flat);
+        if (parsed) contents.views.push_back(*flat);
       }
       if (!parsed) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Shared-memory chunk ", shared.segment(), " is not a chunk."));
+      }
+      if (const absl::optional<absl::string_view> whole = bytes.TryFlat()) {
+        contents.segment = std::move(name);
+        contents.base = whole->data();
       }
       taken->segments.push_back(std::move(bytes));
     }

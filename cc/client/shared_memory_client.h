@@ -33,6 +33,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "cc/client/sample.h"
 #include "cc/support/export.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
 
@@ -81,8 +82,7 @@ class REVERB_EXPORT SharedMemoryClient {
   // The segments go with it.
   struct TakenChunks {
     std::vector<absl::Cord> segments;
-    absl::node_hash_map<const ChunkData*, std::vector<absl::string_view>>
-        contents;
+    absl::node_hash_map<const ChunkData*, ChunkContents> contents;
   };
 
   // Adds the chunks the entries of `response` hold as segments

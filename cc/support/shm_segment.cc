@@ -22,9 +22,25 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "cc/support/status_macros.h"
 
 namespace deepmind::reverb {
 namespace {
+
+// Reads `length` bytes of file `fd` from `offset` into `out`.
+absl::Status ReadAt(int fd, size_t offset, char* out, size_t length) {
+  size_t done = 0;
+  while (done < length) {
+    const ssize_t read =
+        pread(fd, out + done, length - done, static_cast<off_t>(offset + done));
+    if (read < 0 && errno == EINTR) continue;
+    if (read <= 0) {
+      return absl::InternalError("Could not read a shared-memory segment.");
+    }
+    done += static_cast<size_t>(read);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status Errno(absl::string_view what, absl::string_view name) {
   const int error = errno;
@@ -196,18 +212,19 @@ absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment,
         });
   }
   std::string bytes(segment.size, '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t read =
-        pread(segment.fd, bytes.data() + done, bytes.size() - done, done);
-    if (read < 0 && errno == EINTR) continue;
-    if (read <= 0) {
-      return absl::InternalError("Could not read a shared-memory segment.");
-    }
-    done += static_cast<size_t>(read);
-  }
+  REVERB_RETURN_IF_ERROR(ReadAt(segment.fd, 0, bytes.data(), bytes.size()));
   if (on_release) on_release();
   return absl::Cord(std::move(bytes));
+}
+
+absl::Status ReadSegment(absl::string_view name, size_t offset, char* out,
+                         size_t length) {
+  const int fd =
+      open(SegmentPath(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Errno("Could not open", name);
+  const absl::Status status = ReadAt(fd, offset, out, length);
+  close(fd);
+  return status;
 }
 
 std::vector<std::string> ListSegments(absl::string_view dir) {

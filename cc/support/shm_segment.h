@@ -87,6 +87,12 @@ REVERB_EXPORT absl::StatusOr<OpenSegment> OpenSegmentFile(
 REVERB_EXPORT absl::StatusOr<absl::Cord> MapSegment(
     const OpenSegment& segment, std::function<void()> on_release);
 
+// Reads `length` bytes of segment `name` from `offset` into `out` (with
+// pread: nothing is mapped). NOT_FOUND if it is gone, INTERNAL if it
+// cannot be read or is shorter.
+REVERB_EXPORT absl::Status ReadSegment(absl::string_view name, size_t offset,
+                                       char* out, size_t length);
+
 // The names in directory `dir` (a name; empty: kSharedMemoryDir itself)
 // but "." and ".."; none if it cannot be read (or is not a directory).
 REVERB_EXPORT std::vector<std::string> ListSegments(absl::string_view dir);

@@ -74,6 +74,29 @@ bool SnappyUncompressedLength(absl::string_view compressed, size_t* length) {
   return true;
 }
 
+bool SnappyStoredOffset(absl::string_view compressed, size_t length,
+                        size_t* offset) {
+  const char* p = compressed.data();
+  const char* const end = p + compressed.size();
+  uint32_t recorded = 0;
+  if (!ReadLength(&p, end, &recorded) || recorded != length || p == end) {
+    return false;
+  }
+  const unsigned char tag = static_cast<unsigned char>(*p++);
+  if ((tag & 3) != 0) return false;
+  size_t size = tag >> 2;
+  if (size >= 60) {
+    const int bytes = static_cast<int>(size) - 59;
+    if (end - p < bytes) return false;
+    size = LoadLittleEndian(p, bytes);
+    p += bytes;
+  }
+  size = static_cast<uint32_t>(size + 1);  // As SnappyUncompress.
+  if (size != length || static_cast<size_t>(end - p) != length) return false;
+  *offset = static_cast<size_t>(p - compressed.data());
+  return true;
+}
+
 bool SnappyUncompress(absl::string_view compressed, char* out, size_t length) {
   const char* ip = compressed.data();
   const char* const ip_end = ip + compressed.size();

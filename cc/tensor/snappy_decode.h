@@ -45,6 +45,15 @@ REVERB_EXPORT bool SnappyUncompressedLength(absl::string_view compressed,
 REVERB_EXPORT bool SnappyUncompress(absl::string_view compressed, char* out,
                                     size_t length);
 
+// If `compressed` decodes to its own bytes from `*offset` on, all
+// `length` of them (the uncompressed length, then one literal reaching to
+// the end: how compression.h stores data that does not shrink), true and
+// the offset of those bytes. Reads only the few bytes before them: a
+// reader may copy the literal from wherever `compressed` came from (a file)
+// instead.
+REVERB_EXPORT bool SnappyStoredOffset(absl::string_view compressed,
+                                      size_t length, size_t* offset);
+
 }  // namespace deepmind::reverb
 
 #endif  // REVERB_CC_TENSOR_SNAPPY_DECODE_H_

@@ -125,6 +125,17 @@ def _assert_whole(items):
     np.testing.assert_array_equal(step1, _step(first + 1))
 
 
+def _iterated_items(address, batches):
+  """`_sampled_items` of a ReplayIterator's batches of 4 (which unpacks
+  samples straight into their batch rows)."""
+  items = {}
+  with reverb.ReplayIterator(address, 'uniform', batch_size=4) as iterator:
+    for _ in range(batches):
+      for trajectory in next(iterator).data[0]:
+        items[int(trajectory[0, 0, 0])] = tuple(trajectory)
+  return items
+
+
 def _wait_for(predicate, what):
   deadline = time.monotonic() + TIMEOUT
   while not predicate():
@@ -159,6 +170,9 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
     assert len(stored) == (9 if mode == 'shared_memory' else 0), stored
     items = _sampled_items(client, 200)
     assert sorted(items) == list(range(8))  # 200 uniform draws of 8 items.
+    _assert_whole(items)
+    items = _iterated_items(server.address, 50)
+    assert sorted(items) == list(range(8))
     _assert_whole(items)
     lent = [n for n in server.names() if '.s' in n.split('-')[-1]]
     assert bool(lent) == (mode == 'shared_memory'), server.names()

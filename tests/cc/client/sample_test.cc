@@ -1,11 +1,17 @@
 #include "cc/client/sample.h"
 
 #include <array>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/cord.h"
+#include "cc/core/chunk.h"
+#include "cc/support/shm_segment.h"
 #include "cc/tensor/compression.h"
+#include "cc/tensor/snappy_decode.h"
 #include "gtest/gtest.h"
 #include "tests/cc/test_util.h"
 
@@ -255,6 +261,75 @@ TEST(SampleTest, UnpackSampleIntoRefusesCorruptDataAndOtherShapes) {
   a.mutable_data()->mutable_tensors(0)->set_tensor_content("garbage");
   EXPECT_EQ(UnpackSampleInto(packed, 0, absl::MakeSpan(fits)).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SampleTest, StoredContentsOfASegmentAreReadFromItsFile) {
+  // 64Ki random int32 rows: snappy cannot shrink them, so they are stored.
+  std::vector<int32_t> values(1 << 16);
+  const std::string random = testing::RandomBytes(values.size() * 4, 7);
+  std::memcpy(values.data(), random.data(), random.size());
+  ChunkData chunk;
+  chunk.set_chunk_key(1);
+  ASSERT_TRUE(CompressTensorAsProto(Int32(values, {1 << 16, 1}),
+                                    chunk.mutable_data()->add_tensors())
+                  .ok());
+  chunk.set_data_tensors_len(1);
+  const std::string& content = chunk.data().tensors(0).tensor_content();
+  size_t stored_at = 0;
+  ASSERT_TRUE(SnappyStoredOffset(content, random.size(), &stored_at));
+
+  // The segment holds the chunk; the mapping the views would point into
+  // is stood in for by a copy whose stored bytes are zeroed: what is
+  // unpacked says which of the two was read.
+  const std::string segment = ServerPrefix(RandomToken());
+  std::string wire = chunk.SerializeAsString();
+  ASSERT_TRUE(WriteSegment(segment, {wire}).ok());
+  absl::Cleanup remove = [&segment] { RemoveSegmentTree(segment); };
+  const size_t at = wire.find(content);
+  ASSERT_NE(at, std::string::npos);
+  std::memset(wire.data() + at + stored_at, 0, random.size());
+  const absl::Cord mapping = absl::MakeCordFromExternal(wire, [] {});
+  const absl::optional<absl::string_view> flat = mapping.TryFlat();
+  ASSERT_TRUE(flat.has_value());
+  ChunkData header;
+  std::vector<absl::Cord> pieces;
+  ASSERT_TRUE(ParseChunkHeader(mapping, &header, &pieces).ok());
+  ChunkContents contents;
+  contents.views.push_back(*pieces[0].TryFlat());
+  contents.base = flat->data();
+  const ChunkContents* apart[] = {&contents};
+  const ChunkData* chunks[] = {&header};
+  auto info = Info({{{1, 0, 1 << 16}}, {{1, 5, 3}}});
+  const std::vector<int32_t> part(values.begin() + 5, values.begin() + 8);
+
+  // Without the file the views are read (zeros); with it, the file.
+  auto from_views = UnpackSample(info, chunks, apart);
+  ASSERT_TRUE(from_views.ok()) << from_views.status();
+  EXPECT_EQ(Values<int32_t>(from_views->columns[0]),
+            std::vector<int32_t>(values.size(), 0));
+  contents.segment = segment;
+  auto from_file = UnpackSample(info, chunks, apart);
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  EXPECT_EQ(Values<int32_t>(from_file->columns[0]), values);
+  EXPECT_EQ(Values<int32_t>(from_file->columns[1]), part);
+
+  // Into a batch row: the whole tensor straight from the file, the part
+  // through the tensor decoded from it.
+  const PackedSample packed{info, {&header}, {&contents}, {}};
+  std::vector<Tensor> batch(2);
+  batch[0].dtype = batch[1].dtype = tensorflow::DT_INT32;
+  batch[0].shape = {1, 1 << 16, 1};
+  batch[0].bytes.assign(random.size(), '\0');
+  batch[1].shape = {1, 3, 1};
+  batch[1].bytes.assign(12, '\0');
+  ASSERT_TRUE(UnpackSampleInto(packed, 0, absl::MakeSpan(batch)).ok());
+  EXPECT_EQ(batch[0].bytes, random);
+  EXPECT_EQ(Values<int32_t>(batch[1]), part);
+
+  // A segment gone is an error, not a crash.
+  RemoveSegmentTree(segment);
+  EXPECT_FALSE(UnpackSample(info, chunks, apart).ok());
+  EXPECT_FALSE(UnpackSampleInto(packed, 0, absl::MakeSpan(batch)).ok());
 }
 
 }  // namespace

@@ -89,7 +89,9 @@ TEST(ParseChunkHeaderTest, SampleUnpackedFromViewsEqualsTheProtoPath) {
   }
   const ChunkData* from_proto[] = {&chunk};
   const ChunkData* from_views[] = {&header};
-  const std::vector<absl::string_view>* views[] = {&contents};
+  ChunkContents apart;
+  apart.views = contents;
+  const ChunkContents* views[] = {&apart};
   auto expected = UnpackSample(info, from_proto);
   auto actual = UnpackSample(info, from_views, views);
   ASSERT_TRUE(expected.ok()) << expected.status();

@@ -92,6 +92,21 @@ TEST_F(ShmSegmentTest, OpenRefusesWhatIsNotASegment) {
   EXPECT_TRUE(absl::IsInvalidArgument(OpenSegmentFile(Name("pool")).status()));
 }
 
+TEST_F(ShmSegmentTest, ReadSegmentReadsARangeOfTheFile) {
+  ASSERT_TRUE(Write(Name("a"), "chunk bytes").ok());
+  std::string out(5, '\0');
+  ASSERT_TRUE(ReadSegment(Name("a"), 6, out.data(), out.size()).ok());
+  EXPECT_EQ(out, "bytes");
+  // Past its end, a link, or gone: errors.
+  EXPECT_TRUE(
+      absl::IsInternal(ReadSegment(Name("a"), 7, out.data(), out.size())));
+  ASSERT_EQ(symlink(SegmentPath(Name("a")).c_str(),
+                    SegmentPath(Name("link")).c_str()),
+            0);
+  EXPECT_FALSE(ReadSegment(Name("link"), 0, out.data(), 1).ok());
+  EXPECT_TRUE(absl::IsNotFound(ReadSegment(Name("b"), 0, out.data(), 1)));
+}
+
 TEST_F(ShmSegmentTest, RecycledSegmentIsReusedByTheNextWrite) {
   ASSERT_TRUE(Write(Name("a"), std::string(100, 'a')).ok());
   RecycleSegment(Name("a"), Name("pool"), "1", 4);

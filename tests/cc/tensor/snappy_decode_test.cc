@@ -118,6 +118,53 @@ TEST(SnappyDecodeTest, DecodesEveryElementEncoding) {
   EXPECT_EQ(out, "abcabcabcab" + std::string(11, 'b'));
 }
 
+TEST(SnappyDecodeTest, StoredOffsetFindsTheOneLiteralOfAStoredStream) {
+  // Stored streams as compression.h writes them: the length, then one
+  // literal of every byte (tags of 1 to 4 length bytes, and none).
+  for (size_t size : {size_t{1}, size_t{60}, size_t{61}, size_t{300},
+                      size_t{70000}, size_t{1} << 24}) {
+    SCOPED_TRACE(size);
+    const std::string data = Random(size, 256, 3);
+    std::string stream;
+    for (uint32_t v = static_cast<uint32_t>(size);; v >>= 7) {
+      stream.push_back(static_cast<char>(v < 0x80 ? v : (v & 0x7f) | 0x80));
+      if (v < 0x80) break;
+    }
+    const size_t n = size - 1;
+    if (n < 60) {
+      stream.push_back(static_cast<char>(n << 2));
+    } else {
+      const int bytes = n < (1 << 8)    ? 1
+                        : n < (1 << 16) ? 2
+                        : n < (1 << 24) ? 3
+                                        : 4;
+      stream.push_back(static_cast<char>((59 + bytes) << 2));
+      for (int i = 0; i < bytes; ++i) {
+        stream.push_back(static_cast<char>(n >> (8 * i)));
+      }
+    }
+    const size_t header = stream.size();
+    stream += data;
+    std::string decoded;
+    ASSERT_TRUE(Decode(stream, &decoded));
+    ASSERT_EQ(decoded, data);
+    size_t offset = 0;
+    ASSERT_TRUE(SnappyStoredOffset(stream, size, &offset));
+    EXPECT_EQ(offset, header);
+    // Another length, a stream cut short or longer: not stored.
+    EXPECT_FALSE(SnappyStoredOffset(stream, size + 1, &offset));
+    EXPECT_FALSE(
+        SnappyStoredOffset(stream.substr(0, stream.size() - 1), size, &offset));
+    EXPECT_FALSE(SnappyStoredOffset(stream + "x", size, &offset));
+  }
+  // What snappy compresses (copies, or several literals) is not stored.
+  const std::string periodic = Periodic(4096, 7, 1);
+  size_t offset = 0;
+  EXPECT_FALSE(
+      SnappyStoredOffset(Compress(periodic), periodic.size(), &offset));
+  EXPECT_FALSE(SnappyStoredOffset("", 0, &offset));
+}
+
 TEST(SnappyDecodeTest, RejectsCorruptStreams) {
   std::string out(64, '\0');
   const auto decodes = [&out](const std::string& stream, size_t length) {
