@@ -65,9 +65,7 @@ absl::StatusOr<Tensor> DecompressTensor(const tensorflow::TensorProto& proto,
           static_cast<size_t>(tensor.NumElements()) * *element_size;
       if (std::optional<size_t> offset =
               StoredInFile(contents, content, length)) {
-        tensor.bytes = length >= BufferPool::kMinBytes
-                           ? BufferPool::Default().Take(length)
-                           : std::string(length, '\0');
+        tensor.bytes = BufferPool::Default().Take(length);
         REVERB_RETURN_IF_ERROR(ReadSegment(contents->segment, *offset,
                                            tensor.bytes.data(), length));
         return tensor;

@@ -219,12 +219,8 @@ absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment,
 
 absl::Status ReadSegment(absl::string_view name, size_t offset, char* out,
                          size_t length) {
-  const int fd =
-      open(SegmentPath(name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return Errno("Could not open", name);
-  const absl::Status status = ReadAt(fd, offset, out, length);
-  close(fd);
-  return status;
+  REVERB_ASSIGN_OR_RETURN(const OpenSegment segment, OpenSegmentFile(name));
+  return ReadAt(segment.fd, offset, out, length);
 }
 
 std::vector<std::string> ListSegments(absl::string_view dir) {

@@ -88,7 +88,7 @@ REVERB_EXPORT absl::StatusOr<absl::Cord> MapSegment(
     const OpenSegment& segment, std::function<void()> on_release);
 
 // Reads `length` bytes of segment `name` from `offset` into `out` (with
-// pread: nothing is mapped). NOT_FOUND if it is gone, INTERNAL if it
+// pread: nothing is mapped). The errors of OpenSegmentFile; INTERNAL if it
 // cannot be read or is shorter.
 REVERB_EXPORT absl::Status ReadSegment(absl::string_view name, size_t offset,
                                        char* out, size_t length);
