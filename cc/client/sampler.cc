@@ -349,6 +349,12 @@ void Sampler::NoteReceivedLocked(int64_t samples, int64_t bytes) {
   if (budget == 0 || samples == 0) return;
   received_samples_ += samples;
   received_bytes_ += bytes;
+  // Older samples weigh half as much after every kAverageHorizon samples
+  // since: the window follows what the table holds now.
+  while (received_samples_ >= 2 * kAverageHorizon) {
+    received_samples_ /= 2;
+    received_bytes_ /= 2;
+  }
   const int64_t average =
       std::max<int64_t>(1, received_bytes_ / received_samples_);
   const int64_t least = options_.max_in_flight_samples_per_worker;

@@ -72,8 +72,8 @@ struct SamplerOptions {
   int64_t max_samples = -1;
   int64_t max_in_flight_samples_per_worker = 100;
   // If > 0, a worker of small samples asks for more at once: as many as this
-  // many bytes hold (by the average size of the samples received so far:
-  // the uncompressed bytes of their chunks), from
+  // many bytes hold (by the average size of the samples received lately,
+  // Sampler::kAverageHorizon: the uncompressed bytes of their chunks), from
   // max_in_flight_samples_per_worker up to kMaxWindowGrowth times it. Each
   // message and thread hand-over is then shared by more samples; the queue
   // is bounded by bytes instead of by count.
@@ -115,6 +115,10 @@ class REVERB_EXPORT Sampler {
   static constexpr int kMaxQueuedTogether = 64;
   // How far max_in_flight_bytes_per_worker may grow a worker's window.
   static constexpr int64_t kMaxWindowGrowth = 10;
+  // The average sample size that sets the window weighs the last
+  // kAverageHorizon samples fully and older ones less: their weight halves
+  // about every kAverageHorizon samples.
+  static constexpr int64_t kAverageHorizon = 128;
 
   // Opens the stream a worker reads next; an error counts as the stream's
   // (UNAVAILABLE: reconnect).

@@ -24,6 +24,7 @@ namespace {
 
 using testing::FifoTable;
 using testing::MakeInt32Item;
+using testing::MakeTensor;
 using testing::Values;
 using testing::WaitFor;
 
@@ -184,6 +185,56 @@ TEST_F(SamplerTest, SmallSamplesWidenTheWindowWithinTheByteBudget) {
     }
     sampler->Close();
   }
+}
+
+TEST_F(SamplerTest, TheWindowFollowsTheSizeOfTheLatestSamples) {
+  // Under a 64 KiB budget samples of 16 KiB get a window of 4, samples of
+  // 4 bytes the most there is, 10 x 3. After many large samples, then
+  // many small ones, the window is the small ones': a mean over every
+  // sample received would still give 64 KiB / ~12 KiB = 5.
+  auto table = FifoTable("fifo", *MinSizeRateLimiter(1), /*max_size=*/1);
+  StartServer({table});
+  ChunkData large;
+  large.set_chunk_key(1'000'001);
+  large.mutable_sequence_range()->set_episode_id(1);
+  const Tensor step = MakeTensor<int32_t>(tensorflow::DT_INT32, {1, 4096},
+                                          std::vector<int32_t>(4096, 5));
+  ASSERT_TRUE(
+      CompressTensorAsProto(step, large.mutable_data()->add_tensors()).ok());
+  large.set_data_tensors_len(1);
+  large.set_data_uncompressed_size(4 * 4096);
+  ASSERT_TRUE(
+      table
+          ->InsertOrAssign(
+              testing::MakeItem(1, 1.0, {std::make_shared<Chunk>(large)}),
+              kPatience)
+          .ok());
+  SamplerOptions options;
+  options.max_in_flight_samples_per_worker = 3;
+  options.max_in_flight_bytes_per_worker = 64 << 10;
+  auto sampler = NewSampler("fifo", options);
+  // Taken samples, then the window: what the worker keeps requested once
+  // nothing more is taken.
+  auto window_after = [&](uint64_t key, int64_t taken) {
+    EXPECT_TRUE(WaitFor([&] { return TimesSampled(*table, key) >= taken + 4; },
+                        kPatience));
+    absl::SleepFor(absl::Milliseconds(300));
+    return TimesSampled(*table, key) - taken;
+  };
+  constexpr int64_t kLarge = 20 * Sampler::kAverageHorizon;
+  for (int64_t i = 0; i < kLarge; ++i) {
+    ASSERT_TRUE(sampler->GetNextSample(kPatience).ok());
+  }
+  EXPECT_EQ(window_after(1, kLarge), 4);
+  Insert(*table, 2, 7);  // Takes item 1's place.
+  constexpr int64_t kSmall = 8 * Sampler::kAverageHorizon;
+  for (int64_t small = 0; small < kSmall;) {
+    auto sample = sampler->GetNextSample(kPatience);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    if (sample->info->item().key() == 2) ++small;
+  }
+  EXPECT_EQ(window_after(2, kSmall), 3 * Sampler::kMaxWindowGrowth);
+  sampler->Close();
 }
 
 TEST_F(SamplerTest, PerCallTimeoutIsNotAnError) {
