@@ -122,6 +122,37 @@ absl::Status Writer::Append(std::vector<Tensor> step) {
   return SendReadyItems();
 }
 
+absl::Status Writer::AppendViews(absl::Span<const TensorView> step) {
+  const bool own_chunk =
+      options_.chunk_length == 1 && !options_.delta_encoded &&
+      buffer_.empty() &&
+      (num_columns_ < 0 || static_cast<int>(step.size()) == num_columns_) &&
+      std::none_of(step.begin(), step.end(),
+                   [](const TensorView& cell) { return cell.IsString(); });
+  if (!own_chunk) {
+    // Buffered, or refused by the other Append with its checks and texts.
+    std::vector<Tensor> copy;
+    copy.reserve(step.size());
+    for (const TensorView& cell : step) copy.push_back(CopyTensor(cell));
+    return Append(std::move(copy));
+  }
+  REVERB_RETURN_IF_ERROR(CheckOpen("Append"));
+  if (num_columns_ < 0) num_columns_ = static_cast<int>(step.size());
+  ++num_steps_;
+  absl::Status status = AddChunk(
+      1, [&](int c, tensorflow::TensorProto* proto) -> absl::StatusOr<int64_t> {
+        TensorView row = step[c];
+        row.shape.insert(row.shape.begin(), 1);
+        REVERB_RETURN_IF_ERROR(CompressTensorAsProto(row, proto));
+        return static_cast<int64_t>(row.bytes.size());
+      });
+  if (!status.ok()) {
+    --num_steps_;
+    return status;
+  }
+  return SendReadyItems();
+}
+
 absl::Status Writer::AppendSequence(std::vector<Tensor> sequence) {
   REVERB_RETURN_IF_ERROR(CheckOpen("AppendSequence"));
   // dm-reverb's checks and texts.
@@ -298,7 +329,33 @@ std::string Writer::DebugString() const {
 
 absl::Status Writer::FinalizeChunk() {
   REVERB_RETURN_IF_ERROR(CheckStackable(buffer_));
-  const int64_t rows = static_cast<int64_t>(buffer_.size());
+  REVERB_RETURN_IF_ERROR(AddChunk(
+      static_cast<int64_t>(buffer_.size()),
+      [&](int c, tensorflow::TensorProto* proto) -> absl::StatusOr<int64_t> {
+        std::vector<Tensor> column;
+        column.reserve(buffer_.size());
+        for (auto& step : buffer_) column.push_back(std::move(step[c]));
+        auto stacked = StackTensors(std::move(column));
+        if (!stacked.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Column ", c, " changes dtype or shape between steps: ",
+              stacked.status().message()));
+        }
+        if (options_.delta_encoded) DeltaEncode(&*stacked, /*encode=*/true);
+        int64_t uncompressed = static_cast<int64_t>(stacked->bytes.size());
+        for (const auto& s : stacked->strings) uncompressed += s.size();
+        REVERB_RETURN_IF_ERROR(
+            CompressTensorAsProto(*std::move(stacked), proto));
+        return uncompressed;
+      }));
+  buffer_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status Writer::AddChunk(
+    int64_t rows,
+    absl::FunctionRef<absl::StatusOr<int64_t>(int c, tensorflow::TensorProto*)>
+        compress) {
   ChunkInfo chunk;
   chunk.key = NewRandomKey();
   chunk.first_step = chunked_steps_;
@@ -314,26 +371,14 @@ absl::Status Writer::FinalizeChunk() {
   data.set_data_tensors_len(num_columns_);
   int64_t uncompressed = 0;
   for (int c = 0; c < num_columns_; ++c) {
-    std::vector<Tensor> column;
-    column.reserve(rows);
-    for (auto& step : buffer_) column.push_back(std::move(step[c]));
-    auto stacked = StackTensors(std::move(column));
-    if (!stacked.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Column ", c, " changes dtype or shape between steps: ",
-                       stacked.status().message()));
-    }
-    if (options_.delta_encoded) DeltaEncode(&*stacked, /*encode=*/true);
-    uncompressed += static_cast<int64_t>(stacked->bytes.size());
-    for (const auto& s : stacked->strings) uncompressed += s.size();
-    REVERB_RETURN_IF_ERROR(CompressTensorAsProto(
-        *std::move(stacked), data.mutable_data()->add_tensors()));
+    REVERB_ASSIGN_OR_RETURN(const int64_t bytes,
+                            compress(c, data.mutable_data()->add_tensors()));
+    uncompressed += bytes;
   }
   data.set_data_uncompressed_size(uncompressed);
   chunk.data = std::move(chunk_data);
   chunks_.push_back(std::move(chunk));
   chunked_steps_ += rows;
-  buffer_.clear();
   return absl::OkStatus();
 }
 

@@ -44,9 +44,11 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "cc/client/connection.h"
 #include "cc/client/insert_stream.h"
 #include "cc/client/shards.h"
@@ -83,6 +85,10 @@ class REVERB_EXPORT Writer {
   // is dropped with INVALID_ARGUMENT (as dm-reverb); Flush then fails the
   // same way while such steps stay buffered.
   absl::Status Append(std::vector<Tensor> step);
+  // As above, for a step the writer may not keep: copied if it has to wait
+  // for later steps of its chunk; a step that makes a chunk on its own
+  // (chunk_length 1, no delta encoding) is compressed straight from `step`.
+  absl::Status AppendViews(absl::Span<const TensorView> step);
 
   // T steps at once: every tensor has leading dimension T.
   absl::Status AppendSequence(std::vector<Tensor> sequence);
@@ -157,7 +163,13 @@ class REVERB_EXPORT Writer {
   // The stream's error, or FAILED_PRECONDITION naming `method` (as
   // dm-reverb) once the writer is closed.
   absl::Status CheckOpen(absl::string_view method) const;
+  // Chunks the buffered steps.
   absl::Status FinalizeChunk();
+  // Adds the chunk of the next `rows` steps: `compress` fills column c's
+  // tensor and returns its uncompressed bytes.
+  absl::Status AddChunk(int64_t rows, absl::FunctionRef<absl::StatusOr<int64_t>(
+                                          int c, tensorflow::TensorProto*)>
+                                          compress);
   // Sends the pending items whose steps are all in chunks, up to the first
   // held one. Without a stream, over one server and unless `flushing`, only
   // if the channel is connected or `max_in_flight_items` items are ready.

@@ -162,6 +162,19 @@ absl::Status AppendRows(const TensorView& rows, Tensor* tensor) {
   return absl::OkStatus();
 }
 
+Tensor CopyTensor(const TensorView& tensor) {
+  Tensor copy;
+  copy.dtype = tensor.dtype;
+  copy.shape.assign(tensor.shape.begin(), tensor.shape.end());
+  if (tensor.IsString()) {
+    copy.strings.assign(tensor.strings.begin(), tensor.strings.end());
+  } else {
+    copy.bytes = BufferPool::Default().Reserve(tensor.bytes.size());
+    copy.bytes.append(tensor.bytes.data(), tensor.bytes.size());
+  }
+  return copy;
+}
+
 absl::StatusOr<Tensor> StackTensors(std::vector<Tensor> tensors) {
   if (tensors.empty()) {
     return absl::InvalidArgumentError("Cannot stack zero tensors.");

@@ -77,6 +77,10 @@ REVERB_EXPORT absl::StatusOr<TensorView> ViewRows(const TensorView& tensor,
 // its `bytes` may already have room reserved.
 REVERB_EXPORT absl::Status AppendRows(const TensorView& rows, Tensor* tensor);
 
+// A tensor of its own holding a copy of `tensor`'s elements; large numeric
+// data goes into a recycled buffer (see buffer_pool.h).
+REVERB_EXPORT Tensor CopyTensor(const TensorView& tensor);
+
 // Stacks tensors of one dtype and shape along a new leading dimension (a
 // single tensor is moved, not copied).
 REVERB_EXPORT absl::StatusOr<Tensor> StackTensors(std::vector<Tensor> tensors);

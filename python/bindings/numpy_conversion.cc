@@ -134,14 +134,12 @@ absl::StatusOr<NumpyView> NumpyView::Of(py::handle object) {
 
 Tensor NumpyView::ToTensor() && {
   Tensor tensor;
-  tensor.dtype = view_.dtype;
-  tensor.shape.assign(view_.shape.begin(), view_.shape.end());
   if (view_.IsString()) {
+    tensor.dtype = view_.dtype;
+    tensor.shape.assign(view_.shape.begin(), view_.shape.end());
     tensor.strings = std::move(strings_);
   } else {
-    // A large step gets a recycled buffer (see buffer_pool.h).
-    tensor.bytes = BufferPool::Default().Reserve(view_.bytes.size());
-    tensor.bytes.append(view_.bytes.data(), view_.bytes.size());
+    tensor = CopyTensor(view_);
   }
   view_ = TensorView();
   return tensor;

@@ -148,8 +148,17 @@ void BindWriters(py::module_& m) {
   py::class_<Writer>(m, "Writer")
       .def("Append",
            [](Writer& self, const py::list& step) {
-             std::vector<Tensor> tensors = TensorsFromPython(step);
-             RunWithoutGil([&] { return self.Append(std::move(tensors)); });
+             // Views: a step that makes a chunk on its own is compressed
+             // straight from the arrays.
+             std::vector<NumpyView> arrays;
+             std::vector<TensorView> views;
+             arrays.reserve(step.size());  // Never reallocated.
+             views.reserve(step.size());
+             for (const auto& array : step) {
+               arrays.push_back(ValueOrRaise(NumpyView::Of(array)));
+               views.push_back(arrays.back().view());
+             }
+             RunWithoutGil([&] { return self.AppendViews(views); });
            })
       .def("AppendSequence",
            [](Writer& self, const py::list& sequence) {

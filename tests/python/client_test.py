@@ -184,6 +184,30 @@ def test_writer_flush_keeps_steps_no_item_needs(client):
   assert [int(s.data[0]) for s in steps] == [1, 2, 3]
 
 
+def test_steps_are_stored_as_they_were_appended(client):
+  # The writers read a step's arrays when it is appended (a step that makes
+  # a chunk on its own is compressed from them at once, others are copied):
+  # what the caller writes into the same array afterwards is not stored.
+  step = np.zeros(4096, np.int32)
+  for chunk_length in (1, 3):
+    client.reset('queue')
+    with client.writer(max_sequence_length=chunk_length,
+                       chunk_length=chunk_length) as writer:
+      for t in range(6):
+        step[:] = t
+        writer.append(step)
+        writer.create_item('queue', num_timesteps=1, priority=1.0)
+        step[:] = -1
+    for t in range(6, 9):
+      step[:] = t
+      client.insert(step, priorities={'queue': 1.0})
+      step[:] = -1
+    samples = list(client.sample('queue', num_samples=9, emit_timesteps=False,
+                                 timeout=TIMEOUT))
+    for t, sample in enumerate(samples):
+      np.testing.assert_array_equal(sample.data[0], np.full((1, 4096), t))
+
+
 def test_insert_errors(client):
   with pytest.raises(ValueError, match='priorities'):
     client.insert([1], priorities={})

@@ -3,6 +3,7 @@
 // and the server's errors.
 #include "cc/client/legacy_writer.h"
 
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -75,6 +76,60 @@ TEST_F(LegacyWriterTest, ItemsReachTheTableWithTheirChunksAndPriorities) {
                 stored[0].chunks[0].sequence_range().episode_id());
     }
   }
+}
+
+TEST_F(LegacyWriterTest, StepsAppendedAsViewsAreStoredAsTheyWereAppended) {
+  // AppendViews compresses a step that is a chunk on its own straight from
+  // the caller's memory and copies one that waits for the rest of its
+  // chunk: either way, what the caller writes there afterwards must not
+  // reach the table.
+  for (const int chunk_length : {1, 3}) {
+    SCOPED_TRACE(chunk_length);
+    auto table = FifoTable("t", *MinSizeRateLimiter(1));
+    StartServer({table});
+    auto writer = NewWriter(chunk_length, /*max_timesteps=*/chunk_length);
+    Tensor cell = Int32(std::vector<int32_t>(1024), {1024});
+    const TensorView view = cell;
+    auto fill = [&](int32_t value) {
+      const std::vector<int32_t> values(1024, value);
+      std::memcpy(cell.bytes.data(), values.data(), cell.bytes.size());
+    };
+    for (int32_t t = 0; t < 6; ++t) {
+      fill(t);
+      ASSERT_TRUE(writer->AppendViews({view}).ok());
+      ASSERT_TRUE(writer->CreateItem("t", 1, 1).ok());
+      fill(-1);
+    }
+    ASSERT_TRUE(writer->Close(absl::Seconds(30)).ok());
+    auto stored = StoredItems(*table);
+    ASSERT_EQ(stored.size(), 6);
+    for (int32_t t = 0; t < 6; ++t) {
+      EXPECT_EQ(
+          stored[t].columns,
+          (std::vector<std::vector<int32_t>>{std::vector<int32_t>(1024, t)}));
+      ASSERT_EQ(stored[t].chunks.size(), 1);
+      const ChunkData& chunk = stored[t].chunks[0];
+      EXPECT_EQ(chunk.sequence_range().end() - chunk.sequence_range().start(),
+                chunk_length - 1);
+      EXPECT_EQ(chunk.data_uncompressed_size(), 4096 * chunk_length);
+    }
+    server_->Stop();
+  }
+}
+
+TEST_F(LegacyWriterTest, AppendViewsRefusesWhatAppendRefuses) {
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
+  auto writer = NewWriter(1, 1);
+  const Tensor one = Int32({1}, {});
+  ASSERT_TRUE(writer->AppendViews({one}).ok());
+  const absl::Status status = writer->AppendViews({one, one});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "Number of tensors per timestep was inconsistent. Previously it "
+            "was 1, but is now 2.");
+  ASSERT_TRUE(writer->Close(absl::Seconds(30)).ok());
+  EXPECT_EQ(writer->AppendViews({one}).code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(LegacyWriterTest, FlushTimesOutWhileTheTableHoldsAnItemBack) {
