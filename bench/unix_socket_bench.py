@@ -11,6 +11,10 @@ default: large chunks travel as /dev/shm segments, docs/wire-protocol.md
 `unix`, `shared memory`: a `reverb.Client` each), taking turns in four
 rounds of 0.5 s a workload,
   insert        `client.insert(item, {table: 1.0})` of a 1 MiB int32 array;
+  writer stream   a `TrajectoryWriter` making an item of each 1 MiB step
+                and flushed after each down to 8 unconfirmed items
+                (`flush(block_until_num_items=8)`, as Acme's adders do):
+                the writer, the transport and the server work at once;
   sample bulk   `client.sample(table, num_samples=50)` generators, consumed;
   ReplayIterator  batches of 8 (ours only: dm-reverb has none).
 Every sampled item is checked afterwards (shape, dtype, and every 257th
@@ -49,6 +53,7 @@ _ITEM_BYTES = 4 * _ELEMENTS
 _BASE = np.arange(_ELEMENTS, dtype=np.int32)
 _UNIX = 'unix_socket_path' in inspect.signature(reverb.Server).parameters
 _BATCH = 8  # ReplayIterator's batches (ours only).
+_IN_FLIGHT = 8  # Unconfirmed items a writer stream keeps.
 
 
 def make_item(seq):
@@ -78,6 +83,25 @@ def bench_insert(client, first_seq, seconds, max_items):
     count += 1
     if time.perf_counter() >= deadline:
       break
+  return count, time.perf_counter() - start
+
+
+def bench_stream(client, first_seq, seconds, max_items):
+  """A writer's stream: an item per step, at most _IN_FLIGHT unconfirmed
+  after each. Returns (items, seconds)."""
+  items = [make_item(first_seq + i) for i in range(min(max_items, 16))]
+  count = 0
+  start = time.perf_counter()
+  deadline = start + seconds
+  with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+    while count < max_items:
+      writer.append([items[count % len(items)]])
+      writer.create_item('t', 1.0, [writer.history[0][-1:]])
+      count += 1
+      writer.flush(block_until_num_items=_IN_FLIGHT)
+      if time.perf_counter() >= deadline:
+        break
+    writer.flush()
   return count, time.perf_counter() - start
 
 
@@ -185,6 +209,7 @@ def run(args):
         inserted += bench_insert(client, inserted, 60.0, 20)[0]
         list(client.sample('t', num_samples=10, emit_timesteps=False))
       inserts = {name: harness.CpuTotals() for name in clients}
+      streams = {name: harness.CpuTotals() for name in clients}
       samples = {name: harness.CpuTotals() for name in clients}
       batches = {name: harness.CpuTotals() for name in clients}
       addresses = {'tcp': f'localhost:{server.port}'}
@@ -199,6 +224,9 @@ def run(args):
           inserted += inserts[name].timed(
               servers[name],
               lambda c=client: bench_insert(c, inserted, seconds, 100_000))
+          inserted += streams[name].timed(
+              servers[name],
+              lambda c=client: bench_stream(c, inserted, seconds, 100_000))
           samples[name].timed(servers[name], lambda c=client: harness.sample_bulk(
               c, 't', bulk_n, seconds, check_item)[:2])
           if _UNIX:
@@ -217,6 +245,9 @@ def run(args):
       for name in clients:
         results.append(inserts[name].row('1MB', f'insert, {name}',
                                           _ITEM_BYTES))
+        results.append(streams[name].row(
+            '1MB', f'writer stream (<= {_IN_FLIGHT} unconfirmed), {name}',
+            _ITEM_BYTES))
         results.append(samples[name].row(
             '1MB', f'sample bulk (N={bulk_n}), {name}', _ITEM_BYTES))
         if _UNIX:
