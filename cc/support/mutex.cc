@@ -36,12 +36,17 @@ inline void CpuRelax() {
 }  // namespace
 
 void Mutex::WakeAwaiters() {
+  // A woken waiter that has not run yet wakes the next one itself.
+  for (const Waiter* waiter : waiters_) {
+    if (waiter->woken) return;
+  }
   for (Waiter* waiter : waiters_) {
-    if (!waiter->woken && waiter->condition->Eval()) {
+    if (waiter->condition->Eval()) {
       waiter->woken = true;
       // Under mu_: the waiter cannot return (and free its cv) before we let
       // go of the mutex.
       waiter->cv.notify_one();
+      return;
     }
   }
 }
@@ -69,7 +74,11 @@ bool Mutex::AwaitWithDeadline(const absl::Condition& condition,
   std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
   bool holds = false;
   while (!(holds = condition.Eval())) {
-    self.woken = false;
+    if (self.woken) {
+      // Woken, but another thread got here first: pass the wake-up on.
+      self.woken = false;
+      WakeAwaiters();
+    }
     if (!WaitUntil(self.cv, lock, deadline)) break;
   }
   waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &self));

@@ -12,9 +12,12 @@
 // where the locks are declared.
 //
 // Semantics follow abseil's: a thread releasing the mutex evaluates the
-// conditions of the threads in Await and wakes those whose condition holds;
-// CondVar waits return true on timeout (WaitWithTimeout/WaitWithDeadline) and
-// may wake spuriously.
+// conditions of the threads in Await and wakes one whose condition holds,
+// the longest waiting (the mutex admits one at a time anyway); that one, when
+// it lets go in turn, wakes the next (waking every thread whose condition
+// holds would wake all the idle workers of a pool for each task). CondVar
+// waits return true on timeout (WaitWithTimeout/WaitWithDeadline) and may
+// wake spuriously.
 #ifndef REVERB_CC_SUPPORT_MUTEX_H_
 #define REVERB_CC_SUPPORT_MUTEX_H_
 
@@ -69,10 +72,11 @@ class ABSL_LOCKABLE REVERB_EXPORT Mutex {
     bool woken = false;
   };
 
-  // Called with mu_ held by a thread about to release it: evaluates the
-  // conditions of the threads in Await on their behalf, as abseil does, and
-  // wakes those whose condition now holds (and only those: a writer's worker
-  // waiting for work is not woken by every Append).
+  // Called with mu_ held by a thread about to release it: unless a woken
+  // waiter has yet to run, evaluates the conditions of the threads in Await
+  // on their behalf, as abseil does, and wakes the first whose condition now
+  // holds (and only it: a writer's worker waiting for work is not woken by
+  // every Append, nor every idle worker of a pool by each task).
   void WakeAwaiters();
 
   // Spins a little before sleeping, as abseil's Mutex does: our critical

@@ -1,6 +1,8 @@
 #include "cc/support/mutex.h"
 
+#include <algorithm>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -54,6 +56,70 @@ TEST(MutexTest, ReleasingInsideAwaitWakesTheOtherAwaiters) {
   mu.Unlock();
   waiter.join();
   mu.Lock();
+}
+
+// Threads awaiting the same condition, as a pool's idle workers await a
+// task: a release wakes one of them, not all; the one woken wakes the next
+// when it lets go, so every waiter whose condition holds gets its turn.
+TEST(MutexTest, AReleaseWakesOneAwaiterWhichWakesTheNext) {
+  constexpr int kThreads = 4;
+  Mutex mu;
+  int tasks = 0;
+  int done = 0;
+  int waiting = 0;
+  bool stop = false;
+  // How often each thread evaluated its condition itself: on entering
+  // Await, and after each wake-up (the releasing thread evaluates it on its
+  // behalf otherwise).
+  std::vector<int> own_evaluations(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::thread::id me = std::this_thread::get_id();
+      const auto ready = [&] {
+        if (std::this_thread::get_id() == me) ++own_evaluations[t];
+        return tasks > 0 || stop;
+      };
+      MutexLock lock(&mu);
+      ++waiting;
+      while (true) {
+        ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&ready), kLong));
+        if (tasks == 0) break;  // Stopped.
+        --tasks;
+        ++done;
+      }
+    });
+  }
+  const auto all_waiting = [&] { return waiting == kThreads; };
+  const auto one_done = [&] { return done == 1; };
+  const auto four_done = [&] { return done == 4; };
+  {
+    MutexLock lock(&mu);
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&all_waiting), kLong));
+  }
+  absl::SleepFor(absl::Milliseconds(50));  // All in Await.
+  {
+    MutexLock lock(&mu);
+    std::fill(own_evaluations.begin(), own_evaluations.end(), 0);
+    tasks = 1;
+  }
+  {
+    MutexLock lock(&mu);
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&one_done), kLong));
+  }
+  absl::SleepFor(absl::Milliseconds(100));  // Time for needless wake-ups.
+  {
+    MutexLock lock(&mu);
+    // The one woken: after its wake-up and back into Await. No other.
+    EXPECT_EQ(std::count(own_evaluations.begin(), own_evaluations.end(), 0),
+              kThreads - 1);
+    tasks = 3;  // Three turns, one after the other.
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&four_done), kLong));
+    stop = true;  // Every thread, one after the other.
+  }
+  for (auto& thread : threads) thread.join();
+  MutexLock lock(&mu);
+  EXPECT_EQ(done, 4);
 }
 
 TEST(MutexTest, ManyThreadsCountUnderTheLock) {
