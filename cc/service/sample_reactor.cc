@@ -149,7 +149,9 @@ void SampleReactor::RequestSamplesLocked() {
           deliver(std::move(samples));
         });
       },
-      cancellation_);
+      cancellation_,
+      lender_ != nullptr ? ReverbServiceImpl::kMaxLentSampleBatchBytes
+                         : Table::kMaxSampleBatchBytes);
 }
 
 void SampleReactor::OnSampled(

@@ -21,10 +21,12 @@
 //
 // Flow control: samples are asked of the table in flexible batches of
 // kInitialSampleBatchSize, then twice as many each time (at most the
-// samples still owed, max_samples_per_request and 2^20), one batch at a time
-// and none while kMaxQueuedResponses responses wait to be written. Each batch
-// starts a response; one is also started when the current one has reached
-// kMaxSampleResponseBytes (constants of ReverbServiceImpl). A write the
+// samples still owed, max_samples_per_request and 2^20, and closed once
+// they reference Table::kMaxSampleBatchBytes of chunks, or
+// kMaxLentSampleBatchBytes on a stream that borrows shared memory), one batch
+// at a time and none while kMaxQueuedResponses responses wait to be written.
+// Each batch starts a response; one is also started when the current one has
+// reached kMaxSampleResponseBytes (constants of ReverbServiceImpl). A write the
 // client's flow control holds for the server's stalled_sample_stream_timeout
 // cancels the call (CANCELLED): the responses it holds are freed.
 //

@@ -75,6 +75,11 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   static constexpr int32_t kInitialSampleBatchSize = 64;
   // Table batches are not requested while this many responses wait.
   static constexpr int kMaxQueuedResponses = 3;
+  // The chunk bytes a table batch of a stream that borrows shared memory may
+  // reference (Table::kMaxSampleBatchBytes for others): its large chunks
+  // are lent, a link each, not copied into responses. A batch per 1 MiB
+  // sample cost the server a hand-over between three threads per sample.
+  static constexpr int64_t kMaxLentSampleBatchBytes = 16 << 20;
 
   // INVALID_ARGUMENT if a table is null or two share a name, or a limit is
   // not positive. `checkpointer` may be null (Checkpoint then answers

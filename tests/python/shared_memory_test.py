@@ -6,6 +6,7 @@ behind by killed processes."""
 import collections
 import os
 import pathlib
+import re
 import secrets
 import shutil
 import signal
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -28,7 +30,8 @@ SERVER = """
   checkpoints = os.environ.get('TEST_CHECKPOINTS')
   checkpointer = (reverb.checkpointers.DefaultCheckpointer(checkpoints)
                   if checkpoints else None)
-  server = reverb.Server(checkpointer=checkpointer, port=None, tables=[
+  server = reverb.Server(checkpointer=checkpointer, port=None, metrics_port=0,
+                         tables=[
       reverb.Table('uniform', reverb.selectors.Uniform(),
                    reverb.selectors.Fifo(), 1000,
                    reverb.rate_limiters.MinSize(1)),
@@ -36,7 +39,7 @@ SERVER = """
                    reverb.selectors.Fifo(), 3,
                    reverb.rate_limiters.MinSize(1)),
   ])
-  print(server.port, flush=True)
+  print(server.port, server.metrics_port, flush=True)
   sys.stdin.read()  # Until the test closes stdin (or kills us).
 """
 
@@ -74,7 +77,8 @@ class ServerProcess:
         [sys.executable, '-c', textwrap.dedent(SERVER)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         env=dict(os.environ, **env))
-    self.port = int(self.process.stdout.readline())
+    self.port, self.metrics_port = map(
+        int, self.process.stdout.readline().split())
     self.address = f'localhost:{self.port}'
 
   def names(self):
@@ -85,6 +89,15 @@ class ServerProcess:
     """The segments the server keeps (`chunks`) or keeps for reuse (`free`)."""
     return [p.name for d in SHM.glob(f'reverb-{self.process.pid}-*.{kind}')
             for p in d.iterdir()]
+
+  def table_batches(self):
+    """The sample batches its tables have served (the count of
+    reverb_sample_latency_seconds: one per batch)."""
+    url = f'http://127.0.0.1:{self.metrics_port}/metrics'
+    with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+      text = response.read().decode()
+    return int(re.search(r'^reverb_sample_latency_seconds_count (\d+)$', text,
+                         re.MULTILINE).group(1))
 
   def stop(self):
     if self.process.poll() is None:
@@ -194,6 +207,30 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
     server.stop()
   # A stopped server removes every name of its own.
   assert not server.names()
+
+
+def test_a_stream_that_borrows_segments_samples_in_larger_table_batches(
+    shm_env, monkeypatch):
+  # Items of two 256 KiB steps: a table batch of a stream that gets bytes
+  # closes at 1 MiB of chunks (2 items), one of a stream that borrows
+  # segments at 16 MiB (32): a batch per item or two cost the server a
+  # hand-over between its threads each.
+  server = ServerProcess()
+  try:
+    client = reverb.Client(server.address)
+    _write(client, 9)
+    batches = server.table_batches()
+    _assert_whole(_sampled_items(client, 64))
+    lent_batches = server.table_batches() - batches
+    monkeypatch.setenv('REVERB_SHARED_MEMORY', '0')
+    client = reverb.Client(server.address)
+    batches = server.table_batches()
+    _assert_whole(_sampled_items(client, 64))
+    byte_batches = server.table_batches() - batches
+    assert byte_batches >= 32, byte_batches
+    assert lent_batches <= 4, lent_batches
+  finally:
+    server.stop()
 
 
 def test_a_checkpoint_of_segments_loads_as_bytes_alike(shm_env, tmp_path):
