@@ -89,8 +89,10 @@ struct REVERB_EXPORT PriorityArrays {
 class REVERB_EXPORT Table {
  public:
   // A sample batch is closed once its items reference this many chunk bytes
-  // (unless its request sets another bound).
-  static constexpr int64_t kMaxSampleBatchBytes = 1 << 20;
+  // (unless its request sets another bound). Each batch costs a sample
+  // stream a hand-over between server threads: at 1 MiB, 1 MiB samples came
+  // one to a batch, at 15-20% more server CPU per sample over gRPC.
+  static constexpr int64_t kMaxSampleBatchBytes = 4 << 20;
 
   using InsertCallback = std::function<void(const absl::Status&)>;
   using SampleCallback =

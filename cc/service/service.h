@@ -77,8 +77,8 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   static constexpr int kMaxQueuedResponses = 3;
   // The chunk bytes a table batch of a stream that borrows shared memory may
   // reference (Table::kMaxSampleBatchBytes for others): its large chunks
-  // are lent, a link each, not copied into responses. A batch per 1 MiB
-  // sample cost the server a hand-over between three threads per sample.
+  // are lent, a link each, not copied into responses, and each batch costs
+  // a hand-over between three server threads.
   static constexpr int64_t kMaxLentSampleBatchBytes = 16 << 20;
 
   // INVALID_ARGUMENT if a table is null or two share a name, or a limit is

@@ -357,11 +357,11 @@ TEST(TableTest, FlexibleBatchReturnsWhatIsAvailable) {
   EXPECT_FALSE((*batch)[0].rate_limited);
 }
 
-TEST(TableTest, BatchIsClosedAtOneMegabyteOfChunks) {
+TEST(TableTest, BatchIsClosedAtFourMebibytesOfChunks) {
   auto table = MakeUniformTable();
-  // Each chunk holds 150k floats (600 kB).
+  // Each chunk holds 1M floats (4 MB).
   ASSERT_TRUE(
-      table->InsertOrAssign(MakeItem(1, 1.0, {MakeChunk(10, 1, 150'000)}))
+      table->InsertOrAssign(MakeItem(1, 1.0, {MakeChunk(10, 1, 1'000'000)}))
           .ok());
   auto batch = table->SampleFlexibleBatch(10, kTimeout);
   ASSERT_TRUE(batch.ok());
