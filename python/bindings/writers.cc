@@ -94,25 +94,39 @@ std::vector<BatchColumn> BatchFromPython(const py::sequence& refs,
   return columns;
 }
 
+// Views of up to `capacity` arrays, which it keeps (with the strings it
+// converted) while the views are used.
+class ArrayViews {
+ public:
+  explicit ArrayViews(size_t capacity) { arrays_.reserve(capacity); }
+
+  // Raises what NumpyView::Of refuses.
+  TensorView Add(py::handle array) {
+    arrays_.push_back(ValueOrRaise(NumpyView::Of(array)));
+    return arrays_.back().view();
+  }
+
+ private:
+  std::vector<NumpyView> arrays_;  // Reserved: never reallocated.
+};
+
 // The arrays of a step or batch (None for absent columns), viewed.
 struct OptionalViews {
-  explicit OptionalViews(const py::list& arrays) {
-    arrays_.reserve(arrays.size());
+  explicit OptionalViews(const py::list& arrays) : arrays_(arrays.size()) {
     views.reserve(arrays.size());
     for (const auto& array : arrays) {
       if (array.is_none()) {
         views.emplace_back();
-        continue;
+      } else {
+        views.emplace_back(arrays_.Add(array));
       }
-      arrays_.push_back(ValueOrRaise(NumpyView::Of(array)));
-      views.emplace_back(arrays_.back().view());
     }
   }
 
   std::vector<std::optional<TensorView>> views;
 
  private:
-  std::vector<NumpyView> arrays_;  // Reserved: never reallocated.
+  ArrayViews arrays_;
 };
 
 py::list RefsToPython(
@@ -150,14 +164,10 @@ void BindWriters(py::module_& m) {
            [](Writer& self, const py::list& step) {
              // Views: a step that makes a chunk on its own is compressed
              // straight from the arrays.
-             std::vector<NumpyView> arrays;
+             ArrayViews arrays(step.size());
              std::vector<TensorView> views;
-             arrays.reserve(step.size());  // Never reallocated.
              views.reserve(step.size());
-             for (const auto& array : step) {
-               arrays.push_back(ValueOrRaise(NumpyView::Of(array)));
-               views.push_back(arrays.back().view());
-             }
+             for (const auto& array : step) views.push_back(arrays.Add(array));
              RunWithoutGil([&] { return self.AppendViews(views); });
            })
       .def("AppendSequence",
