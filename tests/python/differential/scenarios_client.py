@@ -522,6 +522,30 @@ def scenario_writer_unlimited_in_flight_items(reverb, env):
   return _size(client, expected=1)
 
 
+def scenario_writer_and_insert_store_steps_as_appended(reverb, env):
+  # The caller overwrites its array after each append: what was appended is
+  # stored, whether the step makes a chunk at once (chunk_length 1,
+  # Client.insert) or waits for the rest of its chunk (chunk_length 3).
+  client = _client(reverb, env, reverb.Table.queue('t', 20))
+  step = np.zeros(1024, np.int32)
+  stored = {}
+  for chunk_length in (1, 3):
+    with client.writer(chunk_length, chunk_length=chunk_length) as writer:
+      for t in range(6):
+        step[:] = t
+        writer.append(step)
+        writer.create_item('t', 1, 1.0)
+        step[:] = -1
+    for t in range(6, 9):
+      step[:] = t
+      client.insert(step, priorities={'t': 1.0})
+      step[:] = -1
+    stored[chunk_length] = [
+        sorted(set(sample[0].data[0].ravel().tolist()))
+        for sample in client.sample('t', num_samples=9)]
+  return stored
+
+
 def scenario_writer_create_item_before_append(reverb, env):
   _client(reverb, env).writer(3).create_item('t', 1, 1.0)
 
