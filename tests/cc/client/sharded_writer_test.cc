@@ -4,6 +4,10 @@
 // or not) and moving off an overloaded shard at an episode end. Every item
 // carries a unique id in its data (its last step), so that the tests count what
 // each table holds.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -102,6 +106,45 @@ WriterOptions LegacyOptions() {
   return options;
 }
 
+// Binds a loopback port (IPv4 and IPv6, as a server on "localhost" does)
+// without listening: a connection to it is refused, and no other socket can
+// be given the port while it is held.
+class PortHold {
+ public:
+  explicit PortHold(int port) {
+    sockaddr_in v4{};
+    v4.sin_family = AF_INET;
+    v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    v4.sin_port = htons(port);
+    Bind(AF_INET, reinterpret_cast<sockaddr*>(&v4), sizeof(v4));
+    sockaddr_in6 v6{};
+    v6.sin6_family = AF_INET6;
+    v6.sin6_addr = in6addr_loopback;
+    v6.sin6_port = htons(port);
+    Bind(AF_INET6, reinterpret_cast<sockaddr*>(&v6), sizeof(v6));
+  }
+  ~PortHold() {
+    for (int fd : fds_) close(fd);
+  }
+
+ private:
+  // SO_REUSEADDR lets the bind past the stopped server's connections in
+  // TIME_WAIT; a server picking a free port still passes a bound one by.
+  void Bind(int family, const sockaddr* address, socklen_t length) {
+    const int fd = socket(family, SOCK_STREAM, 0);
+    if (fd < 0) return;  // A family the host lacks: nobody can take it.
+    fds_.push_back(fd);
+    const int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (family == AF_INET6) {
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+    }
+    bind(fd, address, length);
+  }
+
+  std::vector<int> fds_;
+};
+
 class ShardedWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -115,13 +158,18 @@ class ShardedWriterTest : public ::testing::Test {
     client_ = *std::move(client);
   }
 
+  // Stops the server of `shard` and holds its port until Restart, so that
+  // the writers, which go on dialling it, meet a refusal and not a server
+  // another test (ctest -j2) started on the freed port.
   void Stop(int shard) {
     servers_[shard]->Stop();
     servers_[shard].reset();
+    holds_[shard] = std::make_unique<PortHold>(ports_[shard]);
   }
 
   // On the same port, from a checkpoint of what the shard held.
   void Restart(int shard) {
+    holds_[shard].reset();
     tables_[shard] = Restored(*tables_[shard]);
     auto server = StartLoopbackServer({tables_[shard]}, ports_[shard]);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -197,6 +245,7 @@ class ShardedWriterTest : public ::testing::Test {
   std::vector<std::shared_ptr<Table>> tables_;
   std::vector<int> ports_;
   std::vector<std::unique_ptr<Server>> servers_;
+  std::unique_ptr<PortHold> holds_[kShards];
   std::unique_ptr<Client> client_;
 };
 
