@@ -25,7 +25,8 @@ process (time.process_time, all threads), and `server`, the server's
 process (/proc/PID/stat), in microseconds per item. `server memory` rows
 give what each server holds once its table is full (its RSS beyond its idle
 self, shared memory apart, plus its segments under /dev/shm) per byte of
-the items the table keeps. With dm-reverb, which
+the items the table keeps, right after the workloads and again at rest,
+after 11 s without a client call. With dm-reverb, which
 has neither unix sockets nor shared memory, only the TCP rows are measured. Two rows bound what gRPC can reach
 on this machine: `raw stream` is 1 MiB blocks sent from a child process
 over a bare socket of each kind and received into one buffer (no gRPC, no
@@ -54,6 +55,9 @@ _BASE = np.arange(_ELEMENTS, dtype=np.int32)
 _UNIX = 'unix_socket_path' in inspect.signature(reverb.Server).parameters
 _BATCH = 8  # ReplayIterator's batches (ours only).
 _IN_FLIGHT = 8  # Unconfirmed items a writer stream keeps.
+# Long enough for a server to drop the free segments writers no longer take
+# (shared_memory_host.h: after 5-10 s).
+_REST_SECONDS = 11
 
 
 def make_item(seq):
@@ -233,15 +237,21 @@ def run(args):
             batches[name].timed(servers[name], lambda a=addresses[name]:
                                 bench_iterator(a, seconds))
       # What each server holds beyond its idle self, per byte of the items
-      # its table keeps (the server of `tcp` and `unix` is one).
-      for name in dict.fromkeys(clients, None):
-        if name == 'unix':
-          continue
-        stored = clients[name].server_info()['t'].current_size * _ITEM_BYTES
-        held = server_bytes(servers[name].pid) - idle_bytes[name]
-        results.append(('1MB', f'server memory, {name}', None, None, 0,
-                        {'memory_per_payload': {
-                            'server': round(held / stored, 3)}}))
+      # its table keeps (the server of `tcp` and `unix` is one): right after
+      # the workloads, and at rest (a shared-memory server removes the free
+      # segments no writer took for 5-10 s).
+      for when in ('', f' at rest ({_REST_SECONDS} s idle)'):
+        if when:
+          time.sleep(_REST_SECONDS)
+        for name in clients:
+          if name == 'unix':
+            continue
+          stored = (clients[name].server_info()['t'].current_size *
+                    _ITEM_BYTES)
+          held = server_bytes(servers[name].pid) - idle_bytes[name]
+          results.append(('1MB', f'server memory{when}, {name}', None, None,
+                          0, {'memory_per_payload': {
+                              'server': round(held / stored, 3)}}))
       for name in clients:
         results.append(inserts[name].row('1MB', f'insert, {name}',
                                           _ITEM_BYTES))

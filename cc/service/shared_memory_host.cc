@@ -17,6 +17,7 @@
 #include "cc/support/log.h"
 #include "cc/support/shm_segment.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/thread_name.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -104,12 +105,43 @@ SharedMemoryHost::SharedMemoryHost(std::string prefix, std::string secret,
     : prefix_(std::move(prefix)),
       secret_(std::move(secret)),
       min_chunk_bytes_(min_chunk_bytes),
-      pid_namespace_(PidNamespace()) {}
+      pid_namespace_(PidNamespace()) {
+  trimmer_ = std::thread([this] { TrimIdleFreeSegments(); });
+  SetThreadName(trimmer_, "reverb-shm-trim");
+}
 
 SharedMemoryHost::~SharedMemoryHost() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  trimmer_.join();
   const std::string own = absl::StrCat(prefix_, ".");
   for (const std::string& name : ListSegments("")) {
     if (absl::StartsWith(name, own)) RemoveSegmentTree(name);
+  }
+}
+
+void SharedMemoryHost::TrimIdleFreeSegments() {
+  const std::string pool = absl::StrCat(prefix_, ".free");
+  std::vector<std::string> seen;  // In P.free at the last look, sorted.
+  MutexLock lock(&mu_);
+  auto stopping = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  while (
+      !mu_.AwaitWithTimeout(absl::Condition(&stopping), kFreeSegmentIdleTime)) {
+    std::vector<std::string> now = ListSegments(pool);
+    std::sort(now.begin(), now.end());
+    std::vector<std::string> fresh;
+    for (std::string& file : now) {
+      // A writer taking it meanwhile renames it first, or makes a new one.
+      if (std::binary_search(seen.begin(), seen.end(), file)) {
+        unlink(SegmentPath(absl::StrCat(pool, "/", file)).c_str());
+      } else {
+        fresh.push_back(std::move(file));
+      }
+    }
+    seen = std::move(fresh);
   }
 }
 

@@ -13,7 +13,8 @@
 //   P.probe            the secret;
 //   P.chunks/<n>       the segments the tables' chunks are mapped from;
 //   P.free/<n>         segments of chunks that are gone, for writers to
-//                      reuse (at most kMaxFreeSegments);
+//                      reuse (at most kMaxFreeSegments; one no writer
+//                      takes within kFreeSegmentIdleTime is removed);
 //   P.w<pid>-<token>/  a writer's segments (one directory per insert
 //                      stream, made by the client: <pid> is its own);
 //   P.s<n>/            segments lent to one sample stream;
@@ -26,7 +27,9 @@
 // referring to it goes, the file moves to P.free if nothing else links to
 // it (no sampler is reading it) and P.free has room, else it is removed: a
 // writer takes a free segment before it makes a new one, which spares the
-// kernel zeroing fresh pages for every chunk.
+// kernel zeroing fresh pages for every chunk. A thread of the host looks
+// at P.free every kFreeSegmentIdleTime and removes what it saw there the
+// last time: a server whose writers pause holds no more than its chunks.
 // Samples: a Lender hard-links a chunk's file into its stream's directory
 // (no copy); the client moves the link into its own directory, maps it and
 // removes it once it has read the chunk. A file with a link besides its
@@ -46,12 +49,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "cc/core/chunk.h"
 #include "cc/support/export.h"
+#include "cc/support/mutex.h"
 #include "reverb/cc/reverb_service.pb.h"
 
 namespace deepmind::reverb {
@@ -63,12 +70,15 @@ class REVERB_EXPORT SharedMemoryHost {
   static constexpr int64_t kDefaultMinChunkBytes = 128 << 10;
   // Free segments kept for writers to reuse, at most.
   static constexpr int kMaxFreeSegments = 16;
+  // A free segment is removed after one to two of these untaken.
+  static constexpr absl::Duration kFreeSegmentIdleTime = absl::Seconds(5);
 
   // Sweeps what dead servers left, then makes the probe and the chunk
   // directory. Null if shared memory is turned off (REVERB_SHARED_MEMORY=0)
   // or /dev/shm cannot be used (the reason is logged).
   static std::unique_ptr<SharedMemoryHost> Create();
-  // Removes every name of the host's. Chunks mapped stay readable.
+  // Stops the trimming thread and removes every name of the host's. Chunks
+  // mapped stay readable.
   ~SharedMemoryHost();
 
   const std::string& prefix() const { return prefix_; }
@@ -113,12 +123,18 @@ class REVERB_EXPORT SharedMemoryHost {
   SharedMemoryHost(std::string prefix, std::string secret,
                    int64_t min_chunk_bytes);
 
+  // The trimming thread's loop (see above), until stopping_.
+  void TrimIdleFreeSegments();
+
   const std::string prefix_;
   const std::string secret_;
   const int64_t min_chunk_bytes_;
   const uint64_t pid_namespace_;
   std::atomic<int64_t> next_chunk_{0};
   std::atomic<int64_t> next_lender_{0};
+  Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread trimmer_;
 };
 
 }  // namespace deepmind::reverb
