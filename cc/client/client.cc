@@ -27,6 +27,18 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration timeout,
   }
 }
 
+// Adds a KeyWithPriority to `request`'s updates for each key.
+void AddKeysWithPriorities(absl::Span<const uint64_t> keys,
+                           absl::Span<const double> priorities,
+                           MutatePrioritiesRequest* request) {
+  request->mutable_updates()->Reserve(static_cast<int>(keys.size()));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    KeyWithPriority* update = request->add_updates();
+    update->set_key(keys[i]);
+    update->set_priority(priorities[i]);
+  }
+}
+
 }  // namespace
 
 Client::Client(const std::string& server_address)
@@ -163,16 +175,35 @@ absl::Status Client::MutatePriorities(const std::string& table,
             google::protobuf::Arena::CreateMessage<MutatePrioritiesRequest>(
                 &arena);
         request->set_table(table);
-        request->mutable_updates()->Reserve(to_update.size());
-        for (size_t i = 0; i < to_update.size(); ++i) {
-          KeyWithPriority* update = request->add_updates();
-          update->set_key(to_update[i]);
-          update->set_priority(to_priorities[i]);
-        }
         request->mutable_delete_keys()->Add(to_delete.begin(), to_delete.end());
+        // Updates go as two arrays to a server that reads them (ours, once
+        // it has said so in an answer), else as a message per key.
+        const bool arrays = connection.ReadsPriorityArrays();
+        if (arrays) {
+          request->mutable_update_keys()->Add(to_update.begin(),
+                                              to_update.end());
+          request->mutable_update_priorities()->Add(to_priorities.begin(),
+                                                    to_priorities.end());
+        } else {
+          AddKeysWithPriorities(to_update, to_priorities, request);
+        }
         MutatePrioritiesResponse response;
+        REVERB_RETURN_IF_ERROR(FromGrpcStatus(
+            stub.MutatePriorities(context, *request, &response)));
+        connection.SetReadsPriorityArrays(response.update_arrays_read());
+        if (!arrays || response.update_arrays_read() || to_update.empty()) {
+          return absl::OkStatus();
+        }
+        // Another server now answers at this address, one that ignored the
+        // arrays (and did the deletes, which change nothing the second
+        // time): the updates again, as messages.
+        request->clear_update_keys();
+        request->clear_update_priorities();
+        AddKeysWithPriorities(to_update, to_priorities, request);
+        grpc::ClientContext again;
+        again.set_deadline(context->deadline());
         return FromGrpcStatus(
-            stub.MutatePriorities(context, *request, &response));
+            stub.MutatePriorities(&again, *request, &response));
       },
       timeout, /*wait_for_ready=*/true, /*down_is_error=*/false);
 }

@@ -24,6 +24,7 @@
 #ifndef REVERB_CC_CLIENT_CONNECTION_H_
 #define REVERB_CC_CLIENT_CONNECTION_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -114,6 +115,14 @@ class REVERB_EXPORT Connection {
       absl::Duration timeout, bool refresh = false) const
       ABSL_LOCKS_EXCLUDED(shared_memory_mu_);
 
+  // Whether the server's latest MutatePriorities answer said that it reads
+  // update arrays (MutatePrioritiesRequest.update_keys: ours do, dm-reverb
+  // does not); false until one has. Thread-safe.
+  bool ReadsPriorityArrays() const { return reads_priority_arrays_; }
+  void SetReadsPriorityArrays(bool reads) const {
+    reads_priority_arrays_ = reads;
+  }
+
  private:
   const std::string server_address_;
   const ChannelSecurity security_;
@@ -137,6 +146,8 @@ class REVERB_EXPORT Connection {
   mutable bool shared_memory_known_ ABSL_GUARDED_BY(shared_memory_mu_) = false;
   mutable std::shared_ptr<const SharedMemoryClient> shared_memory_
       ABSL_GUARDED_BY(shared_memory_mu_);
+
+  mutable std::atomic<bool> reads_priority_arrays_{false};
 };
 
 }  // namespace deepmind::reverb

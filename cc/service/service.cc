@@ -132,14 +132,34 @@ ReverbServiceImpl::InsertStream(grpc::CallbackServerContext* context) {
 
 grpc::ServerUnaryReactor* ReverbServiceImpl::MutatePriorities(
     grpc::CallbackServerContext* context,
-    const MutatePrioritiesRequest* request, MutatePrioritiesResponse*) {
+    const MutatePrioritiesRequest* request,
+    MutatePrioritiesResponse* response) {
   if (auto* refused = RefuseUnary(context)) return refused;
   auto table = FindTable(request->table());
   if (!table.ok()) return FinishUnary(context, table.status());
-  const PriorityArrays arrays = PriorityArrays::From(request->updates());
+  if (request->update_keys_size() != request->update_priorities_size()) {
+    return FinishUnary(
+        context, absl::InvalidArgumentError(absl::StrCat(
+                     "MutatePriorities got ", request->update_keys_size(),
+                     " update keys and ", request->update_priorities_size(),
+                     " update priorities.")));
+  }
+  response->set_update_arrays_read(true);
+  absl::Span<const uint64_t> keys = request->update_keys();
+  absl::Span<const double> priorities = request->update_priorities();
+  // `updates` (a dm-reverb client's) come first.
+  PriorityArrays arrays;
+  if (request->updates_size() > 0) {
+    arrays = PriorityArrays::From(request->updates());
+    arrays.keys.insert(arrays.keys.end(), keys.begin(), keys.end());
+    arrays.priorities.insert(arrays.priorities.end(), priorities.begin(),
+                             priorities.end());
+    keys = arrays.keys;
+    priorities = arrays.priorities;
+  }
   const absl::Time start = absl::Now();
-  absl::Status status = (*table)->MutateItems(arrays.keys, arrays.priorities,
-                                              request->delete_keys());
+  absl::Status status =
+      (*table)->MutateItems(keys, priorities, request->delete_keys());
   metrics_.mutate_latency.Observe(absl::Now() - start);
   return FinishUnary(context, status);
 }

@@ -94,7 +94,8 @@ def _rewrite_generated_module(path):
 
 @pytest.fixture(name='pb', scope='session')
 def generated_stubs(tmp_path_factory):
-  """The generated modules: `service`, `schema`, `types`, and `Stub`."""
+  """The generated modules: `service`, `schema`, `types`; `Stub`, and
+  `Servicer` with `add_servicer` for fake servers."""
   root = tmp_path_factory.mktemp('grpc_stubs')
   package = root / _STUB_PACKAGE
   package.mkdir()
@@ -117,7 +118,9 @@ def generated_stubs(tmp_path_factory):
         service=load('reverb.cc.reverb_service_pb2'),
         schema=load('reverb.cc.schema_pb2'),
         types=load('tensorflow.core.framework.types_pb2'),
-        Stub=service_grpc.ReverbServiceStub)
+        Stub=service_grpc.ReverbServiceStub,
+        Servicer=service_grpc.ReverbServiceServicer,
+        add_servicer=service_grpc.add_ReverbServiceServicer_to_server)
   finally:
     sys.path.remove(str(root))
 
@@ -505,7 +508,9 @@ def test_mutate_priorities_updates_deletes_and_ignores_unknown_keys(
       delete_keys=[2, 998])
   response, status = proto.call('MutatePriorities', request)
   assert status.code == _OK, status
-  assert response == proto.pb.service.MutatePrioritiesResponse()
+  # Our extension: the server says it reads update arrays.
+  assert response == proto.pb.service.MutatePrioritiesResponse(
+      update_arrays_read=True)
 
   # Item 2 is gone (its update has nothing to apply to); 1 and 3 remain,
   # with priorities 3 and 1.
@@ -538,6 +543,79 @@ def test_mutate_priorities_applies_deletes_before_a_failing_update(
   assert sizes(client)['prioritized'] == 1
   sample = sample_with_client(client, 'prioritized')
   assert (sample.info.key, sample.info.priority) == (1, 2.0)
+
+
+def test_mutate_priorities_takes_update_arrays_after_updates(proto, client):
+  _, status = proto.insert([proto.request(
+      [proto.chunk(10, np.ones((1, 1)))],
+      [proto.item(k, 'prioritized', [(10, 0, 1, 0)], priority=1.0)
+       for k in (1, 2, 3)])])
+  assert status.code == _OK, status
+  mutate = lambda **fields: proto.call(
+      'MutatePriorities',
+      proto.pb.service.MutatePrioritiesRequest(table='prioritized', **fields))
+  # Arrays of two lengths: refused, nothing applied.
+  _, status = mutate(update_keys=[1, 2], update_priorities=[9.0])
+  assert status.code == grpc.StatusCode.INVALID_ARGUMENT, status
+  assert status.details == ('MutatePriorities got 2 update keys and 1 update '
+                            'priorities.')
+  # Key 1 in both forms: the arrays come after `updates` and win; 999 is
+  # unknown (ignored), 3 deleted first.
+  response, status = mutate(
+      updates=[proto.pb.schema.KeyWithPriority(key=1, priority=2.0)],
+      update_keys=[1, 2, 999], update_priorities=[6.0, 2.0, 5.0],
+      delete_keys=[3])
+  assert status.code == _OK, status
+  assert response.update_arrays_read
+  samples, status = proto.sample('prioritized', 50)
+  assert status.code == _OK, status
+  infos = {entries[0].info.item.key: entries[0].info for entries in samples}
+  assert set(infos) == {1, 2}  # Item 2 is missed with probability 0.75**50.
+  for key, priority in ((1, 6.0), (2, 2.0)):
+    assert infos[key].item.priority == priority
+    assert infos[key].probability == pytest.approx(priority / 8.0)
+
+
+def test_our_client_sends_update_arrays_only_where_they_are_read(pb):
+  """Against a fake server that records requests and says it reads arrays
+  while `reads` says so: the first call (nothing known yet) and every call
+  after an answer without it go as KeyWithPriority messages; a call sent as
+  arrays whose answer lacks it (a server that ignored them, as dm-reverb)
+  is sent again as messages."""
+  got, reads = [], [True]
+
+  class Fake(pb.Servicer):
+
+    def MutatePriorities(self, request, context):
+      got.append(request)
+      return pb.service.MutatePrioritiesResponse(update_arrays_read=reads[0])
+
+  server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
+  pb.add_servicer(Fake(), server)
+  port = server.add_insecure_port('localhost:0')
+  server.start()
+  try:
+    client = reverb.Client(f'localhost:{port}')
+    messages = lambda request: [(u.key, u.priority) for u in request.updates]
+    arrays = lambda request: (list(request.update_keys),
+                              list(request.update_priorities))
+    client.mutate_priorities('t', {1: 2.0})
+    assert messages(got[-1]) == [(1, 2.0)] and arrays(got[-1]) == ([], [])
+    client.mutate_priorities(
+        't', (np.array([3, 4], np.uint64), np.array([5.0, 6.0])))
+    client.mutate_priorities('t', {5: 1.5})
+    assert [arrays(r) for r in got[1:]] == [([3, 4], [5.0, 6.0]), ([5], [1.5])]
+    assert not messages(got[1]) and not messages(got[2])
+    reads[0] = False
+    client.mutate_priorities('t', {7: 8.0}, deletes=[9])
+    assert len(got) == 5
+    assert arrays(got[3]) == ([7], [8.0]) and not messages(got[3])
+    assert messages(got[4]) == [(7, 8.0)] and arrays(got[4]) == ([], [])
+    assert list(got[3].delete_keys) == list(got[4].delete_keys) == [9]
+    client.mutate_priorities('t', {10: 1.0})
+    assert len(got) == 6 and messages(got[5]) == [(10, 1.0)]
+  finally:
+    server.stop(None)
 
 
 def test_reset_empties_a_table_and_its_rate_limiter(proto, client, stored):
