@@ -491,6 +491,21 @@ def test_sampling_more_than_available_ends_with_deadline_exceeded(proto):
   assert [entries[0].info.item.key for entries in samples] == [1, 2]
 
 
+def assert_sampled_priorities(proto, priorities):
+  """50 samples of 'prioritized' (exponent 1) draw exactly the items of
+  `priorities` ({key: priority}: an item of a quarter of the total or more
+  is missed with probability 0.75**50 at most), each with its priority and
+  the probability that gives."""
+  samples, status = proto.sample('prioritized', 50)
+  assert status.code == _OK, status
+  infos = {entries[0].info.item.key: entries[0].info for entries in samples}
+  assert set(infos) == set(priorities)
+  total = sum(priorities.values())
+  for key, priority in priorities.items():
+    assert infos[key].item.priority == priority
+    assert infos[key].probability == pytest.approx(priority / total)
+
+
 def test_mutate_priorities_updates_deletes_and_ignores_unknown_keys(
     proto, client):
   requests = [proto.request([proto.chunk(100 + k, np.full((1, 1), k))],
@@ -515,13 +530,7 @@ def test_mutate_priorities_updates_deletes_and_ignores_unknown_keys(
   # Item 2 is gone (its update has nothing to apply to); 1 and 3 remain,
   # with priorities 3 and 1.
   assert sizes(client)['prioritized'] == 2
-  samples, status = proto.sample('prioritized', 50)
-  assert status.code == _OK, status
-  infos = {entries[0].info.item.key: entries[0].info for entries in samples}
-  assert set(infos) == {1, 3}  # Item 3 is missed with probability 0.75**50.
-  for key, priority in ((1, 3.0), (3, 1.0)):
-    assert infos[key].item.priority == priority
-    assert infos[key].probability == pytest.approx(priority / 4.0)
+  assert_sampled_priorities(proto, {1: 3.0, 3: 1.0})
 
 
 def test_mutate_priorities_applies_deletes_before_a_failing_update(
@@ -567,13 +576,7 @@ def test_mutate_priorities_takes_update_arrays_after_updates(proto, client):
       delete_keys=[3])
   assert status.code == _OK, status
   assert response.update_arrays_read
-  samples, status = proto.sample('prioritized', 50)
-  assert status.code == _OK, status
-  infos = {entries[0].info.item.key: entries[0].info for entries in samples}
-  assert set(infos) == {1, 2}  # Item 2 is missed with probability 0.75**50.
-  for key, priority in ((1, 6.0), (2, 2.0)):
-    assert infos[key].item.priority == priority
-    assert infos[key].probability == pytest.approx(priority / 8.0)
+  assert_sampled_priorities(proto, {1: 6.0, 2: 2.0})
 
 
 def test_our_client_sends_update_arrays_only_where_they_are_read(pb):
