@@ -113,9 +113,15 @@ void SampleReactor::OnWriteDone(bool ok) {
 }
 
 void SampleReactor::RequestSamplesLocked() {
+  int64_t queued = 0;
+  for (const SampleResponseBytes& response : responses_) {
+    queued += response.size;
+  }
+  const int64_t room = ReverbServiceImpl::kMaxQueuedSampleBytes - queued;
   if (finishing() || table_request_in_flight_ || remaining_ <= 0 ||
       static_cast<int>(responses_.size()) >=
-          ReverbServiceImpl::kMaxQueuedResponses) {
+          ReverbServiceImpl::kMaxQueuedResponses ||
+      (lender_ == nullptr && room <= 0)) {
     return;
   }
   const int32_t batch =
@@ -151,7 +157,7 @@ void SampleReactor::RequestSamplesLocked() {
       },
       cancellation_,
       lender_ != nullptr ? ReverbServiceImpl::kMaxLentSampleBatchBytes
-                         : Table::kMaxSampleBatchBytes);
+                         : std::min(Table::kMaxSampleBatchBytes, room));
 }
 
 void SampleReactor::OnSampled(
@@ -165,11 +171,11 @@ void SampleReactor::OnSampled(
                                               table_request_made_);
   // Each batch starts a response of its own; the one at the front may be in
   // flight.
-  int64_t last_bytes = ReverbServiceImpl::kMaxSampleResponseBytes;
+  if (!samples->empty()) responses_.emplace_back();
   SharedMemoryHost::Lender* lender = lender_.get();
   for (const SampledItem& sample : *samples) {
     AppendSample(sample, ReverbServiceImpl::kMaxSampleResponseBytes,
-                 &responses_, &last_bytes, [lender](const Chunk& chunk) {
+                 &responses_, [lender](const Chunk& chunk) {
                    return lender != nullptr ? lender->Lend(chunk)
                                             : std::string();
                  });

@@ -24,7 +24,9 @@
 // samples still owed, max_samples_per_request and 2^20, and closed once
 // they reference Table::kMaxSampleBatchBytes of chunks, or
 // kMaxLentSampleBatchBytes on a stream that borrows shared memory), one batch
-// at a time and none while kMaxQueuedResponses responses wait to be written.
+// at a time and none while kMaxQueuedResponses responses wait to be written
+// or, on a stream that gets bytes, while they hold kMaxQueuedSampleBytes (a
+// batch then closes at the room left).
 // Each batch starts a response; one is also started when the current one has
 // reached kMaxSampleResponseBytes (constants of ReverbServiceImpl). A write the
 // client's flow control holds for the server's stalled_sample_stream_timeout

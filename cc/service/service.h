@@ -75,6 +75,12 @@ class REVERB_EXPORT ReverbServiceImpl : public ReverbCallbackServiceBase {
   static constexpr int32_t kInitialSampleBatchSize = 64;
   // Table batches are not requested while this many responses wait.
   static constexpr int kMaxQueuedResponses = 3;
+  // Nor, on a stream that gets chunks as bytes, while its responses (being
+  // written or waiting) hold this much; a batch takes at most the room
+  // left. A stream whose client stopped reading holds no more (with
+  // batches of Table::kMaxSampleBatchBytes and three responses, it could
+  // hold 8 MiB).
+  static constexpr int64_t kMaxQueuedSampleBytes = 3 << 20;
   // The chunk bytes a table batch of a stream that borrows shared memory may
   // reference (Table::kMaxSampleBatchBytes for others): its large chunks
   // are lent, a link each, not copied into responses, and each batch costs

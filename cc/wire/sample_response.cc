@@ -61,7 +61,6 @@ std::string EncodeSampleInfo(const SampledItem& sample) {
 
 void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
                   std::deque<SampleResponseBytes>* responses,
-                  int64_t* last_response_bytes,
                   absl::FunctionRef<std::string(const Chunk&)> lend) {
   const std::string info = EncodeSampleInfo(sample);
   const size_t info_size = info.size();
@@ -70,14 +69,13 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
   bool with_info = true;
   std::vector<std::string> lent;  // This entry's SharedMemoryChunks.
   do {
-    if (responses->empty() || *last_response_bytes >= max_response_bytes) {
+    if (responses->empty() || responses->back().size >= max_response_bytes) {
       responses->emplace_back();
-      *last_response_bytes = 0;
     }
     // This entry's chunks: until the response passes the cap. Lent chunks
     // count as their size too: the links hold that much memory until the
     // client takes them.
-    int64_t bytes = *last_response_bytes + (with_info ? info_size : 0);
+    int64_t bytes = responses->back().size + (with_info ? info_size : 0);
     size_t end = next;
     size_t entry_size = with_info ? LengthDelimitedSize(info_size) : 0;
     lent.assign(chunks.size(), std::string());
@@ -117,7 +115,7 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
       }
     }
     if (end_of_sequence) wire.PutVarintField(kEntryEndOfSequence, 1);
-    *last_response_bytes = bytes;
+    responses->back().size = bytes;
     with_info = false;
   } while (next < chunks.size());
 }

@@ -33,6 +33,9 @@ namespace deepmind::reverb {
 struct SampleResponseBytes {
   WireBuffer wire;
   grpc::ByteBuffer bytes;
+  // What AppendSample put in it: infos and chunks (a lent chunk counts as
+  // its size: the link holds that much until the client takes it).
+  int64_t size = 0;
 };
 
 // The SampleInfo of `sample`, as wire bytes (its item's encoded_item must be
@@ -41,14 +44,14 @@ REVERB_EXPORT std::string EncodeSampleInfo(const SampledItem& sample);
 
 // Appends `sample` to `responses` as SampleEntries: the first carries its
 // info, the last has end_of_sequence. A new response is started first if
-// there is none or the last one (`*last_response_bytes` long) has reached
-// `max_response_bytes`, and again before a chunk once it has: a large
+// there is none or the last one's `size` has reached `max_response_bytes`,
+// and again before a chunk once it has: a large
 // sample spans entries of several responses. A chunk is never split.
 // A chunk kept in a shared-memory segment goes as the segment `lend` names
 // for it (SampleEntry.shared_data), unless that is empty (then as bytes).
 REVERB_EXPORT void AppendSample(
     const SampledItem& sample, int64_t max_response_bytes,
-    std::deque<SampleResponseBytes>* responses, int64_t* last_response_bytes,
+    std::deque<SampleResponseBytes>* responses,
     absl::FunctionRef<std::string(const Chunk&)> lend = [](const Chunk&) {
       return std::string();
     });

@@ -88,10 +88,9 @@ TEST(SampleResponseTest, SamplesBecomeEntriesAndSpanResponsesPastTheCap) {
   auto large = MakeChunk(3, 40 << 10);
   auto small_c = MakeChunk(4, 30);
   std::deque<SampleResponseBytes> responses;
-  int64_t last = 0;
   const int64_t cap = 20 << 10;
-  AppendSample(MakeSample(1, {small_a, small_b}), cap, &responses, &last);
-  AppendSample(MakeSample(2, {large, small_c}), cap, &responses, &last);
+  AppendSample(MakeSample(1, {small_a, small_b}), cap, &responses);
+  AppendSample(MakeSample(2, {large, small_c}), cap, &responses);
   ASSERT_EQ(responses.size(), 2);
 
   SampleStreamResponse first = Parse(responses[0]);
@@ -133,8 +132,7 @@ TEST(SampleResponseTest, ChunkPiecesAreSentFromWhereTheChunkHoldsThem) {
   auto chunk = Chunk::Parse(wire);
   ASSERT_TRUE(chunk.ok()) << chunk.status();
   std::deque<SampleResponseBytes> responses;
-  int64_t last = 0;
-  AppendSample(MakeSample(1, {*chunk}), 4 << 20, &responses, &last);
+  AppendSample(MakeSample(1, {*chunk}), 4 << 20, &responses);
   ASSERT_EQ(responses.size(), 1);
   grpc::ByteBuffer buffer = responses[0].wire.Finish();
   std::vector<grpc::Slice> slices;
