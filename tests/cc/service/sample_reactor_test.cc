@@ -221,6 +221,34 @@ TEST_F(SampleReactorTest, SamplesOfOneItemSpanResponsesOfAboutTwoMegabytes) {
             MakeChunkData(3, 1, rows).SerializeAsString());
 }
 
+TEST_F(SampleReactorTest, AStreamNotReadTakesNoMoreThanItsResponsesMayHold) {
+  auto table = StartWithFifo();  // Items go once sampled: count what is taken.
+  constexpr int kItems = 64;
+  constexpr int32_t kRows = 64 << 10;  // 256 KiB chunks.
+  for (uint64_t key = 1; key <= kItems; ++key) {
+    ASSERT_TRUE(
+        table->InsertOrAssign(MakeItem(key, 1.0, {MakeChunk(key, 1, kRows)}))
+            .ok());
+  }
+  auto call = OpenSampleStream();
+  ASSERT_TRUE(call->stream->Write(SampleRequest("fifo", kItems)));
+  // Nothing is read: the server stops once its responses hold
+  // kMaxQueuedSampleBytes (12 items) beyond what the transport's windows
+  // took. Measured here: 24 items taken (12 of them in the windows); 32
+  // without the bound (three responses of 2 MiB, batches closing at 4 MiB).
+  absl::SleepFor(absl::Seconds(1));
+  const int64_t taken = kItems - table->size();
+  const int64_t bound =
+      ReverbServiceImpl::kMaxQueuedSampleBytes / (4 * kRows) + 16;
+  EXPECT_GT(taken, 0);
+  EXPECT_LE(taken, bound);
+  // The stream still delivers every sample once read.
+  SampleReader reader(call.get());
+  ASSERT_TRUE(reader.ReadUntil(kItems));
+  EXPECT_TRUE(reader.Close().ok());
+  EXPECT_EQ(reader.keys(), Range(1, kItems));
+}
+
 TEST_F(SampleReactorTest, SendsExactlyNumSamplesPerRequestInTurn) {
   auto table = StartWithFifo();
   Insert(*table, 1, 10);
