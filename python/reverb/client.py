@@ -187,6 +187,14 @@ class Writer:
       logging.warning(
           'Writer-object deleted without calling .close explicitly.')
       try:
+        # A finalizer runs wherever the garbage collector does: it does not
+        # wait for a server that is not there (close() would, for up to
+        # 10 s, to check the items held for want of one: they are dropped).
+        if self._held and not self._writer.Connected(0):
+          logging.error('Dropping %d items held for a server that is not '
+                        'connected.', len(self._held))
+          self._writer.ReleaseHeldItems([False] * len(self._held))
+          self._held = []
         self.close()
       except Exception:  # pylint: disable=broad-except
         logging.exception('Closing the writer failed.')

@@ -8,6 +8,7 @@ is cut (network namespaces; skipped with the reason where they cannot be
 made).
 """
 
+import gc
 import json
 import os
 import signal
@@ -346,6 +347,21 @@ def test_keepalive_ms_is_checked_and_survives_pickling():
       reverb.Client('localhost:1', keepalive_ms=1234)))
   assert client._keepalive_ms == 1234  # pylint: disable=protected-access
   assert client.server_address == 'localhost:1'
+
+
+def test_a_writer_deleted_with_items_held_for_no_server_does_not_wait(
+    caplog):
+  # close() would wait up to 10 s for the server, to check the held item; a
+  # finalizer, which runs wherever the garbage collector does, drops it.
+  writer = reverb.Client(f'localhost:{free_port()}', keepalive_ms=0).writer(1)
+  writer.append(np.zeros([3], np.float32))
+  writer.create_item('signed', 1, 1.0)
+  start = time.monotonic()
+  del writer
+  gc.collect()
+  assert time.monotonic() - start < 5
+  assert 'Dropping 1 items held for a server that is not connected.' in (
+      caplog.text)
 
 
 def test_items_held_without_a_server_are_checked_by_flush():
