@@ -282,7 +282,8 @@ class ReplayCluster:
     return ray.get([shard.checkpoint.remote() for shard in self._shards])
 
   def shutdown(self):
-    """Stops the servers, kills the actors and removes the placement group.
+    """Stops the servers, kills the actors (and waits until they are gone),
+    and removes the placement group.
 
     Temporary checkpoint directories are removed; those under
     `checkpoint_dir` are kept. Idempotent.
@@ -293,6 +294,20 @@ class ReplayCluster:
                num_returns=len(shards), timeout=_CLOSE_TIMEOUT_SECONDS)
     for shard in shards:
       ray.kill(shard, no_restart=True)
+    # ray.kill only asks: a call made right after it may still be served.
+    # Wait (as long as for the closes) until every actor's calls fail, so
+    # that nothing of the cluster runs once this returns.
+    deadline = time.monotonic() + _CLOSE_TIMEOUT_SECONDS
+    for shard in shards:
+      while time.monotonic() < deadline:
+        try:
+          ray.get(shard.address.remote(),
+                  timeout=max(0.1, deadline - time.monotonic()))
+        except ray.exceptions.RayActorError:
+          break
+        except ray.exceptions.GetTimeoutError:
+          continue
+        time.sleep(0.05)
     if self._placement_group is not None:
       remove_placement_group(self._placement_group)
       self._placement_group = None
