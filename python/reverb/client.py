@@ -193,8 +193,7 @@ class Writer:
         if self._held and not self._writer.Connected(0):
           logging.error('Dropping %d items held for a server that is not '
                         'connected.', len(self._held))
-          self._writer.ReleaseHeldItems([False] * len(self._held))
-          self._held = []
+          self._drop_held()
         self.close()
       except Exception:  # pylint: disable=broad-except
         logging.exception('Closing the writer failed.')
@@ -308,11 +307,15 @@ class Writer:
         self._release_held(timeout)
       except BaseException:
         # Neither checked nor sent: dropped with the stream.
-        self._writer.ReleaseHeldItems([False] * len(self._held))
-        self._held = []
+        self._drop_held()
         self._writer.Close(_timeout_ms(timeout))
         raise
     self._writer.Close(_timeout_ms(timeout))
+
+  def _drop_held(self):
+    """Lets the internal writer drop every held item, unchecked and unsent."""
+    self._writer.ReleaseHeldItems([False] * len(self._held))
+    self._held = []
 
 
 class Client:
