@@ -33,6 +33,8 @@ std::optional<size_t> StoredInFile(const ChunkContents* contents,
                                    absl::string_view content, size_t length) {
   size_t offset = 0;
   if (contents == nullptr || contents->segment.empty() ||
+      content.data() < contents->base ||
+      content.data() + content.size() > contents->base + contents->size ||
       !SnappyStoredOffset(content, length, &offset)) {
     return std::nullopt;
   }
@@ -171,6 +173,16 @@ class ChunkTensors {
 };
 
 }  // namespace
+
+ChunkContents& HeldChunkContents::Hold(const ChunkData* chunk,
+                                       std::vector<absl::Cord> pieces) {
+  ChunkContents& held = contents[chunk];
+  held.views.clear();
+  for (absl::Cord& piece : pieces) {
+    held.views.push_back(this->pieces.emplace_back(std::move(piece)).Flatten());
+  }
+  return held;
+}
 
 absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index,
                                          const ChunkContents* contents) {

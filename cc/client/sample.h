@@ -9,12 +9,15 @@
 #define REVERB_CC_CLIENT_SAMPLE_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "cc/support/export.h"
@@ -33,15 +36,31 @@ struct REVERB_EXPORT Sample {
 // The contents of a chunk's tensors where they lie apart from its header
 // (ParseChunkHeader, cc/core/chunk.h): `views`, one per tensor. A chunk read
 // from shared memory has them in the mapping of segment `segment` (there as
-// long as the mapping is), which starts at `base`: a tensor stored
-// uncompressed (SnappyStoredOffset, cc/tensor/snappy_decode.h) is then read
-// from the file into its destination, so that its pages are never mapped
-// into this process (faulting them in and unmapping them cost more than
-// the copy).
+// long as the mapping is), `size` bytes from `base`: a tensor stored
+// uncompressed (SnappyStoredOffset, cc/tensor/snappy_decode.h) whose view
+// lies there is then read from the file into its destination, so that its
+// pages are never mapped into this process (faulting them in and unmapping
+// them cost more than the copy).
 struct REVERB_EXPORT ChunkContents {
   std::vector<absl::string_view> views;
   std::string segment;  // Empty: none; the views are read where they are.
   const char* base = nullptr;
+  size_t size = 0;
+};
+
+// The contents of a response's chunks that lie apart from their headers,
+// by chunk, and the pieces of memory their views point into.
+struct REVERB_EXPORT HeldChunkContents {
+  // Makes `pieces` (ParseChunkHeader's `contents`) the contents of `chunk`
+  // and keeps them: the views stay valid as long as this does. A piece
+  // that is not flat is flattened (copied). A cord holds a piece of up to
+  // 15 bytes inside itself, not in the memory it was cut from (so such a
+  // view never lies in a segment's mapping).
+  ChunkContents& Hold(const ChunkData* chunk, std::vector<absl::Cord> pieces);
+
+  absl::node_hash_map<const ChunkData*, ChunkContents> contents;
+  // Not a vector: a cord keeps a small piece inside itself.
+  std::deque<absl::Cord> pieces;
 };
 
 // A sample as a stream delivers it: its info and the chunks it references,

@@ -29,7 +29,7 @@ struct ArenaResponse {
       google::protobuf::Arena::CreateMessage<SampleStreamResponse>(&arena);
   // The chunks that came as shared-memory segments (mapped until the
   // response goes).
-  SharedMemoryClient::TakenChunks taken;
+  HeldChunkContents taken;
 };
 
 }  // namespace

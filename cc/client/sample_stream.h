@@ -89,7 +89,7 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
   std::shared_ptr<const void> response_owner_;
   SampleStreamResponse* response_ = nullptr;
   // The shared-memory chunks of *response_.
-  SharedMemoryClient::TakenChunks* taken_ = nullptr;
+  HeldChunkContents* taken_ = nullptr;
   int next_entry_ = 0;  // Next unread entry of *response_.
   int64_t outstanding_ = 0;
   // The longest a read waits for a response (see Request).

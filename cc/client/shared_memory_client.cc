@@ -113,7 +113,7 @@ bool SharedMemoryClient::Writer::Write(const ChunkData& chunk, size_t size,
 SharedMemoryClient::ReaderDir::~ReaderDir() { RemoveSegmentTree(name); }
 
 absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
-                                            TakenChunks* taken) const {
+                                            HeldChunkContents* held) const {
   for (auto& entry : *response->mutable_entries()) {
     for (const SharedMemoryChunk& shared : entry.shared_data()) {
       if (!LentName(shared.segment(), prefix_)) {
@@ -143,22 +143,15 @@ absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
       // The tensors' contents are pieces of the mapping, flat as it is.
       ChunkData* chunk = entry.add_data();
       std::vector<absl::Cord> pieces;
-      ChunkContents& contents = taken->contents[chunk];
-      bool parsed = ParseChunkHeader(bytes, chunk, &pieces).ok();
-      for (const absl::Cord& piece : pieces) {
-        const absl::optional<absl::string_view> flat = piece.TryFlat();
-        parsed = parsed && flat.has_value();
-        if (parsed) contents.views.push_back(*flat);
-      }
-      if (!parsed) {
+      const absl::optional<absl::string_view> whole = bytes.TryFlat();
+      if (!whole.has_value() || !ParseChunkHeader(bytes, chunk, &pieces).ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Shared-memory chunk ", shared.segment(), " is not a chunk."));
       }
-      if (const absl::optional<absl::string_view> whole = bytes.TryFlat()) {
-        contents.segment = std::move(name);
-        contents.base = whole->data();
-      }
-      taken->segments.push_back(std::move(bytes));
+      ChunkContents& contents = held->Hold(chunk, std::move(pieces));
+      contents.segment = std::move(name);
+      contents.base = whole->data();
+      contents.size = whole->size();
     }
     entry.clear_shared_data();
   }

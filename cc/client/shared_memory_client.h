@@ -27,7 +27,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
@@ -77,23 +76,16 @@ class REVERB_EXPORT SharedMemoryClient {
     int64_t written_ = 0;
   };
 
-  // What TakeChunks() keeps for the chunks it read: the segments, mapped,
-  // and the contents of their tensors (views of the mappings), by chunk.
-  // The segments go with it.
-  struct TakenChunks {
-    std::vector<absl::Cord> segments;
-    absl::node_hash_map<const ChunkData*, ChunkContents> contents;
-  };
-
   // Adds the chunks the entries of `response` hold as segments
   // (`shared_data`) to their `data`, without their tensors' contents,
-  // which `taken` gets (ParseChunkHeader, cc/core/chunk.h): each segment is
-  // moved into this session's directory, mapped, and removed when `taken` goes.
+  // which `held` gets (ParseChunkHeader, cc/core/chunk.h): each segment is
+  // moved into this session's directory, mapped, and removed when the
+  // pieces `held` keeps of it go.
   // INVALID_ARGUMENT if a name is not one the server may lend, or a
   // segment does not hold a chunk; CANCELLED if it is gone (the call has
   // ended). Not thread-safe for one `response`.
   absl::Status TakeChunks(SampleStreamResponse* response,
-                          TakenChunks* taken) const;
+                          HeldChunkContents* held) const;
 
  private:
   // The directory of the segments samplers have taken: removed once the

@@ -297,6 +297,7 @@ TEST(SampleTest, StoredContentsOfASegmentAreReadFromItsFile) {
   ChunkContents contents;
   contents.views.push_back(*pieces[0].TryFlat());
   contents.base = flat->data();
+  contents.size = flat->size();
   const ChunkContents* apart[] = {&contents};
   const ChunkData* chunks[] = {&header};
   auto info = Info({{{1, 0, 1 << 16}}, {{1, 5, 3}}});
@@ -330,6 +331,55 @@ TEST(SampleTest, StoredContentsOfASegmentAreReadFromItsFile) {
   RemoveSegmentTree(segment);
   EXPECT_FALSE(UnpackSample(info, chunks, apart).ok());
   EXPECT_FALSE(UnpackSampleInto(packed, 0, absl::MakeSpan(batch)).ok());
+}
+
+// A chunk of a large column and a scalar one (a legacy writer's step), as
+// a segment holds it: the scalar's content is a piece of a few bytes, which
+// a cord holds inline, apart from the mapping.
+TEST(SampleTest, HeldContentsOfTinyTensorsAreReadWhereTheyAreKept) {
+  std::vector<int32_t> values(1 << 14);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 3 * i + 1;
+  ChunkData chunk;
+  chunk.set_chunk_key(1);
+  ASSERT_TRUE(CompressTensorAsProto(Int32(values, {1, 1 << 14}),
+                                    chunk.mutable_data()->add_tensors())
+                  .ok());
+  ASSERT_TRUE(CompressTensorAsProto(Int32({-7}, {1}),
+                                    chunk.mutable_data()->add_tensors())
+                  .ok());
+  chunk.set_data_tensors_len(2);
+  const std::string segment = ServerPrefix(RandomToken());
+  const std::string wire = chunk.SerializeAsString();
+  ASSERT_TRUE(WriteSegment(segment, {wire}).ok());
+  absl::Cleanup remove = [&segment] { RemoveSegmentTree(segment); };
+
+  HeldChunkContents held;
+  ChunkData header;
+  {
+    const absl::Cord mapping = absl::MakeCordFromExternal(wire, [] {});
+    std::vector<absl::Cord> pieces;
+    ASSERT_TRUE(ParseChunkHeader(mapping, &header, &pieces).ok());
+    ASSERT_EQ(pieces.size(), 2);
+    ChunkContents& contents = held.Hold(&header, std::move(pieces));
+    contents.segment = segment;
+    contents.base = wire.data();
+    contents.size = wire.size();
+    // The pieces given and the cord they came from are gone; whatever
+    // takes their memory next must not show through the views.
+    std::vector<std::string> reuse(64, std::string(15, 'x'));
+  }
+  const ChunkContents* apart[] = {&held.contents.at(&header)};
+  const ChunkData* chunks[] = {&header};
+  auto info = Info({{{1, 0, 1}}, {{1, 0, 1}}});
+  info->mutable_item()
+      ->mutable_flat_trajectory()
+      ->mutable_columns(1)
+      ->mutable_chunk_slices(0)
+      ->set_index(1);
+  auto sample = UnpackSample(info, chunks, apart);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(Values<int32_t>(sample->columns[0]), values);
+  EXPECT_EQ(Values<int32_t>(sample->columns[1]), std::vector<int32_t>{-7});
 }
 
 }  // namespace
