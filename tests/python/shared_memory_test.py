@@ -224,6 +224,32 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
   assert not server.names()
 
 
+def test_legacy_steps_with_scalar_columns_sample_whole_from_segments(shm_env):
+  # A legacy writer's chunk holds every column of its steps: a large one
+  # and scalars, whose contents are a few bytes of the segment (a sampler
+  # once read those from a wrong place: "Compressed tensor content does not
+  # hold a DT_FLOAT[1] tensor").
+  server = ServerProcess()
+  try:
+    client = reverb.Client(server.address)
+    with client.writer(1) as writer:
+      for i in range(6):
+        writer.append([_step(i), np.float32(i + 0.5), np.int64(-i)])
+        writer.create_item('uniform', 1, 1.0)
+    assert len(server.stored_segments()) == 6
+    seen = set()
+    for sample in client.sample('uniform', num_samples=60):
+      step, reward, index = sample[0].data
+      i = int(step[0, 0])
+      np.testing.assert_array_equal(step, _step(i))
+      assert (reward, index) == (np.float32(i + 0.5), np.int64(-i))
+      seen.add(i)
+    assert seen == set(range(6))
+    assert any('.s' in n.split('-')[-1] for n in server.names())
+  finally:
+    server.stop()
+
+
 def test_a_stream_that_borrows_segments_samples_in_larger_table_batches(
     shm_env, monkeypatch):
   # Items of two 256 KiB steps: a table batch of a stream that gets bytes
