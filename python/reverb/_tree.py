@@ -98,6 +98,14 @@ def _items(value: Any):
 def flatten_with_path(structure: Any) -> List[Tuple[Tuple[Any, ...], Any]]:
   """(path, leaf) pairs; a path holds dict keys, namedtuple field names and
   sequence indices, as dm-tree's flatten_with_path."""
+  if type(structure) is dict:
+    # The common case (every step a writer appends): a dict of leaves.
+    items = [((key,), structure[key]) for key in sorted(structure)]
+    for _, value in items:
+      if _NESTED_BY_TYPE.get(type(value), True):  # Nested, or not seen yet.
+        break
+    else:
+      return items
   result = []
   _flatten_with_path_into(structure, (), result)
   return result

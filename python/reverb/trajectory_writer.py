@@ -442,12 +442,17 @@ class TrajectoryWriter:
     """
     flat = _tree.flatten_with_path(data)
     column_index = self._column_index
-    if self._structure is _NO_STEPS or any(
-        path not in column_index for path, _ in flat):
+    if self._structure is _NO_STEPS:
       self._add_columns(data)
     cells = [None] * len(self._columns)
-    for path, value in flat:
-      cells[column_index[path]] = value
+    try:
+      for path, value in flat:
+        cells[column_index[path]] = value
+    except KeyError:  # A field not seen before: the structure grows.
+      self._add_columns(data)
+      cells = [None] * len(self._columns)
+      for path, value in flat:
+        cells[column_index[path]] = value
     if self._last_step_is_open:
       for column, value in zip(self._columns, cells):
         if value is not None and not column.can_set_last:
@@ -458,11 +463,13 @@ class TrajectoryWriter:
     references = self._call_writer(
         self._writer.AppendPartial if partial_step else self._writer.Append,
         cells)
-    for column, reference in zip(self._columns, references):
-      if not self._last_step_is_open:
+    if not self._last_step_is_open:
+      for column, reference in zip(self._columns, references):
         column.append(reference)
-      elif reference is not None:
-        column.set_last(reference)
+    else:
+      for column, reference in zip(self._columns, references):
+        if reference is not None:
+          column.set_last(reference)
     self._last_step_is_open = partial_step
 
   def append_batch(self, steps: Any):
