@@ -276,6 +276,10 @@ def test_memory_stays_bounded_over_a_long_episode(client):
     if t >= 3:
       writer.create_item('queue', 1.0, writer.history['obs'][-4:])
     if t % 500 == 0:
+      # Every item stored first: a drain takes what the table holds then,
+      # and items still in flight would pile up past the queue's 1000
+      # (where inserts wait for room: the last flush timed out so in CI).
+      writer.flush(timeout_ms=TIMEOUT_MS)
       drain(client)
       # Chunks the stream keeps on the server: only those recent items use.
       assert writer._writer.num_streamed_chunks <= 8  # pylint: disable=protected-access
