@@ -31,18 +31,25 @@ def _is_nested(value: Any) -> bool:
   return nested
 
 
+def _leaf_dict_keys(structure: Any):
+  """The keys of `structure`, sorted, if it is a dict of leaves of types
+  seen before (the common case: a step, or an item of named columns); else
+  None."""
+  if type(structure) is not dict:
+    return None
+  keys = sorted(structure)
+  for key in keys:
+    if _NESTED_BY_TYPE.get(type(structure[key]), True):  # Nested, or new.
+      return None
+  return keys
+
+
 def flatten(structure: Any) -> List[Any]:
   """The leaves of `structure`, depth first."""
-  if type(structure) is dict:
-    # The common case (a step or an item of named columns): a dict of
-    # leaves, which are its values in key order.
-    values = [structure[key] for key in sorted(structure)]
-    for value in values:
-      if _NESTED_BY_TYPE.get(type(value), True):  # Nested, or not seen yet.
-        break
-    else:
-      return values
-  elif not _is_nested(structure):
+  keys = _leaf_dict_keys(structure)
+  if keys is not None:
+    return [structure[key] for key in keys]
+  if not _is_nested(structure):
     return [structure]
   leaves = []
   _flatten_into(structure, leaves)
@@ -98,14 +105,9 @@ def _items(value: Any):
 def flatten_with_path(structure: Any) -> List[Tuple[Tuple[Any, ...], Any]]:
   """(path, leaf) pairs; a path holds dict keys, namedtuple field names and
   sequence indices, as dm-tree's flatten_with_path."""
-  if type(structure) is dict:
-    # The common case (every step a writer appends): a dict of leaves.
-    items = [((key,), structure[key]) for key in sorted(structure)]
-    for _, value in items:
-      if _NESTED_BY_TYPE.get(type(value), True):  # Nested, or not seen yet.
-        break
-    else:
-      return items
+  keys = _leaf_dict_keys(structure)
+  if keys is not None:
+    return [((key,), structure[key]) for key in keys]
   result = []
   _flatten_with_path_into(structure, (), result)
   return result

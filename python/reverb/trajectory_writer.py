@@ -441,18 +441,13 @@ class TrajectoryWriter:
         into the new one (a leaf where a nest was, or the reverse).
     """
     flat = _tree.flatten_with_path(data)
-    column_index = self._column_index
     if self._structure is _NO_STEPS:
       self._add_columns(data)
-    cells = [None] * len(self._columns)
     try:
-      for path, value in flat:
-        cells[column_index[path]] = value
+      cells = self._cells(flat)
     except KeyError:  # A field not seen before: the structure grows.
       self._add_columns(data)
-      cells = [None] * len(self._columns)
-      for path, value in flat:
-        cells[column_index[path]] = value
+      cells = self._cells(flat)
     if self._last_step_is_open:
       for column, value in zip(self._columns, cells):
         if value is not None and not column.can_set_last:
@@ -463,13 +458,11 @@ class TrajectoryWriter:
     references = self._call_writer(
         self._writer.AppendPartial if partial_step else self._writer.Append,
         cells)
-    if not self._last_step_is_open:
-      for column, reference in zip(self._columns, references):
+    for column, reference in zip(self._columns, references):
+      if not self._last_step_is_open:
         column.append(reference)
-    else:
-      for column, reference in zip(self._columns, references):
-        if reference is not None:
-          column.set_last(reference)
+      elif reference is not None:
+        column.set_last(reference)
     self._last_step_is_open = partial_step
 
   def append_batch(self, steps: Any):
@@ -692,6 +685,15 @@ class TrajectoryWriter:
     self._history = _tree.map_structure_with_path(
         lambda path, _: self._columns[self._column_index[path]],
         self._structure)
+
+  def _cells(self, flat: Sequence[Tuple[Path, Any]]) -> List[Any]:
+    """A step's values by column (None for columns it omits); KeyError for
+    a path that is not a column yet."""
+    column_index = self._column_index
+    cells = [None] * len(self._columns)
+    for path, value in flat:
+      cells[column_index[path]] = value
+    return cells
 
   def _call_writer(self, append: Callable[[Any], Any], columns: Any) -> Any:
     """`append(columns)` on the internal writer, its ValueErrors saying "for
