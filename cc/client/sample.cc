@@ -52,6 +52,28 @@ absl::Status DecompressInto(const TensorView& described,
   return DecompressNumericInto(described, content, out, length);
 }
 
+// If `content` holds a tensor of `length` bytes stored uncompressed
+// (SnappyStoredOffset): copies its bytes [skip, skip + n) to `out`, from
+// the segment's file where they lie in one, and returns true; false (and
+// nothing copied) otherwise. Rows of a chunk tensor are read so without
+// decompressing the whole tensor apart.
+absl::StatusOr<bool> CopyStoredBytes(const ChunkContents* contents,
+                                     absl::string_view content, size_t length,
+                                     size_t skip, char* out, size_t n) {
+  size_t offset = 0;
+  if (skip > length || n > length - skip ||
+      !SnappyStoredOffset(content, length, &offset)) {
+    return false;
+  }
+  if (std::optional<size_t> in_file = StoredInFile(contents, content, length)) {
+    REVERB_RETURN_IF_ERROR(
+        ReadSegment(contents->segment, *in_file + skip, out, n));
+  } else {
+    std::memcpy(out, content.data() + offset + skip, n);
+  }
+  return true;
+}
+
 // DecompressTensorFromProto, reading a content stored in a file from the
 // file.
 absl::StatusOr<Tensor> DecompressTensor(const tensorflow::TensorProto& proto,
@@ -247,13 +269,15 @@ absl::StatusOr<Sample> UnpackSample(PackedSample packed) {
 
 namespace {
 
-// The header of the tensor a slice references, and its shape; nullopt if
-// the chunk or the tensor is missing or its shape is bad.
+// The header of the tensor a slice references, its shape and its
+// (compressed) content; nullopt if the chunk or the tensor is missing or its
+// shape is bad.
 struct SliceSource {
   const ChunkData* chunk;
   const ChunkContents* contents;
   const tensorflow::TensorProto* proto;
-  std::vector<int64_t> shape;
+  absl::InlinedVector<int64_t, 4> shape;
+  absl::string_view content;
 };
 
 std::optional<SliceSource> FindSource(const PackedSample& packed,
@@ -277,6 +301,9 @@ std::optional<SliceSource> FindSource(const PackedSample& packed,
       source.shape.empty()) {
     return std::nullopt;
   }
+  source.content = source.contents != nullptr
+                       ? source.contents->views[slice.index()]
+                       : absl::string_view(source.proto->tensor_content());
   return source;
 }
 
@@ -288,37 +315,38 @@ int64_t Product(absl::Span<const int64_t> dims) {
 
 }  // namespace
 
-std::optional<std::vector<ColumnShape>> PackedColumnShapes(
-    const PackedSample& packed) {
-  if (packed.info == nullptr) return std::nullopt;
+bool PackedColumnShapes(const PackedSample& packed,
+                        std::vector<ColumnShape>* shapes) {
+  if (packed.info == nullptr) return false;
   const FlatTrajectory& trajectory = packed.info->item().flat_trajectory();
-  std::vector<ColumnShape> shapes;
-  shapes.reserve(trajectory.columns_size());
+  shapes->resize(trajectory.columns_size());
   // The bound UnpackSample keeps (kMaxSampleExpansion): the columns' bytes
   // against those of the chunk tensors they reference, each counted once.
   absl::InlinedVector<std::pair<uint64_t, int>, 4> referenced;
   int64_t referenced_bytes = 0;
   int64_t column_bytes = 0;
-  for (const auto& column : trajectory.columns()) {
-    if (column.chunk_slices_size() == 0) return std::nullopt;
-    ColumnShape out;
+  for (int c = 0; c < trajectory.columns_size(); ++c) {
+    const auto& column = trajectory.columns(c);
+    if (column.chunk_slices_size() == 0) return false;
+    ColumnShape& out = (*shapes)[c];
+    out.dtype = tensorflow::DT_INVALID;
     int64_t rows = 0;
     for (const auto& slice : column.chunk_slices()) {
       std::optional<SliceSource> source = FindSource(packed, slice);
-      if (!source.has_value()) return std::nullopt;
+      if (!source.has_value()) return false;
       const tensorflow::DataType dtype = source->proto->dtype();
-      const std::vector<int64_t>& shape = source->shape;
+      const absl::InlinedVector<int64_t, 4>& shape = source->shape;
       if (!DataTypeSize(dtype).ok() || slice.offset() < 0 ||
           slice.length() < 0 || slice.offset() > shape[0] - slice.length()) {
-        return std::nullopt;
+        return false;
       }
       if (out.dtype == tensorflow::DT_INVALID) {
         out.dtype = dtype;
-        out.shape = shape;
+        out.shape.assign(shape.begin(), shape.end());
       } else if (dtype != out.dtype ||
                  !std::equal(shape.begin() + 1, shape.end(),
                              out.shape.begin() + 1, out.shape.end())) {
-        return std::nullopt;
+        return false;
       }
       rows += slice.length();
       const std::pair<uint64_t, int> key(slice.chunk_key(), slice.index());
@@ -330,16 +358,12 @@ std::optional<std::vector<ColumnShape>> PackedColumnShapes(
     out.shape[0] = rows;
     column_bytes += Product(out.shape) * *DataTypeSize(out.dtype);
     if (column.squeeze()) {
-      if (rows != 1) return std::nullopt;
+      if (rows != 1) return false;
       out.shape.erase(out.shape.begin());
     }
-    shapes.push_back(std::move(out));
   }
-  if (column_bytes >
-      kMaxSampleExpansion * referenced_bytes + kSampleExpansionAllowance) {
-    return std::nullopt;
-  }
-  return shapes;
+  return column_bytes <=
+         kMaxSampleExpansion * referenced_bytes + kSampleExpansionAllowance;
 }
 
 absl::Status UnpackSampleInto(const PackedSample& packed, int64_t row,
@@ -368,7 +392,7 @@ absl::Status UnpackSampleInto(const PackedSample& packed, int64_t row,
             "The batch does not have the sample's shapes.");
         break;
       }
-      const std::vector<int64_t>& shape = source->shape;
+      const absl::InlinedVector<int64_t, 4>& shape = source->shape;
       const size_t slice_row_bytes =
           Product(absl::MakeConstSpan(shape).subspan(1)) *
           *DataTypeSize(out.dtype);
@@ -385,15 +409,24 @@ absl::Status UnpackSampleInto(const PackedSample& packed, int64_t row,
         TensorView described;
         described.dtype = out.dtype;
         described.shape.assign(shape.begin(), shape.end());
-        const absl::string_view content =
-            source->contents != nullptr
-                ? source->contents->views[slice.index()]
-                : absl::string_view(source->proto->tensor_content());
-        status =
-            DecompressInto(described, source->contents, content, dst, bytes);
+        status = DecompressInto(described, source->contents, source->content,
+                                dst, bytes);
         if (!status.ok()) break;
         dst += bytes;
         continue;
+      }
+      if (!source->chunk->delta_encoded()) {
+        absl::StatusOr<bool> copied = CopyStoredBytes(
+            source->contents, source->content, shape[0] * slice_row_bytes,
+            slice.offset() * slice_row_bytes, dst, bytes);
+        if (!copied.ok()) {
+          status = copied.status();
+          break;
+        }
+        if (*copied) {
+          dst += bytes;
+          continue;
+        }
       }
       const std::pair<uint64_t, int> key(slice.chunk_key(), slice.index());
       Tensor* whole = nullptr;

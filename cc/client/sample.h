@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
@@ -68,11 +69,13 @@ struct REVERB_EXPORT HeldChunkContents {
 // those responses alive (usually one; more when a sample spans responses).
 // `contents` holds, for each chunk, null or the contents of its tensors
 // where they lie apart (empty if no chunk has them apart).
+// Inline vectors: a sample usually has a chunk or two, and a stream of
+// small samples makes one of these per sample.
 struct REVERB_EXPORT PackedSample {
   std::shared_ptr<const SampleInfo> info;
-  std::vector<const ChunkData*> chunks;
-  std::vector<const ChunkContents*> contents;
-  std::vector<std::shared_ptr<const void>> owners;
+  absl::InlinedVector<const ChunkData*, 2> chunks;
+  absl::InlinedVector<const ChunkContents*, 2> contents;
+  absl::InlinedVector<std::shared_ptr<const void>, 1> owners;
 };
 
 // Tensor `index` of a chunk, decompressed and delta-decoded; its content is
@@ -113,17 +116,21 @@ struct REVERB_EXPORT ColumnShape {
 };
 
 // The shapes of `packed`'s columns as UnpackSample would make them, read
-// from its chunks' headers without decompressing anything; nullopt where
-// UnpackSampleInto does not apply (a string column) or UnpackSample would
-// fail (which UnpackSample then reports).
-REVERB_EXPORT std::optional<std::vector<ColumnShape>> PackedColumnShapes(
-    const PackedSample& packed);
+// from its chunks' headers without decompressing anything, into `*shapes`
+// (whose memory is reused: a batch's samples are read into one vector);
+// false (and `*shapes` unspecified) where UnpackSampleInto does not apply
+// (a string column) or UnpackSample would fail (which UnpackSample then
+// reports).
+REVERB_EXPORT bool PackedColumnShapes(const PackedSample& packed,
+                                      std::vector<ColumnShape>* shapes);
 
 // Unpacks `packed` into row `row` of `batch`: one numeric tensor per column,
 // of shape [rows, PackedColumnShapes(packed)[c]...], holding all its
 // elements already. A column that is one whole chunk tensor is
-// decompressed straight into its row; other slices are decompressed apart
-// (each chunk tensor once) and their rows copied in. INVALID_ARGUMENT for
+// decompressed straight into its row, and rows of a tensor stored
+// uncompressed (data Snappy does not shrink) are copied straight from it;
+// other slices are decompressed apart (each chunk tensor once) and their
+// rows copied in. INVALID_ARGUMENT for
 // corrupt data, or if the batch does not have the sample's shapes.
 REVERB_EXPORT absl::Status UnpackSampleInto(const PackedSample& packed,
                                             int64_t row,

@@ -13,6 +13,19 @@
 #include "cc/support/thread_name.h"
 
 namespace deepmind::reverb {
+namespace {
+
+// What unpacking `sample` decompresses: the uncompressed bytes of its
+// chunks.
+int64_t ChunkBytes(const PackedSample& sample) {
+  int64_t bytes = 0;
+  for (const ChunkData* chunk : sample.chunks) {
+    bytes += chunk->data_uncompressed_size();
+  }
+  return bytes;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(
     std::shared_ptr<const Connection> connection, std::string table,
@@ -203,51 +216,51 @@ absl::StatusOr<StackedBatch> Sampler::GetNextStackedBatch(
   REVERB_ASSIGN_OR_RETURN(std::vector<Slot> slots,
                           GetNextSlots(batch_size, timeout, fill_timeout));
   // The samples' column shapes, read from the headers of those still
-  // packed. One that does not fit UnpackSampleInto is unpacked here; one
-  // that cannot be unpacked ends the batch before it (its error comes
-  // with the next call), as in GetNextBatch.
-  std::vector<std::vector<ColumnShape>> shapes;
-  shapes.reserve(slots.size());
+  // packed, must be the first's. One that does not fit UnpackSampleInto is
+  // unpacked here; one that cannot be unpacked ends the batch before it
+  // (its error comes with the next call), as in GetNextBatch.
+  std::vector<ColumnShape> row;
+  std::vector<ColumnShape> shapes;  // Of the sample at hand, reused.
+  absl::Status mismatch;
   for (size_t i = 0; i < slots.size(); ++i) {
     Slot& slot = slots[i];
-    if (slot.packed.has_value()) {
-      if (auto packed_shapes = PackedColumnShapes(*slot.packed)) {
-        shapes.push_back(*std::move(packed_shapes));
-        continue;
-      }
-      if (!UnpackSlot(&slot)) {
+    std::vector<ColumnShape>& sample_shapes = i == 0 ? row : shapes;
+    if (!slot.packed.has_value() ||
+        !PackedColumnShapes(*slot.packed, &sample_shapes)) {
+      if (slot.packed.has_value() && !UnpackSlot(&slot)) {
         if (i == 0) return slot.sample.status();
         slots.resize(i);
         break;
       }
+      sample_shapes.clear();
+      for (const Tensor& column : slot.sample->columns) {
+        sample_shapes.push_back({column.dtype, column.shape});
+      }
     }
-    std::vector<ColumnShape>& sample_shapes = shapes.emplace_back();
-    for (const Tensor& column : slot.sample->columns) {
-      sample_shapes.push_back({column.dtype, column.shape});
-    }
-  }
-  const size_t n = slots.size();
-  const std::vector<ColumnShape>& row = shapes[0];
-  for (size_t i = 1; i < n; ++i) {
-    if (shapes[i].size() != row.size()) {
-      return absl::InvalidArgumentError(
+    if (i == 0 || !mismatch.ok()) continue;
+    if (shapes.size() != row.size()) {
+      mismatch = absl::InvalidArgumentError(
           "Samples of a batch have different numbers of columns.");
+      continue;
     }
     for (size_t c = 0; c < row.size(); ++c) {
-      if (shapes[i][c] == row[c]) continue;
+      if (shapes[c] == row[c]) continue;
       auto describe = [](const ColumnShape& shape) {
         TensorView view;
         view.dtype = shape.dtype;
         view.shape.assign(shape.shape.begin(), shape.shape.end());
         return DescribeTensor(view);
       };
-      return absl::InvalidArgumentError(absl::StrCat(
+      mismatch = absl::InvalidArgumentError(absl::StrCat(
           "Cannot batch column ", c,
           " (use batch_size=1 for trajectories of different lengths): "
           "Cannot stack tensors of different shapes: ",
-          describe(row[c]), " and ", describe(shapes[i][c]), "."));
+          describe(row[c]), " and ", describe(shapes[c]), "."));
+      break;
     }
   }
+  REVERB_RETURN_IF_ERROR(mismatch);
+  const size_t n = slots.size();
   StackedBatch batch;
   batch.infos.reserve(n);
   batch.columns.resize(row.size());
@@ -264,13 +277,15 @@ absl::StatusOr<StackedBatch> Sampler::GetNextStackedBatch(
     }
   }
   // Unpacked samples are copied into their rows; packed ones are
-  // decompressed into theirs, in parallel.
+  // decompressed into theirs, the large ones in parallel.
   std::vector<size_t> packed;
+  std::vector<size_t> small;
   for (size_t i = 0; i < n; ++i) {
     Slot& slot = slots[i];
     if (slot.packed.has_value()) {
       batch.infos.push_back(slot.packed->info);
-      packed.push_back(i);
+      (ChunkBytes(*slot.packed) < kMinBytesToHandOff ? small : packed)
+          .push_back(i);
       continue;
     }
     Sample& sample = *slot.sample;
@@ -289,13 +304,18 @@ absl::StatusOr<StackedBatch> Sampler::GetNextStackedBatch(
     RecycleSample(&sample);
   }
   std::vector<absl::Status> unpacked(n);
-  auto unpack = [&](size_t first, size_t last) {
-    for (size_t k = first; k < last; ++k) {
-      const size_t i = packed[k];
+  auto unpack = [&](absl::Span<const size_t> rows) {
+    for (size_t i : rows) {
       unpacked[i] =
           UnpackSampleInto(*slots[i].packed, i, absl::MakeSpan(batch.columns));
     }
   };
+  auto part_of = [&](size_t part, size_t parts) {
+    return absl::MakeConstSpan(packed).subspan(
+        packed.size() * part / parts,
+        packed.size() * (part + 1) / parts - packed.size() * part / parts);
+  };
+  // The small ones here, the others in parts, one for this thread.
   const size_t parts =
       std::min(packed.size(), static_cast<size_t>(kUnpackThreads) + 1);
   // Shared with the tasks: one may still be unlocking it when the wait
@@ -306,13 +326,14 @@ absl::StatusOr<StackedBatch> Sampler::GetNextStackedBatch(
   };
   auto progress = std::make_shared<Parts>();
   for (size_t part = 1; part < parts; ++part) {
-    unpacker_.Schedule([&, part, progress] {
-      unpack(packed.size() * part / parts, packed.size() * (part + 1) / parts);
+    unpacker_.Schedule([&, part, parts, progress] {
+      unpack(part_of(part, parts));
       MutexLock lock(&progress->mu);
       ++progress->done;
     });
   }
-  if (parts > 0) unpack(0, packed.size() / parts);
+  unpack(small);
+  if (parts > 0) unpack(part_of(0, parts));
   {
     MutexLock lock(&progress->mu);
     auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(progress->mu) {
@@ -402,19 +423,18 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
   }
   absl::Status status;
   int64_t stream_requested = 0;
-  // Small samples unpacked here, not queued yet, and their bytes.
-  std::vector<absl::StatusOr<Sample>> unpacked;
-  int64_t unpacked_bytes = 0;
-  auto queue_unpacked = [&] {
-    if (unpacked.empty()) return;
+  // Small samples (unpacked here, or left packed without unpack_ahead),
+  // not queued yet, and their bytes.
+  std::vector<Slot> small;
+  int64_t small_bytes = 0;
+  auto queue_small = [&] {
+    if (small.empty()) return;
     MutexLock lock(&mu_);
-    NoteReceivedLocked(static_cast<int64_t>(unpacked.size()), unpacked_bytes);
-    unpacked_bytes = 0;
-    reserved_ -= static_cast<int64_t>(unpacked.size());
-    for (auto& sample : unpacked) {
-      queue_.push_back({std::move(sample), std::nullopt, true});
-    }
-    unpacked.clear();
+    NoteReceivedLocked(static_cast<int64_t>(small.size()), small_bytes);
+    small_bytes = 0;
+    reserved_ -= static_cast<int64_t>(small.size());
+    for (Slot& slot : small) queue_.push_back(std::move(slot));
+    small.clear();
   };
   while (status.ok()) {
     const int64_t window = window_.load(std::memory_order_relaxed);
@@ -425,7 +445,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
             : options_.max_samples_per_stream - stream_requested;
     if (outstanding <= window / 2 && stream_left != 0) {
       // Nothing in flight: wait for room (with nothing held back).
-      if (outstanding == 0) queue_unpacked();
+      if (outstanding == 0) queue_small();
       const int64_t n =
           Reserve(window - outstanding, stream_left, outstanding == 0);
       if (n > 0) {
@@ -446,20 +466,21 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
     }
     ++*delivered;
     *progress = absl::Now();
-    int64_t bytes = 0;
-    for (const ChunkData* chunk : packed->chunks) {
-      bytes += chunk->data_uncompressed_size();
-    }
+    const int64_t bytes = ChunkBytes(*packed);
     if (bytes < kMinBytesToHandOff) {
-      unpacked.push_back(UnpackSample(*std::move(packed)));
-      unpacked_bytes += bytes;
+      if (options_.unpack_ahead) {
+        small.push_back({UnpackSample(*std::move(packed)), std::nullopt, true});
+      } else {
+        small.push_back({absl::StatusOr<Sample>(), *std::move(packed), true});
+      }
+      small_bytes += bytes;
       if (!stream.has_buffered_entries() ||
-          static_cast<int>(unpacked.size()) >= kMaxQueuedTogether) {
-        queue_unpacked();
+          static_cast<int>(small.size()) >= kMaxQueuedTogether) {
+        queue_small();
       }
       continue;
     }
-    queue_unpacked();  // They come first.
+    queue_small();  // They come first.
     if (!options_.unpack_ahead) {
       MutexLock lock(&mu_);
       NoteReceivedLocked(1, bytes);
@@ -483,7 +504,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
           slot->ready = true;
         });
   }
-  queue_unpacked();
+  queue_small();
   Unreserve(stream.outstanding());  // Requested, never received.
   if (status.ok()) status = stream.Close();
   MutexLock lock(&mu_);

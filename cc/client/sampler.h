@@ -20,9 +20,10 @@
 // stream is not limited by one core. Small samples are unpacked by the
 // worker and queued together, up to kMaxQueuedTogether at a time, as long as
 // their response holds more (a consumer waiting for samples then wakes once
-// per group, not once per sample). Without `unpack_ahead`, the larger ones
-// wait packed instead, and GetNextStackedBatch decompresses them straight
-// into their batch rows. A stream is
+// per group, not once per sample). Without `unpack_ahead`, every sample
+// waits packed instead (the small ones still queued together), and
+// GetNextStackedBatch decompresses them straight into their batch rows:
+// the larger ones in parallel, the small ones in its own thread. A stream is
 // replaced by a new one after `max_samples_per_stream` samples, so that
 // round_robin channels spread streams over servers.
 //
@@ -85,11 +86,12 @@ struct SamplerOptions {
   // serve a request in time. Infinite (and, over gRPC, zero) means never.
   absl::Duration rate_limiter_timeout = absl::InfiniteDuration();
   absl::Duration reconnect_window = absl::Seconds(10);
-  // False: samples worth unpacking in parallel (kMinBytesToHandOff) wait in
-  // the queue as they arrived, and GetNextStackedBatch decompresses them
-  // straight into the batch (in parallel), skipping the copy of a sample
-  // into a batch; GetNextSample unpacks them in the caller's thread. For a
-  // consumer of stacked batches (ReplayIterator).
+  // False: samples wait in the queue as they arrived, and
+  // GetNextStackedBatch decompresses them straight into the batch (those
+  // worth unpacking in parallel, kMinBytesToHandOff, in parallel), skipping
+  // a sample of its own and its copy into the batch; GetNextSample unpacks
+  // them in the caller's thread. For a consumer of stacked batches
+  // (ReplayIterator).
   bool unpack_ahead = true;
 };
 

@@ -191,8 +191,10 @@ void CompressNumeric(tensorflow::DataType dtype,
 
 }  // namespace
 
-absl::Status ShapeFromProto(const TensorProto& proto,
-                            std::vector<int64_t>* shape) {
+namespace {
+
+template <typename Dims>
+absl::Status AppendShape(const TensorProto& proto, Dims* shape) {
   if (proto.tensor_shape().unknown_rank()) {
     return absl::InvalidArgumentError("Tensor shape has unknown rank.");
   }
@@ -210,6 +212,19 @@ absl::Status ShapeFromProto(const TensorProto& proto,
     shape->push_back(dim.size());
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ShapeFromProto(const TensorProto& proto,
+                            std::vector<int64_t>* shape) {
+  shape->reserve(shape->size() + proto.tensor_shape().dim_size());
+  return AppendShape(proto, shape);
+}
+
+absl::Status ShapeFromProto(const TensorProto& proto,
+                            absl::InlinedVector<int64_t, 4>* shape) {
+  return AppendShape(proto, shape);
 }
 
 absl::Status CompressTensorAsProto(const TensorView& tensor,

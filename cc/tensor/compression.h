@@ -15,6 +15,7 @@
 #ifndef REVERB_CC_TENSOR_COMPRESSION_H_
 #define REVERB_CC_TENSOR_COMPRESSION_H_
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cc/support/export.h"
@@ -56,6 +57,9 @@ REVERB_EXPORT absl::Status DecompressNumericInto(const TensorView& described,
 // dimension or more elements than a tensor may hold.
 REVERB_EXPORT absl::Status ShapeFromProto(const tensorflow::TensorProto& proto,
                                           std::vector<int64_t>* shape);
+REVERB_EXPORT absl::Status ShapeFromProto(
+    const tensorflow::TensorProto& proto,
+    absl::InlinedVector<int64_t, 4>* shape);
 
 // In place; `encode` false undoes an encoding.
 REVERB_EXPORT void DeltaEncode(Tensor* tensor, bool encode);

@@ -91,7 +91,7 @@ class ReplayIterator:
         max_samples_per_stream=max_samples_per_stream,
         rate_limiter_timeout_ms=(rate_limiter_timeout_ms
                                  if rate_limiter_timeout_ms >= 0 else None),
-        # Large samples are decompressed straight into their batch rows.
+        # Samples are decompressed straight into their batch rows.
         unpack_ahead=False)
     self._timed_out = False
 

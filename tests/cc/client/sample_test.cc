@@ -158,9 +158,10 @@ TEST(SampleTest, SlicesThatRepeatTheirTensorsBeyondTheBoundAreRefused) {
 // UnpackSample makes, and the other rows stay as they were.
 void ExpectUnpackedIntoARowAsUnpackSample(
     std::shared_ptr<SampleInfo> info, std::vector<const ChunkData*> chunks) {
-  const PackedSample packed{info, chunks, {}, {}};
-  std::optional<std::vector<ColumnShape>> shapes = PackedColumnShapes(packed);
-  ASSERT_TRUE(shapes.has_value());
+  const PackedSample packed{info, {chunks.begin(), chunks.end()}, {}, {}};
+  std::vector<ColumnShape> read;
+  ASSERT_TRUE(PackedColumnShapes(packed, &read));
+  const std::vector<ColumnShape>* shapes = &read;
   auto expected = UnpackSample(info, chunks);
   ASSERT_TRUE(expected.ok()) << expected.status();
   ASSERT_EQ(shapes->size(), expected->columns.size());
@@ -205,6 +206,41 @@ TEST(SampleTest, UnpackedIntoABatchRowAsUnpackSampleUnpacksIt) {
                                        chunks);
 }
 
+TEST(SampleTest, RowsOfStoredAndCompressedTensorsUnpackIntoABatchRow) {
+  // Random rows (stored: snappy cannot shrink them) and a repeated pattern
+  // (compressed), 64 rows of 3 each.
+  std::vector<int32_t> random(64 * 3);
+  const std::string bytes = testing::RandomBytes(random.size() * 4, 11);
+  std::memcpy(random.data(), bytes.data(), bytes.size());
+  std::vector<int32_t> pattern(64 * 3);
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = i % 3;
+  ChunkData stored;
+  stored.set_chunk_key(1);
+  ChunkData compressed;
+  compressed.set_chunk_key(2);
+  for (auto [chunk, values] :
+       {std::pair(&stored, &random), std::pair(&compressed, &pattern)}) {
+    ASSERT_TRUE(CompressTensorAsProto(Int32(*values, {64, 3}),
+                                      chunk->mutable_data()->add_tensors())
+                    .ok());
+    chunk->set_data_tensors_len(1);
+  }
+  size_t offset = 0;
+  ASSERT_TRUE(SnappyStoredOffset(stored.data().tensors(0).tensor_content(),
+                                 bytes.size(), &offset));
+  ASSERT_FALSE(SnappyStoredOffset(compressed.data().tensors(0).tensor_content(),
+                                  bytes.size(), &offset));
+  // Rows of each, the last rows of one followed by the first of the other,
+  // and a squeezed row.
+  ExpectUnpackedIntoARowAsUnpackSample(Info({{{1, 5, 7}},
+                                             {{2, 9, 4}},
+                                             {{1, 60, 4}, {2, 0, 2}},
+                                             {{2, 62, 2}, {1, 0, 3}},
+                                             {{1, 63, 1}}},
+                                            {false, false, false, false, true}),
+                                       {&stored, &compressed});
+}
+
 TEST(SampleTest, PackedColumnShapesLeaveOtherSamplesToUnpackSample) {
   ChunkData a = MakeChunk(1, 0, 3);
   ChunkData b = MakeChunk(2, 0, 3);
@@ -216,29 +252,37 @@ TEST(SampleTest, PackedColumnShapesLeaveOtherSamplesToUnpackSample) {
                   .ok());
   ChunkData big = MakeChunk(5, 0, 1 << 16);  // 256 KiB.
   std::vector<const ChunkData*> chunks = {&a, &b, &strings, &big};
+  // One vector for every call, as a batch reads its samples' shapes.
+  std::vector<ColumnShape> read;
   auto shapes = [&](std::shared_ptr<SampleInfo> info) {
-    return PackedColumnShapes(PackedSample{info, chunks, {}, {}});
+    return PackedColumnShapes(
+        PackedSample{info, {chunks.begin(), chunks.end()}, {}, {}}, &read);
   };
-  EXPECT_TRUE(shapes(Info({{{1, 0, 3}}})).has_value());
-  EXPECT_FALSE(shapes(nullptr).has_value());
-  EXPECT_FALSE(shapes(Info({{{4, 0, 1}}})).has_value());          // No chunk.
-  EXPECT_FALSE(shapes(Info({{{1, 2, 2}}})).has_value());          // Rows.
-  EXPECT_FALSE(shapes(Info({{}})).has_value());                   // No slice.
-  EXPECT_FALSE(shapes(Info({{{1, 0, 2}}}, {true})).has_value());  // Squeezed.
-  EXPECT_FALSE(shapes(Info({{{1, 0, 1}, {2, 0, 1}}})).has_value());  // Dtypes.
-  EXPECT_FALSE(shapes(Info({{{3, 0, 1}}})).has_value());             // Strings.
+  EXPECT_TRUE(shapes(Info({{{1, 0, 3}}, {{2, 1, 2}}})));
+  ASSERT_EQ(read.size(), 2);
+  EXPECT_EQ(read[1], (ColumnShape{tensorflow::DT_FLOAT, {2, 1}}));
+  EXPECT_TRUE(shapes(Info({{{1, 0, 3}}})));  // Fewer columns than before.
+  EXPECT_EQ(read, (std::vector<ColumnShape>{{tensorflow::DT_INT32, {3, 1}}}));
+  EXPECT_FALSE(shapes(nullptr));
+  EXPECT_FALSE(shapes(Info({{{4, 0, 1}}})));             // No chunk.
+  EXPECT_FALSE(shapes(Info({{{1, 2, 2}}})));             // Rows.
+  EXPECT_FALSE(shapes(Info({{}})));                      // No slice.
+  EXPECT_FALSE(shapes(Info({{{1, 0, 2}}}, {true})));     // Squeezed.
+  EXPECT_FALSE(shapes(Info({{{1, 0, 1}, {2, 0, 1}}})));  // Dtypes.
+  EXPECT_FALSE(shapes(Info({{{3, 0, 1}}})));             // Strings.
   // Up to the expansion bound, as UnpackSample.
   auto whole = [](int times) {
     return Info({std::vector<std::array<int, 3>>(times, {5, 0, 1 << 16})});
   };
-  EXPECT_TRUE(shapes(whole(kMaxSampleExpansion)).has_value());
-  EXPECT_FALSE(shapes(whole(kMaxSampleExpansion + 8)).has_value());
+  EXPECT_TRUE(shapes(whole(kMaxSampleExpansion)));
+  EXPECT_FALSE(shapes(whole(kMaxSampleExpansion + 8)));
 }
 
 TEST(SampleTest, UnpackSampleIntoRefusesCorruptDataAndOtherShapes) {
   ChunkData a = MakeChunk(1, 0, 4);
   std::vector<const ChunkData*> chunks = {&a};
-  const PackedSample packed{Info({{{1, 0, 4}}}), chunks, {}, {}};
+  const PackedSample packed{
+      Info({{{1, 0, 4}}}), {chunks.begin(), chunks.end()}, {}, {}};
   auto batch_of = [](std::vector<int64_t> shape) {
     Tensor rows;
     rows.dtype = tensorflow::DT_INT32;
@@ -314,8 +358,8 @@ TEST(SampleTest, StoredContentsOfASegmentAreReadFromItsFile) {
   EXPECT_EQ(Values<int32_t>(from_file->columns[0]), values);
   EXPECT_EQ(Values<int32_t>(from_file->columns[1]), part);
 
-  // Into a batch row: the whole tensor straight from the file, the part
-  // through the tensor decoded from it.
+  // Into a batch row: the whole tensor and the part's rows straight from
+  // the file.
   const PackedSample packed{info, {&header}, {&contents}, {}};
   std::vector<Tensor> batch(2);
   batch[0].dtype = batch[1].dtype = tensorflow::DT_INT32;
