@@ -30,7 +30,9 @@ absl::Status InsertSession::Process(std::vector<std::shared_ptr<Chunk>> chunks,
     auto table = find_table_(item.table());
     if (!table.ok()) return table.status();
     TableItem table_item;
-    for (uint64_t key : GetChunkKeys(item.flat_trajectory())) {
+    const ChunkKeys keys = GetChunkKeys(item.flat_trajectory());
+    table_item.chunks.reserve(keys.size());
+    for (uint64_t key : keys) {
       auto it = chunks_.find(key);
       if (it == chunks_.end()) {
         return absl::InternalError(absl::StrCat(

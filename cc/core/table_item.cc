@@ -1,19 +1,33 @@
 #include "cc/core/table_item.h"
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace deepmind::reverb {
+namespace {
 
-std::vector<uint64_t> GetChunkKeys(const FlatTrajectory& trajectory) {
-  std::vector<uint64_t> keys;
-  absl::flat_hash_set<uint64_t> seen;
+// Up to this many chunk keys, an item's keys are searched by a scan (no
+// allocation: the server does this for every item it inserts); beyond, a
+// hash container holds them (an item of thousands of chunks stays linear).
+constexpr size_t kMaxScannedKeys = 16;
+
+}  // namespace
+
+ChunkKeys GetChunkKeys(const FlatTrajectory& trajectory) {
+  ChunkKeys keys;
+  absl::flat_hash_set<uint64_t> seen;  // Only once there are many keys.
   for (const auto& column : trajectory.columns()) {
     for (const auto& slice : column.chunk_slices()) {
-      if (seen.insert(slice.chunk_key()).second) {
-        keys.push_back(slice.chunk_key());
+      const uint64_t key = slice.chunk_key();
+      if (keys.size() < kMaxScannedKeys) {
+        if (absl::c_linear_search(keys, key)) continue;
+      } else {
+        if (seen.empty()) seen.insert(keys.begin(), keys.end());
+        if (!seen.insert(key).second) continue;
       }
+      keys.push_back(key);
     }
   }
   return keys;
@@ -35,24 +49,31 @@ absl::Status ValidateTableItem(const TableItem& item) {
           absl::StrCat("Item ", key, ": column ", i, " has no chunk slices."));
     }
   }
-  const std::vector<uint64_t> keys = GetChunkKeys(trajectory);
+  const ChunkKeys keys = GetChunkKeys(trajectory);
   if (keys.size() != item.chunks.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("Item ", key, " references ", keys.size(), " chunks but ",
                      item.chunks.size(), " were provided."));
   }
-  absl::flat_hash_map<uint64_t, const Chunk*> by_key;
+  absl::flat_hash_map<uint64_t, const Chunk*> by_key;  // Only for many.
   for (size_t i = 0; i < keys.size(); ++i) {
     if (item.chunks[i] == nullptr || item.chunks[i]->key() != keys[i]) {
       return absl::InvalidArgumentError(absl::StrCat(
           "Item ", key, ": chunk ", i, " should be chunk ", keys[i],
           " (the chunks must follow the order of the trajectory)."));
     }
-    by_key[keys[i]] = item.chunks[i].get();
+    if (keys.size() > kMaxScannedKeys) by_key[keys[i]] = item.chunks[i].get();
   }
+  // Every slice's key is one of `keys`.
+  auto chunk_of = [&](uint64_t chunk_key) -> const Chunk& {
+    if (!by_key.empty()) return *by_key.at(chunk_key);
+    size_t i = 0;
+    while (keys[i] != chunk_key) ++i;
+    return *item.chunks[i];
+  };
   for (const auto& column : trajectory.columns()) {
     for (const auto& slice : column.chunk_slices()) {
-      const Chunk& chunk = *by_key[slice.chunk_key()];
+      const Chunk& chunk = chunk_of(slice.chunk_key());
       if (slice.offset() < 0 || slice.length() <= 0 ||
           static_cast<int64_t>(slice.offset()) + slice.length() >
               chunk.num_rows() ||

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "cc/core/chunk.h"
 #include "cc/support/export.h"
@@ -46,8 +47,9 @@ struct REVERB_EXPORT SampledItem {
 };
 
 // The distinct chunk keys of a trajectory, in order of first appearance.
-REVERB_EXPORT std::vector<uint64_t> GetChunkKeys(
-    const FlatTrajectory& trajectory);
+// Inline: an item usually references a chunk or two per column.
+using ChunkKeys = absl::InlinedVector<uint64_t, 4>;
+REVERB_EXPORT ChunkKeys GetChunkKeys(const FlatTrajectory& trajectory);
 
 // INVALID_ARGUMENT unless the trajectory has at least one column, every
 // column at least one slice, every slice a positive length and non-negative
