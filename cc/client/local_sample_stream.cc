@@ -9,11 +9,13 @@
 namespace deepmind::reverb {
 namespace {
 
-// A sampled item as a PackedSample: its SampleInfo (edited by `edit_info`)
-// and the chunks it references, shared with the table.
+// A sampled item as a PackedSample: its SampleInfo (edited by `edit_info`),
+// made on `arena`, and the chunks it references, shared with the table.
 PackedSample PackSampledItem(const SampledItem& sampled,
-                             absl::FunctionRef<void(SampleInfo*)> edit_info) {
-  auto info = std::make_shared<SampleInfo>();
+                             absl::FunctionRef<void(SampleInfo*)> edit_info,
+                             std::shared_ptr<google::protobuf::Arena> arena) {
+  SampleInfo* info =
+      google::protobuf::Arena::CreateMessage<SampleInfo>(arena.get());
   PrioritizedItem* item = info->mutable_item();
   *item = sampled.ref->item;
   item->set_priority(sampled.priority);
@@ -21,9 +23,9 @@ PackedSample PackSampledItem(const SampledItem& sampled,
   info->set_probability(sampled.probability);
   info->set_table_size(sampled.table_size);
   info->set_rate_limited(sampled.rate_limited);
-  edit_info(info.get());
+  edit_info(info);
   PackedSample packed;
-  packed.info = std::move(info);
+  packed.info = std::shared_ptr<const SampleInfo>(std::move(arena), info);
   packed.chunks.reserve(sampled.ref->chunks.size());
   packed.owners.reserve(sampled.ref->chunks.size());
   for (const auto& chunk : sampled.ref->chunks) {
@@ -102,7 +104,12 @@ absl::StatusOr<PackedSample> LocalSampleStream::ReadPacked(
   if (taken_.empty()) {
     if (absl::Status status = TakeBatch(); !status.ok()) return Fail(status);
   }
-  PackedSample packed = PackSampledItem(taken_.front(), edit_info);
+  if (arena_room_ == 0) {
+    arena_ = std::make_shared<google::protobuf::Arena>();
+    arena_room_ = kSamplesPerArena;
+  }
+  --arena_room_;
+  PackedSample packed = PackSampledItem(taken_.front(), edit_info, arena_);
   taken_.pop_front();
   --outstanding_;
   return packed;

@@ -22,7 +22,10 @@
 // rate_limited) and reference the table's chunks instead of copies: a
 // chunk a writer in this process inserted is its ChunkData, shared; one
 // that came by gRPC is parsed from its bytes (one copy per sample). The
-// table counts the samples in TableInfo.num_local_samples.
+// infos of kSamplesPerArena samples in a row share one protobuf arena
+// (allocated and freed together, as a gRPC response's; freed once all of
+// them are gone). The table counts the samples in
+// TableInfo.num_local_samples.
 //
 // Not thread-safe, except Cancel(), which may be called from any thread.
 #ifndef REVERB_CC_CLIENT_LOCAL_SAMPLE_STREAM_H_
@@ -43,12 +46,14 @@
 #include "cc/core/table_item.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
+#include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
 
 class REVERB_EXPORT LocalSampleStream final : public SampleStreamInterface {
  public:
   static constexpr int32_t kInitialBatchSize = 8;
+  static constexpr int kSamplesPerArena = 128;
 
   explicit LocalSampleStream(std::shared_ptr<Table> table);
 
@@ -87,6 +92,9 @@ class REVERB_EXPORT LocalSampleStream final : public SampleStreamInterface {
   absl::Duration timeout_ = absl::InfiniteDuration();
   int32_t next_batch_size_ = kInitialBatchSize;
   std::deque<SampledItem> taken_;  // Sampled, not yet read.
+  // Where the next infos go, and how many more may.
+  std::shared_ptr<google::protobuf::Arena> arena_;
+  int arena_room_ = 0;
   int64_t outstanding_ = 0;
   absl::Status status_;
   bool closed_ = false;

@@ -124,6 +124,46 @@ TEST_F(LocalSampleStreamTest, SamplesAreThoseOfTheGrpcPath) {
   EXPECT_EQ(over_grpc->info().num_local_samples(), 0);
 }
 
+TEST_F(LocalSampleStreamTest, InfosShareArenasAndOutliveTheStream) {
+  constexpr int kSamples = 2 * LocalSampleStream::kSamplesPerArena + 44;
+  auto table = FifoTable("table", *MinSizeRateLimiter(1), 1000, 1);
+  StartServer({table});
+  for (int i = 1; i <= kSamples; ++i) Insert(*table, i, 0.5 * i, 10 * i);
+  std::vector<PackedSample> samples;
+  {
+    LocalSampleStream stream(connection_->LocalTable("table"));
+    ASSERT_TRUE(stream.Request(kSamples, kNever).ok());
+    for (int i = 0; i < kSamples; ++i) {
+      auto packed = stream.ReadPacked();
+      ASSERT_TRUE(packed.ok()) << packed.status();
+      samples.push_back(*std::move(packed));
+    }
+  }
+  // kSamplesPerArena infos to an arena, in the order read.
+  const int per_arena = LocalSampleStream::kSamplesPerArena;
+  ASSERT_NE(samples[0].info->GetArena(), nullptr);
+  EXPECT_EQ(samples[0].info->GetArena(),
+            samples[per_arena - 1].info->GetArena());
+  EXPECT_NE(samples[0].info->GetArena(), samples[per_arena].info->GetArena());
+  // One sample of each arena outlives the stream and the others (ASan
+  // builds check the memory); FIFO: sample i is item i + 1.
+  const std::vector<int> kept = {5, per_arena + 7, kSamples - 1};
+  std::vector<PackedSample> survivors;
+  for (int i : kept) survivors.push_back(std::move(samples[i]));
+  samples.clear();
+  for (size_t k = 0; k < kept.size(); ++k) {
+    SCOPED_TRACE(kept[k]);
+    const SampleInfo& info = *survivors[k].info;
+    EXPECT_EQ(info.item().key(), kept[k] + 1);
+    EXPECT_EQ(info.item().priority(), 0.5 * (kept[k] + 1));
+    EXPECT_EQ(info.item().table(), "table");
+    auto sample = UnpackSample(std::move(survivors[k]));
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    EXPECT_EQ(Values<int32_t>(sample->columns[0]),
+              std::vector<int32_t>{10 * (kept[k] + 1)});
+  }
+}
+
 TEST_F(LocalSampleStreamTest, BatchesAreNotClosedAtAMegabyte) {
   // A server closes its batches at 1 MB, a response's worth; these samples
   // only reference the chunks, so the first read takes all 8 asked for
