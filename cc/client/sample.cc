@@ -27,18 +27,28 @@ int FindChunk(absl::Span<const ChunkData* const> chunks, uint64_t key) {
   return -1;
 }
 
+// Where `contents` has a file and `content` (one of its views) lies in its
+// mapping: the offset of `content` in the file.
+std::optional<size_t> FileOffset(const ChunkContents* contents,
+                                 absl::string_view content) {
+  if (contents == nullptr || contents->segment.empty() ||
+      content.data() < contents->base ||
+      content.data() + content.size() > contents->base + contents->size) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(content.data() - contents->base);
+}
+
 // Where `contents` has a file and `content` (one of its views) is stored
 // uncompressed as `length` bytes: their offset in the file.
 std::optional<size_t> StoredInFile(const ChunkContents* contents,
                                    absl::string_view content, size_t length) {
   size_t offset = 0;
-  if (contents == nullptr || contents->segment.empty() ||
-      content.data() < contents->base ||
-      content.data() + content.size() > contents->base + contents->size ||
-      !SnappyStoredOffset(content, length, &offset)) {
+  std::optional<size_t> in_file = FileOffset(contents, content);
+  if (!in_file.has_value() || !SnappyStoredOffset(content, length, &offset)) {
     return std::nullopt;
   }
-  return static_cast<size_t>(content.data() - contents->base) + offset;
+  return *in_file + offset;
 }
 
 // DecompressNumericInto, reading a content stored in a file from the file.
@@ -65,9 +75,9 @@ absl::StatusOr<bool> CopyStoredBytes(const ChunkContents* contents,
       !SnappyStoredOffset(content, length, &offset)) {
     return false;
   }
-  if (std::optional<size_t> in_file = StoredInFile(contents, content, length)) {
+  if (std::optional<size_t> in_file = FileOffset(contents, content)) {
     REVERB_RETURN_IF_ERROR(
-        ReadSegment(contents->segment, *in_file + skip, out, n));
+        ReadSegment(contents->segment, *in_file + offset + skip, out, n));
   } else {
     std::memcpy(out, content.data() + offset + skip, n);
   }

@@ -423,18 +423,19 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
   }
   absl::Status status;
   int64_t stream_requested = 0;
-  // Small samples (unpacked here, or left packed without unpack_ahead),
-  // not queued yet, and their bytes.
-  std::vector<Slot> small;
-  int64_t small_bytes = 0;
-  auto queue_small = [&] {
-    if (small.empty()) return;
+  // Samples received, not queued yet (small ones unpacked here, or any left
+  // packed without unpack_ahead), and their bytes. Small ones wait to be
+  // queued together.
+  std::vector<Slot> pending;
+  int64_t pending_bytes = 0;
+  auto queue_pending = [&] {
+    if (pending.empty()) return;
     MutexLock lock(&mu_);
-    NoteReceivedLocked(static_cast<int64_t>(small.size()), small_bytes);
-    small_bytes = 0;
-    reserved_ -= static_cast<int64_t>(small.size());
-    for (Slot& slot : small) queue_.push_back(std::move(slot));
-    small.clear();
+    NoteReceivedLocked(static_cast<int64_t>(pending.size()), pending_bytes);
+    pending_bytes = 0;
+    reserved_ -= static_cast<int64_t>(pending.size());
+    for (Slot& slot : pending) queue_.push_back(std::move(slot));
+    pending.clear();
   };
   while (status.ok()) {
     const int64_t window = window_.load(std::memory_order_relaxed);
@@ -445,7 +446,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
             : options_.max_samples_per_stream - stream_requested;
     if (outstanding <= window / 2 && stream_left != 0) {
       // Nothing in flight: wait for room (with nothing held back).
-      if (outstanding == 0) queue_small();
+      if (outstanding == 0) queue_pending();
       const int64_t n =
           Reserve(window - outstanding, stream_left, outstanding == 0);
       if (n > 0) {
@@ -467,27 +468,22 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
     ++*delivered;
     *progress = absl::Now();
     const int64_t bytes = ChunkBytes(*packed);
-    if (bytes < kMinBytesToHandOff) {
+    const bool small = bytes < kMinBytesToHandOff;
+    if (small || !options_.unpack_ahead) {
       if (options_.unpack_ahead) {
-        small.push_back({UnpackSample(*std::move(packed)), std::nullopt, true});
+        pending.push_back(
+            {UnpackSample(*std::move(packed)), std::nullopt, true});
       } else {
-        small.push_back({absl::StatusOr<Sample>(), *std::move(packed), true});
+        pending.push_back({absl::StatusOr<Sample>(), *std::move(packed), true});
       }
-      small_bytes += bytes;
-      if (!stream.has_buffered_entries() ||
-          static_cast<int>(small.size()) >= kMaxQueuedTogether) {
-        queue_small();
+      pending_bytes += bytes;
+      if (!small || !stream.has_buffered_entries() ||
+          static_cast<int>(pending.size()) >= kMaxQueuedTogether) {
+        queue_pending();
       }
       continue;
     }
-    queue_small();  // They come first.
-    if (!options_.unpack_ahead) {
-      MutexLock lock(&mu_);
-      NoteReceivedLocked(1, bytes);
-      --reserved_;
-      queue_.push_back({absl::StatusOr<Sample>(), *std::move(packed), true});
-      continue;
-    }
+    queue_pending();  // They come first.
     Slot* slot;
     {
       MutexLock lock(&mu_);
@@ -504,7 +500,7 @@ absl::Status Sampler::RunStream(int index, int64_t* delivered,
           slot->ready = true;
         });
   }
-  queue_small();
+  queue_pending();
   Unreserve(stream.outstanding());  // Requested, never received.
   if (status.ok()) status = stream.Close();
   MutexLock lock(&mu_);
