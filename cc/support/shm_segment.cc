@@ -245,25 +245,19 @@ void RemoveSegmentTree(absl::string_view name) {
   if (rmdir(path.c_str()) != 0) unlink(path.c_str());
 }
 
-int RemoveSegmentsOfDeadProcesses(
+void RemoveSegmentsOfDeadProcesses(
     absl::FunctionRef<int64_t(absl::string_view name)> pid_of) {
-  int removed = 0;
   for (const std::string& name : ListSegments("")) {
     const int64_t pid = pid_of(name);
-    if (pid > 0 && !ProcessAlive(pid)) {
-      RemoveSegmentTree(name);
-      ++removed;
-    }
+    if (pid > 0 && !ProcessAlive(pid)) RemoveSegmentTree(name);
   }
-  return removed;
 }
 
-int SweepDeadServers() {
+void SweepDeadServers() {
   const std::string pid_namespace = absl::StrCat(PidNamespace());
-  return RemoveSegmentsOfDeadProcesses(
-      [&pid_namespace](absl::string_view name) {
-        return ServerPid(name, pid_namespace);
-      });
+  RemoveSegmentsOfDeadProcesses([&pid_namespace](absl::string_view name) {
+    return ServerPid(name, pid_namespace);
+  });
 }
 
 }  // namespace deepmind::reverb

@@ -102,14 +102,14 @@ REVERB_EXPORT std::vector<std::string> ListSegments(absl::string_view dir);
 REVERB_EXPORT void RemoveSegmentTree(absl::string_view name);
 
 // Removes (RemoveSegmentTree) every entry of kSharedMemoryDir for which
-// `pid_of` gives a process (> 0) that is not alive. Returns how many.
-REVERB_EXPORT int RemoveSegmentsOfDeadProcesses(
+// `pid_of` gives a process (> 0) that is not alive.
+REVERB_EXPORT void RemoveSegmentsOfDeadProcesses(
     absl::FunctionRef<int64_t(absl::string_view name)> pid_of);
 
 // Removes what servers that are gone left under kSharedMemoryDir: every
 // entry named "reverb-<pid>-<pid namespace>-..." of this pid namespace whose
-// process is not alive. Returns how many it removed.
-REVERB_EXPORT int SweepDeadServers();
+// process is not alive.
+REVERB_EXPORT void SweepDeadServers();
 
 }  // namespace deepmind::reverb
 
