@@ -188,7 +188,7 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
   }
   auto bytes = MapSegment(
       segment, [name, pool = absl::StrCat(prefix_, ".free"), number]() {
-        RecycleSegment(name, pool, number, kMaxFreeSegments);
+        RecycleSegment(name, pool, number, kMaxFreeSegments, kMaxFreeBytes);
       });
   if (!bytes.ok()) {
     unlink(SegmentPath(name).c_str());

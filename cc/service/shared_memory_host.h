@@ -12,9 +12,10 @@
 // Names under /dev/shm (P = the prefix, "reverb-<pid>-<pid ns>-<token>"):
 //   P.probe            the secret;
 //   P.chunks/<n>       the segments the tables' chunks are mapped from;
-//   P.free/<n>         segments of chunks that are gone, for writers to
-//                      reuse (at most kMaxFreeSegments; one no writer
-//                      takes within kFreeSegmentIdleTime is removed);
+//   P.free/<p>-<n>     segments of chunks that are gone (of <p> pages), for
+//                      writers to reuse (at most kMaxFreeSegments and
+//                      kMaxFreeBytes; one no writer takes within
+//                      kFreeSegmentIdleTime is removed);
 //   P.w<pid>-<token>/  a writer's segments (one directory per insert
 //                      stream, made by the client: <pid> is its own);
 //   P.s<n>/            segments lent to one sample stream;
@@ -26,8 +27,9 @@
 // mapping it; the chunk keeps the mapping (no copy). When the last item
 // referring to it goes, the file moves to P.free if nothing else links to
 // it (no sampler is reading it) and P.free has room, else it is removed: a
-// writer takes a free segment before it makes a new one, which spares the
-// kernel zeroing fresh pages for every chunk. A thread of the host looks
+// writer takes a free segment before it makes a new one (one of as many
+// pages first), which spares the kernel zeroing fresh pages for every chunk
+// (resizing one frees or adds pages). A thread of the host looks
 // at P.free every kFreeSegmentIdleTime and removes what it saw there the
 // last time: a server whose writers pause holds no more than its chunks.
 // Samples: a Lender hard-links a chunk's file into its stream's directory
@@ -68,8 +70,9 @@ class REVERB_EXPORT SharedMemoryHost {
   // Chunks from this size on go as segments unless the environment
   // variable REVERB_SHARED_MEMORY_MIN_BYTES says otherwise.
   static constexpr int64_t kDefaultMinChunkBytes = 128 << 10;
-  // Free segments kept for writers to reuse, at most.
-  static constexpr int kMaxFreeSegments = 16;
+  // Free segments kept for writers to reuse, at most: files and bytes.
+  static constexpr int kMaxFreeSegments = 32;
+  static constexpr size_t kMaxFreeBytes = size_t{256} << 20;
   // A free segment is removed after one to two of these untaken.
   static constexpr absl::Duration kFreeSegmentIdleTime = absl::Seconds(5);
 

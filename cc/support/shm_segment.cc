@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,6 +50,14 @@ absl::Status Errno(absl::string_view what, absl::string_view name) {
   return error == ENOENT ? absl::NotFoundError(text)
                          : absl::InternalError(text);
 }
+
+size_t PageSize() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+// How many pages a file of `size` bytes takes: a pool's files are named by it.
+size_t PagesOf(size_t size) { return (size + PageSize() - 1) / PageSize(); }
 
 // The pid in "reverb-<pid>-<pid namespace>-...", or -1 (also for a server
 // of another pid namespace than `pid_namespace`, whose processes this one
@@ -105,10 +114,24 @@ std::string ServerPrefix(absl::string_view token) {
 absl::Status WriteSegment(absl::string_view name,
                           absl::Span<const absl::string_view> pieces,
                           absl::string_view reuse) {
+  std::vector<iovec> rest;
+  size_t size = 0;
+  for (absl::string_view piece : pieces) {
+    if (piece.empty()) continue;
+    rest.push_back({const_cast<char*>(piece.data()), piece.size()});
+    size += piece.size();
+  }
   const std::string path = SegmentPath(name);
   int fd = -1;
   if (!reuse.empty()) {
-    for (const std::string& file : ListSegments(reuse)) {
+    std::vector<std::string> files = ListSegments(reuse);
+    // One of as many pages first: resizing another frees or adds pages.
+    const std::string pages = absl::StrCat(PagesOf(size), "-");
+    std::stable_partition(files.begin(), files.end(),
+                          [&pages](const std::string& file) {
+                            return absl::StartsWith(file, pages);
+                          });
+    for (const std::string& file : files) {
       // Another writer may take the same file first: then rename fails.
       if (rename(SegmentPath(absl::StrCat(reuse, "/", file)).c_str(),
                  path.c_str()) == 0) {
@@ -122,13 +145,6 @@ absl::Status WriteSegment(absl::string_view name,
     fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   }
   if (fd < 0) return Errno("Could not create", name);
-  std::vector<iovec> rest;
-  size_t size = 0;
-  for (absl::string_view piece : pieces) {
-    if (piece.empty()) continue;
-    rest.push_back({const_cast<char*>(piece.data()), piece.size()});
-    size += piece.size();
-  }
   absl::Status status;
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     status = Errno("Could not size", name);
@@ -162,14 +178,28 @@ absl::Status WriteSegment(absl::string_view name,
 }
 
 void RecycleSegment(absl::string_view name, absl::string_view pool,
-                    absl::string_view file, int max_files) {
+                    absl::string_view file, int max_files, size_t max_bytes) {
   const std::string path = SegmentPath(name);
   struct stat info;
-  if (stat(path.c_str(), &info) == 0 && info.st_nlink == 1 &&
-      ListSegments(pool).size() < static_cast<size_t>(max_files) &&
-      rename(path.c_str(),
-             SegmentPath(absl::StrCat(pool, "/", file)).c_str()) == 0) {
-    return;
+  if (stat(path.c_str(), &info) == 0 && info.st_nlink == 1) {
+    const size_t pages = PagesOf(info.st_size);
+    const std::vector<std::string> files = ListSegments(pool);
+    size_t pooled = pages;
+    for (const std::string& other : files) {
+      size_t other_pages;
+      if (absl::SimpleAtoi(absl::string_view(other).substr(0, other.find('-')),
+                           &other_pages)) {
+        pooled += other_pages;
+      }
+    }
+    if (files.size() < static_cast<size_t>(max_files) &&
+        pooled * PageSize() <= max_bytes &&
+        rename(
+            path.c_str(),
+            SegmentPath(absl::StrCat(pool, "/", pages, "-", file)).c_str()) ==
+            0) {
+      return;
+    }
   }
   unlink(path.c_str());
 }

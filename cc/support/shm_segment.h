@@ -52,17 +52,21 @@ REVERB_EXPORT std::string ServerPrefix(absl::string_view token);
 // other, written by the kernel (no mapping: the pages are filled as they
 // are allocated). If directory `reuse` (a name; empty: none) holds a file,
 // one of them is moved to `name` and overwritten: its pages are already
-// allocated, which spares the kernel allocating and zeroing fresh ones.
+// allocated, which spares the kernel allocating and zeroing fresh ones. One
+// of as many pages as `pieces` need is taken first (see RecycleSegment):
+// resizing another frees pages or adds fresh ones.
 REVERB_EXPORT absl::Status WriteSegment(
     absl::string_view name, absl::Span<const absl::string_view> pieces,
     absl::string_view reuse = "");
 
-// Moves segment `name` into directory `pool` as `pool`/`file` if the pool
-// holds fewer than `max_files` files and nothing else links to the segment
-// (no reader may still be reading it), else removes it.
+// Moves segment `name` into directory `pool` as `pool`/`<pages>-<file>`
+// (<pages>: how many memory pages it takes) if nothing else links to the
+// segment (no reader may still be reading it) and the pool, with it, holds
+// at most `max_files` files and `max_bytes` of pages; else removes it.
 REVERB_EXPORT void RecycleSegment(absl::string_view name,
                                   absl::string_view pool,
-                                  absl::string_view file, int max_files);
+                                  absl::string_view file, int max_files,
+                                  size_t max_bytes);
 
 // A segment, opened.
 struct REVERB_EXPORT OpenSegment {

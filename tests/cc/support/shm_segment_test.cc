@@ -44,6 +44,8 @@ int64_t DeadPid() {
   return pid;
 }
 
+constexpr size_t kNoByteLimit = ~size_t{0};
+
 class ShmSegmentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -109,16 +111,39 @@ TEST_F(ShmSegmentTest, ReadSegmentReadsARangeOfTheFile) {
 
 TEST_F(ShmSegmentTest, RecycledSegmentIsReusedByTheNextWrite) {
   ASSERT_TRUE(Write(Name("a"), std::string(100, 'a')).ok());
-  RecycleSegment(Name("a"), Name("pool"), "1", 4);
+  RecycleSegment(Name("a"), Name("pool"), "1", 4, kNoByteLimit);
   EXPECT_FALSE(Exists(Name("a")));
-  EXPECT_TRUE(Exists(Name("pool/1")));
+  EXPECT_TRUE(Exists(Name("pool/1-1")));  // Named by its pages.
   ASSERT_TRUE(Write(Name("b"), "short", Name("pool")).ok());
-  EXPECT_FALSE(Exists(Name("pool/1")));  // Taken, resized, overwritten.
+  EXPECT_FALSE(Exists(Name("pool/1-1")));  // Taken, resized, overwritten.
   EXPECT_EQ(Read(Name("b")), "short");
   // With nothing to reuse, a new file.
   RemoveSegmentTree(Name("b"));
   ASSERT_TRUE(Write(Name("b"), "new", Name("pool")).ok());
   EXPECT_EQ(Read(Name("b")), "new");
+}
+
+TEST_F(ShmSegmentTest, AWriteTakesAFreeSegmentOfItsPagesFirst) {
+  const size_t page = sysconf(_SC_PAGESIZE);
+  const std::string one_page(page, '1'), three_pages(3 * page - 5, '3');
+  for (const auto& [name, bytes] :
+       {std::pair{"b", three_pages}, std::pair{"a", one_page}}) {
+    ASSERT_TRUE(Write(Name(name), bytes).ok());
+    RecycleSegment(Name(name), Name("pool"), name, 4, kNoByteLimit);
+  }
+  ASSERT_TRUE(Exists(Name("pool/1-a")));
+  ASSERT_TRUE(Exists(Name("pool/3-b")));
+  // tmpfs lists the newer one of one page first: the one of three is taken.
+  const std::string three_again(3 * page, 'x');
+  ASSERT_TRUE(Write(Name("link"), three_again, Name("pool")).ok());
+  EXPECT_FALSE(Exists(Name("pool/3-b")));
+  EXPECT_TRUE(Exists(Name("pool/1-a")));
+  EXPECT_EQ(Read(Name("link")), three_again);
+  // None of two pages: another one is taken and resized.
+  const std::string two_pages(2 * page, 'y');
+  ASSERT_TRUE(Write(Name("b"), two_pages, Name("pool")).ok());
+  EXPECT_FALSE(Exists(Name("pool/1-a")));
+  EXPECT_EQ(Read(Name("b")), two_pages);
 }
 
 TEST_F(ShmSegmentTest, SegmentWithAnotherLinkOrAFullPoolIsRemoved) {
@@ -127,16 +152,28 @@ TEST_F(ShmSegmentTest, SegmentWithAnotherLinkOrAFullPoolIsRemoved) {
   ASSERT_EQ(
       link(SegmentPath(Name("a")).c_str(), SegmentPath(Name("link")).c_str()),
       0);
-  RecycleSegment(Name("a"), Name("pool"), "1", 4);
+  RecycleSegment(Name("a"), Name("pool"), "1", 4, kNoByteLimit);
   EXPECT_FALSE(Exists(Name("a")));
-  EXPECT_FALSE(Exists(Name("pool/1")));
+  EXPECT_FALSE(Exists(Name("pool/1-1")));
   EXPECT_EQ(Read(Name("link")), "x");  // The reader still reads it.
 
-  ASSERT_TRUE(Write(Name("pool/1"), "1").ok());
+  // A pool of as many files as it may hold.
+  ASSERT_TRUE(Write(Name("pool/1-1"), "1").ok());
   ASSERT_TRUE(Write(Name("a"), "x").ok());
-  RecycleSegment(Name("a"), Name("pool"), "2", 1);
+  RecycleSegment(Name("a"), Name("pool"), "2", 1, kNoByteLimit);
   EXPECT_FALSE(Exists(Name("a")));
-  EXPECT_FALSE(Exists(Name("pool/2")));
+  EXPECT_FALSE(Exists(Name("pool/1-2")));
+
+  // A pool of as many bytes: two pages (the file's and one more) fit, three
+  // do not.
+  const size_t page = sysconf(_SC_PAGESIZE);
+  for (const char* more : {"2", "3"}) {
+    ASSERT_TRUE(Write(Name("a"), "x").ok());
+    RecycleSegment(Name("a"), Name("pool"), more, 4, 2 * page);
+  }
+  EXPECT_TRUE(Exists(Name("pool/1-2")));
+  EXPECT_FALSE(Exists(Name("pool/1-3")));
+  EXPECT_FALSE(Exists(Name("a")));
 }
 
 TEST_F(ShmSegmentTest, SweepRemovesTheNamesOfServersThatAreGone) {
