@@ -316,6 +316,7 @@ absl::Status TrajectoryWriter::CreateItems(
 std::string TrajectoryWriter::QueueLocked(absl::Span<Item> items) {
   for (Item& item : items) {
     item.seq = next_seq_++;
+    CountQueuedLocked(item, 1);
     queue_.push_back(std::move(item));
   }
   if (queue_.size() + in_flight_.size() < kPendingItemsWarningThreshold) {
@@ -332,6 +333,17 @@ std::string TrajectoryWriter::QueueLocked(absl::Span<Item> items) {
       " items have been sent to the server but haven't been confirmed yet. "
       "It is important to call Flush regularly as large numbers of pending "
       "items can result in OOM crashes on both client and server.");
+}
+
+void TrajectoryWriter::CountQueuedLocked(const Item& item, int delta) {
+  uint64_t last = 0;
+  for (size_t i = 0; i < item.cells.size(); ++i) {
+    const uint64_t key = item.cells[i]->chunk_key();
+    // Cells of one chunk lie next to each other.
+    if (i > 0 && key == last) continue;
+    last = key;
+    if ((queued_chunk_refs_[key] += delta) == 0) queued_chunk_refs_.erase(key);
+  }
 }
 
 absl::Span<const std::shared_ptr<CellRef>> TrajectoryWriter::Item::column_cells(
@@ -506,6 +518,7 @@ void TrajectoryWriter::RunStreams() {
     std::sort(unconfirmed.begin(), unconfirmed.end(),
               [](const Item& a, const Item& b) { return a.seq < b.seq; });
     for (auto it = unconfirmed.rbegin(); it != unconfirmed.rend(); ++it) {
+      CountQueuedLocked(*it, 1);
       queue_.push_front(std::move(*it));
     }
     streamed_keys_.clear();
@@ -620,6 +633,7 @@ bool TrajectoryWriter::BuildRequestLocked(
        ++n) {
     Item item = std::move(queue_.front());
     queue_.pop_front();
+    CountQueuedLocked(item, -1);
     for (const auto& ref : item.cells) {
       if (streamed_keys_.insert(ref->chunk_key()).second) {
         std::shared_ptr<const ChunkData> chunk = ref->GetChunk();
@@ -648,12 +662,8 @@ bool TrajectoryWriter::BuildRequestLocked(
       if (streamed_keys_.contains(key)) keep.insert(key);
     }
   }
-  for (const auto& item : queue_) {
-    for (const auto& ref : item.cells) {
-      if (streamed_keys_.contains(ref->chunk_key())) {
-        keep.insert(ref->chunk_key());
-      }
-    }
+  for (uint64_t key : streamed_keys_) {
+    if (queued_chunk_refs_.contains(key)) keep.insert(key);
   }
   request->mutable_keep_chunk_keys()->Add(keep.begin(), keep.end());
   streamed_keys_ = std::move(keep);

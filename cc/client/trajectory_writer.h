@@ -253,6 +253,10 @@ class REVERB_EXPORT TrajectoryWriter {
   // log once the lock is released, or empty.
   std::string QueueLocked(absl::Span<Item> items)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds `delta` (+1 as `item` joins queue_, -1 as it leaves) to the counts
+  // of the chunks it refers to in queued_chunk_refs_.
+  void CountQueuedLocked(const Item& item, int delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Builds the next request to `shard`: its items and keep_chunk_keys in
   // `request`, the chunks to send first in `chunks` (see
   // EncodeInsertRequest); false if there is nothing ready to send.
@@ -276,6 +280,11 @@ class REVERB_EXPORT TrajectoryWriter {
   // When the next pending-items warning may be logged.
   absl::Time next_pending_warning_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  // For every chunk the items of queue_ refer to, how many refer to it: the
+  // streamed chunks the server must keep for them, known without a look
+  // at every queued item per request (a writer never flushed may queue
+  // tens of thousands).
+  absl::flat_hash_map<uint64_t, int> queued_chunk_refs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Item> in_flight_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> streamed_keys_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);

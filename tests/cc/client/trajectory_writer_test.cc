@@ -166,5 +166,54 @@ TEST_F(TrajectoryWriterTest, StreamsAgainToARestartedServer) {
   writer->Close();
 }
 
+TEST_F(TrajectoryWriterTest, QueuedItemsKeepTheStreamedChunksTheyReferTo) {
+  StartServer({FifoTable("t", *MinSizeRateLimiter(1))});
+  const int port = server_->port();
+  server_->Stop();
+  server_.reset();
+  // Column 0 in chunks of one step, kept alive for two; column 1 in chunks
+  // of four steps.
+  auto writer = NewWriter(/*max_chunk_length=*/1, /*num_keep_alive_refs=*/2);
+  ASSERT_TRUE(
+      writer
+          ->ConfigureChunker(1, std::make_shared<ConstantChunkerOptions>(4, 4))
+          .ok());
+  auto append = [&writer](int32_t value) {
+    auto refs = writer->Append({std::optional<TensorView>(Int32({value}, {})),
+                                std::optional<TensorView>(Int32({value}, {}))});
+    EXPECT_TRUE(refs.ok()) << refs.status();
+    return *std::move(refs);
+  };
+  // With no server, both items wait; the second until column 1's chunk is
+  // finalized.
+  auto step0 = append(0);
+  ASSERT_TRUE(writer->CreateItem("t", 1, {{{*step0[0]}}}).ok());
+  ASSERT_TRUE(writer->CreateItem("t", 2, {{{*step0[0]}}, {{*step0[1]}}}).ok());
+  // Column 0's chunkers no longer keep step 0 alive: only the waiting item
+  // refers to its chunk.
+  append(1);
+  append(2);
+  auto table = FifoTable("t", *MinSizeRateLimiter(1));
+  StartServer({table}, port);
+  // The first item streams step 0's chunk; the server is asked to keep it
+  // for the second (sent once step 3 finalizes column 1's chunk), which
+  // then refers to it without sending it again.
+  absl::Status flush = writer->Flush(1, absl::Seconds(60));
+  ASSERT_TRUE(flush.ok()) << flush;
+  EXPECT_EQ(writer->num_streamed_chunks(), 1);
+  append(3);
+  flush = writer->Flush(0, absl::Seconds(60));
+  ASSERT_TRUE(flush.ok()) << flush;
+  // Once no item waits for it, step 0's chunk is let go; column 1's chunk,
+  // which its chunker keeps alive, stays.
+  EXPECT_EQ(writer->num_streamed_chunks(), 1);
+
+  auto stored = StoredItems(*table);
+  ASSERT_EQ(stored.size(), 2);
+  EXPECT_EQ(stored[0].columns, (std::vector<std::vector<int32_t>>{{0}}));
+  EXPECT_EQ(stored[1].columns, (std::vector<std::vector<int32_t>>{{0}, {0}}));
+  writer->Close();
+}
+
 }  // namespace
 }  // namespace deepmind::reverb
