@@ -308,6 +308,11 @@ TEST(TensorCompressionTest, IncompressibleDataIsStoredAsOneSnappyLiteral) {
     auto back = DecompressTensorFromProto(proto);
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->bytes, random.bytes);
+    // A moved tensor (its buffer becomes the output) is stored alike.
+    Tensor moved = random;
+    tensorflow::TensorProto moved_proto;
+    ASSERT_TRUE(CompressTensorAsProto(std::move(moved), &moved_proto).ok());
+    EXPECT_EQ(moved_proto.tensor_content(), content);
   }
 }
 
