@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -58,6 +57,18 @@ size_t PageSize() {
 
 // How many pages a file of `size` bytes takes: a pool's files are named by it.
 size_t PagesOf(size_t size) { return (size + PageSize() - 1) / PageSize(); }
+
+// The pages of a pool's file, named "<pages>-<n>" (RecycleSegment); 0 for
+// another name.
+size_t PagesInName(absl::string_view file) {
+  size_t pages = 0;
+  const size_t dash = file.find('-');
+  if (dash == absl::string_view::npos ||
+      !absl::SimpleAtoi(file.substr(0, dash), &pages)) {
+    return 0;
+  }
+  return pages;
+}
 
 // The pid in "reverb-<pid>-<pid namespace>-...", or -1 (also for a server
 // of another pid namespace than `pid_namespace`, whose processes this one
@@ -126,10 +137,10 @@ absl::Status WriteSegment(absl::string_view name,
   if (!reuse.empty()) {
     std::vector<std::string> files = ListSegments(reuse);
     // One of as many pages first: resizing another frees or adds pages.
-    const std::string pages = absl::StrCat(PagesOf(size), "-");
+    const size_t pages = PagesOf(size);
     std::stable_partition(files.begin(), files.end(),
-                          [&pages](const std::string& file) {
-                            return absl::StartsWith(file, pages);
+                          [pages](const std::string& file) {
+                            return PagesInName(file) == pages;
                           });
     for (const std::string& file : files) {
       // Another writer may take the same file first: then rename fails.
@@ -185,13 +196,7 @@ void RecycleSegment(absl::string_view name, absl::string_view pool,
     const size_t pages = PagesOf(info.st_size);
     const std::vector<std::string> files = ListSegments(pool);
     size_t pooled = pages;
-    for (const std::string& other : files) {
-      size_t other_pages;
-      if (absl::SimpleAtoi(absl::string_view(other).substr(0, other.find('-')),
-                           &other_pages)) {
-        pooled += other_pages;
-      }
-    }
+    for (const std::string& other : files) pooled += PagesInName(other);
     if (files.size() < static_cast<size_t>(max_files) &&
         pooled * PageSize() <= max_bytes &&
         rename(
