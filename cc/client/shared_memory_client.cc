@@ -103,7 +103,8 @@ bool SharedMemoryClient::Writer::Write(const ChunkData& chunk, size_t size,
   }
   pieces.front().remove_prefix(LengthDelimitedSize(size) - size);
   const absl::Status written =
-      WriteSegment(name, pieces, absl::StrCat(session_->prefix_, ".free"));
+      WriteSegment(name, pieces, absl::StrCat(session_->prefix_, ".free"),
+                   &session_->write_mappings_);
   if (!written.ok()) return false;
   out->set_segment(std::move(name));
   out->set_secret(session_->secret_);
@@ -136,10 +137,23 @@ absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
         unlink(SegmentPath(name).c_str());
         return segment.status();
       }
-      REVERB_ASSIGN_OR_RETURN(absl::Cord bytes,
-                              MapSegment(*segment, [name, dir = reader_]() {
-                                unlink(SegmentPath(name).c_str());
-                              }));
+      std::shared_ptr<char> kept =
+          read_mappings_.Find(segment->fd, segment->size);
+      const bool met = kept != nullptr;
+      if (!met) kept = read_mappings_.Keep(segment->fd, segment->size);
+      absl::Cord bytes;
+      if (kept != nullptr) {
+        bytes = absl::MakeCordFromExternal(
+            absl::string_view(kept.get(), segment->size),
+            [kept, name, dir = reader_]() {
+              unlink(SegmentPath(name).c_str());
+            });
+      } else {
+        REVERB_ASSIGN_OR_RETURN(bytes,
+                                MapSegment(*segment, [name, dir = reader_]() {
+                                  unlink(SegmentPath(name).c_str());
+                                }));
+      }
       // The tensors' contents are pieces of the mapping, flat as it is.
       ChunkData* chunk = entry.add_data();
       std::vector<absl::Cord> pieces;
@@ -149,7 +163,7 @@ absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
             "Shared-memory chunk ", shared.segment(), " is not a chunk."));
       }
       ChunkContents& contents = held->Hold(chunk, std::move(pieces));
-      contents.segment = std::move(name);
+      if (!met) contents.segment = std::move(name);
       contents.base = whole->data();
       contents.size = whole->size();
     }

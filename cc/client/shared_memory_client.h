@@ -6,11 +6,17 @@
 // can read it is on the server's host, as its user. Then
 //  - an insert stream's Writer writes each chunk from min_chunk_bytes() on
 //    into a segment of its own directory (one the server freed, if there
-//    is one) and sends the segment's name (the server takes the file over);
+//    is one: through the mapping the session keeps of it if it has seen it
+//    before, cc/support/segment_mappings.h) and sends the segment's name
+//    (the server takes the file over);
 //  - a sample stream sends the secret with its requests, and TakeChunks()
 //    takes the chunks the server lent as segments into the session's own
 //    directory and maps them, for the sample to decompress its tensors
-//    from (no copy in between); each goes with the sample.
+//    from (no copy in between); each goes with the sample. A segment met
+//    for the first time is mapped to be kept, and its tensors stored
+//    uncompressed are read with pread (faulting them in would cost more
+//    than the copy); from the next time on, they are copied from the kept
+//    mapping.
 //
 // Shared memory is never required: a server without it (dm-reverb, another
 // host, REVERB_SHARED_MEMORY=0 on either side) gets bytes, and a segment
@@ -34,6 +40,7 @@
 #include "absl/time/time.h"
 #include "cc/client/sample.h"
 #include "cc/support/export.h"
+#include "cc/support/segment_mappings.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
 
 namespace deepmind::reverb {
@@ -102,9 +109,21 @@ class REVERB_EXPORT SharedMemoryClient {
         min_chunk_bytes_(min_chunk_bytes),
         reader_(std::move(reader)) {}
 
+  // The mappings kept of the segments writers write and samplers read
+  // (cc/support/segment_mappings.h): each spans at most 1 GiB of address
+  // space (the memory is the server's files').
+  static SegmentMappings::Options WriterMappings() {
+    SegmentMappings::Options options;
+    options.writable = true;
+    options.lasting_names = true;
+    return options;
+  }
+
   const std::string prefix_;
   const std::string secret_;
   const int64_t min_chunk_bytes_;
+  mutable SegmentMappings write_mappings_{WriterMappings()};
+  mutable SegmentMappings read_mappings_{SegmentMappings::Options()};
   const std::shared_ptr<ReaderDir> reader_;
   mutable std::atomic<int64_t> next_read_{0};
 };

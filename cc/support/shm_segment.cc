@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <utility>
 #include <vector>
@@ -124,7 +125,7 @@ std::string ServerPrefix(absl::string_view token) {
 
 absl::Status WriteSegment(absl::string_view name,
                           absl::Span<const absl::string_view> pieces,
-                          absl::string_view reuse) {
+                          absl::string_view reuse, SegmentMappings* mappings) {
   std::vector<iovec> rest;
   size_t size = 0;
   for (absl::string_view piece : pieces) {
@@ -146,19 +147,29 @@ absl::Status WriteSegment(absl::string_view name,
       // Another writer may take the same file first: then rename fails.
       if (rename(SegmentPath(absl::StrCat(reuse, "/", file)).c_str(),
                  path.c_str()) == 0) {
-        fd = open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) unlink(path.c_str());
         break;
       }
     }
   }
   if (fd < 0) {
-    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   }
   if (fd < 0) return Errno("Could not create", name);
   absl::Status status;
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     status = Errno("Could not size", name);
+  }
+  if (status.ok() && mappings != nullptr) {
+    if (std::shared_ptr<char> mapped = mappings->Find(fd, size)) {
+      char* out = mapped.get();
+      for (const iovec& piece : rest) {
+        std::memcpy(out, piece.iov_base, piece.iov_len);
+        out += piece.iov_len;
+      }
+      rest.clear();
+    }
   }
   // pwritev takes at most IOV_MAX pieces and may write part of them.
   size_t first = 0;
@@ -182,6 +193,10 @@ absl::Status WriteSegment(absl::string_view name,
       rest[first].iov_base = static_cast<char*>(rest[first].iov_base) + left;
       rest[first].iov_len -= left;
     }
+  }
+  // Written with pwrite: mapped for the next time.
+  if (status.ok() && mappings != nullptr && offset > 0) {
+    mappings->Keep(fd, size);
   }
   close(fd);
   if (!status.ok()) unlink(path.c_str());

@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "cc/support/export.h"
+#include "cc/support/segment_mappings.h"
 
 namespace deepmind::reverb {
 
@@ -54,10 +55,12 @@ REVERB_EXPORT std::string ServerPrefix(absl::string_view token);
 // one of them is moved to `name` and overwritten: its pages are already
 // allocated, which spares the kernel allocating and zeroing fresh ones. One
 // of as many pages as `pieces` need is taken first (see RecycleSegment):
-// resizing another frees pages or adds fresh ones.
+// resizing another frees pages or adds fresh ones. With `mappings`
+// (writable), a file they have kept is written through its mapping, and
+// the others are kept.
 REVERB_EXPORT absl::Status WriteSegment(
     absl::string_view name, absl::Span<const absl::string_view> pieces,
-    absl::string_view reuse = "");
+    absl::string_view reuse = "", SegmentMappings* mappings = nullptr);
 
 // Moves segment `name` into directory `pool` as `pool`/`<pages>-<file>`
 // (<pages>: how many memory pages it takes) if nothing else links to the
