@@ -24,7 +24,9 @@
 //                      removed once it has read the chunk.
 //
 // Inserts: Accept() takes a writer's segment by moving it into P.chunks and
-// mapping it; the chunk keeps the mapping (no copy). When the last item
+// mapping it; the chunk keeps the mapping (no copy). The host keeps its
+// mappings of the files it meets (cc/support/segment_mappings.h): a file
+// writers reuse comes back mapped, its pages too. When the last item
 // referring to it goes, the file moves to P.free if nothing else links to
 // it (no sampler is reading it) and P.free has room, else it is removed: a
 // writer takes a free segment before it makes a new one (one of as many
@@ -61,6 +63,7 @@
 #include "cc/core/chunk.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
+#include "cc/support/segment_mappings.h"
 #include "reverb/cc/reverb_service.pb.h"
 
 namespace deepmind::reverb {
@@ -133,6 +136,13 @@ class REVERB_EXPORT SharedMemoryHost {
   const std::string secret_;
   const int64_t min_chunk_bytes_;
   const uint64_t pid_namespace_;
+  // Of the files accepted (the name a writer sends stays the file's while
+  // it lives: the host renames it, never links it anew).
+  SegmentMappings mappings_{[] {
+    SegmentMappings::Options options;
+    options.lasting_names = true;
+    return options;
+  }()};
   std::atomic<int64_t> next_chunk_{0};
   std::atomic<int64_t> next_lender_{0};
   Mutex mu_;

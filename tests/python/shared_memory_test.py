@@ -205,6 +205,9 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
       _wait_for(lambda: not server.stored_segments(), 'freed segments')
       free = server.stored_segments('free')
       assert 3 < len(free) <= 9, free
+      # The server keeps its mappings of them, for when writers reuse them.
+      maps = pathlib.Path(f'/proc/{server.process.pid}/maps').read_text()
+      assert '.free/' in maps
       # A writer takes a free segment before it makes a new one.
       _write(client, 3)
       assert len(server.stored_segments()) == 3
