@@ -71,7 +71,7 @@ std::shared_ptr<char> SegmentMappings::Find(int fd, size_t size) {
   if (static_cast<size_t>(info.st_blocks) * 512 < length) return nullptr;
   MutexLock lock(&mu_);
   auto it = mappings_.find(FileId(info.st_dev, info.st_ino));
-  if (it == mappings_.end() || it->second->length != length) return nullptr;
+  if (it == mappings_.end() || it->second->length < length) return nullptr;
   it->second->last_found = ++finds_;
   it->second->found_at = absl::Now();
   return std::shared_ptr<char>(it->second, it->second->address);

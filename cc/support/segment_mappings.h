@@ -60,9 +60,10 @@ class REVERB_EXPORT SegmentMappings {
   SegmentMappings& operator=(const SegmentMappings&) = delete;
 
   // The kept mapping of open file `fd`, `size` bytes long, if there is one
-  // of as many pages and every page of the file is allocated (a copy into a
-  // hole of a full /dev/shm would fault); else null. It stays mapped while
-  // the pointer lives.
+  // that spans them (a file shrunk since it was mapped is found; one grown
+  // is not) and every page of the file is allocated (a copy into a hole of
+  // a full /dev/shm would fault); else null. It stays mapped while the
+  // pointer lives; only its first `size` bytes may be touched.
   std::shared_ptr<char> Find(int fd, size_t size);
 
   // Maps file `fd` (`size` bytes long, every page allocated) to be found

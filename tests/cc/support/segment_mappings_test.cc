@@ -104,19 +104,21 @@ TEST_F(SegmentMappingsTest, AReadOnlyMappingReadsTheFileAsItIsNow) {
   EXPECT_EQ(std::string(mapped.get(), 10000), rewritten);
 }
 
-TEST_F(SegmentMappingsTest, AFileOfOtherPagesOrWithHolesIsNotWrittenThrough) {
+TEST_F(SegmentMappingsTest, AFileGrownOrWithHolesIsNotWrittenThrough) {
   SegmentMappings mappings(Writable());
   const int fd = Make(std::string(10000, 'a'));  // Three pages.
   mappings.Keep(fd, 10000);
   ASSERT_EQ(ftruncate(fd, 20000), 0);  // Five, two of them holes.
   EXPECT_FALSE(WriteThrough(mappings, fd, std::string(20000, 'b')));
-  ASSERT_EQ(ftruncate(fd, 3000), 0);  // One.
-  EXPECT_FALSE(WriteThrough(mappings, fd, std::string(3000, 'b')));
-  EXPECT_EQ(Contents(fd), std::string(3000, 'a'));
+  EXPECT_EQ(Contents(fd), std::string(10000, 'a') + std::string(10000, '\0'));
+  // One page: within the mapping.
+  ASSERT_EQ(ftruncate(fd, 3000), 0);
+  EXPECT_TRUE(WriteThrough(mappings, fd, std::string(3000, 'b')));
+  EXPECT_EQ(Contents(fd), std::string(3000, 'b'));
   // Three again, but two of them holes.
   ASSERT_EQ(ftruncate(fd, 10000), 0);
-  EXPECT_FALSE(WriteThrough(mappings, fd, std::string(10000, 'b')));
-  EXPECT_EQ(Contents(fd), std::string(3000, 'a') + std::string(7000, '\0'));
+  EXPECT_FALSE(WriteThrough(mappings, fd, std::string(10000, 'c')));
+  EXPECT_EQ(Contents(fd), std::string(3000, 'b') + std::string(7000, '\0'));
 }
 
 TEST_F(SegmentMappingsTest, TheLeastRecentlyFoundGoOverTheLimit) {
