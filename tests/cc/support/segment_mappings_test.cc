@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -184,6 +185,32 @@ TEST_F(SegmentMappingsTest, ItsThreadDropsThemOnItsOwn) {
   ASSERT_EQ(unlink(SegmentPath(made_.back()).c_str()), 0);
   for (int i = 0; i < 100 && mappings.size() > 0; ++i) usleep(100'000);
   EXPECT_EQ(mappings.size(), 0);
+}
+
+TEST_F(SegmentMappingsTest, ThreadsWriteTheirOwnFilesWhileOthersAreDropped) {
+  SegmentMappings::Options options = Writable(8 * 4096);  // Some evicted.
+  options.max_idle = absl::Milliseconds(1);
+  SegmentMappings mappings(options);
+  constexpr int kThreads = 4;
+  std::vector<int> fds;
+  for (int i = 0; i < kThreads * 3; ++i) fds.push_back(Make("x"));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 300; ++round) {
+        const int fd = fds[t * 3 + round % 3];
+        const std::string bytes(1, static_cast<char>('a' + round % 26));
+        if (!WriteThrough(mappings, fd, bytes)) {
+          ASSERT_EQ(pwrite(fd, bytes.data(), 1, 0), 1);
+          mappings.Keep(fd, 1);
+        }
+        ASSERT_EQ(Contents(fd), bytes);
+      }
+    });
+  }
+  for (int round = 0; round < 100; ++round) mappings.DropStale();
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_LE(mappings.size(), 8);
 }
 
 TEST_F(SegmentMappingsTest, WriteSegmentWritesAPooledFileThroughItsMapping) {
