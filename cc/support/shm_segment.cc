@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/stream_copy.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -165,7 +166,8 @@ absl::Status WriteSegment(absl::string_view name,
     if (std::shared_ptr<char> mapped = mappings->Find(fd, size)) {
       char* out = mapped.get();
       for (const iovec& piece : rest) {
-        std::memcpy(out, piece.iov_base, piece.iov_len);
+        StreamCopy(out, static_cast<const char*>(piece.iov_base),
+                   piece.iov_len);
         out += piece.iov_len;
       }
       rest.clear();
