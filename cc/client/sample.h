@@ -40,8 +40,10 @@ struct REVERB_EXPORT Sample {
 // long as the mapping is), `size` bytes from `base`: a tensor stored
 // uncompressed (SnappyStoredOffset, cc/tensor/snappy_decode.h) whose view
 // lies there is then read from the file into its destination, so that its
-// pages are never mapped into this process (faulting them in and unmapping
-// them cost more than the copy).
+// pages are not faulted in for one read (that costs more than the copy).
+// A segment whose mapping was kept from an earlier sample (its pages mapped
+// already: SharedMemoryClient) names no `segment`: its views are read where
+// they are.
 struct REVERB_EXPORT ChunkContents {
   std::vector<absl::string_view> views;
   std::string segment;  // Empty: none; the views are read where they are.

@@ -137,23 +137,17 @@ absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
         unlink(SegmentPath(name).c_str());
         return segment.status();
       }
-      std::shared_ptr<char> kept =
-          read_mappings_.Find(segment->fd, segment->size);
-      const bool met = kept != nullptr;
-      if (!met) kept = read_mappings_.Keep(segment->fd, segment->size);
-      absl::Cord bytes;
-      if (kept != nullptr) {
-        bytes = absl::MakeCordFromExternal(
-            absl::string_view(kept.get(), segment->size),
-            [kept, name, dir = reader_]() {
-              unlink(SegmentPath(name).c_str());
-            });
-      } else {
-        REVERB_ASSIGN_OR_RETURN(bytes,
-                                MapSegment(*segment, [name, dir = reader_]() {
-                                  unlink(SegmentPath(name).c_str());
-                                }));
-      }
+      // A segment met before is read from the mapping kept of it; one met
+      // for the first time is mapped to be kept, and its stored tensors are
+      // read with pread meanwhile (faulting their pages in for one read
+      // costs more than the copy).
+      bool met = false;
+      REVERB_ASSIGN_OR_RETURN(
+          absl::Cord bytes,
+          MapKeptSegment(
+              *segment, read_mappings_,
+              [name, dir = reader_]() { unlink(SegmentPath(name).c_str()); },
+              &met));
       // The tensors' contents are pieces of the mapping, flat as it is.
       ChunkData* chunk = entry.add_data();
       std::vector<absl::Cord> pieces;

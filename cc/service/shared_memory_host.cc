@@ -186,16 +186,11 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
         absl::StrCat("Could not keep shared-memory chunk ", chunk.segment(),
                      ": ", std::strerror(errno)));
   }
-  auto recycle = [name, pool = absl::StrCat(prefix_, ".free"), number]() {
-    RecycleSegment(name, pool, number, kMaxFreeSegments, kMaxFreeBytes);
-  };
-  std::shared_ptr<char> kept = mappings_.Find(segment.fd, segment.size);
-  if (kept == nullptr) kept = mappings_.Keep(segment.fd, segment.size);
-  absl::StatusOr<absl::Cord> bytes =
-      kept == nullptr ? MapSegment(segment, recycle)
-                      : absl::MakeCordFromExternal(
-                            absl::string_view(kept.get(), segment.size),
-                            [kept, recycle]() { recycle(); });
+  auto bytes = MapKeptSegment(
+      segment, mappings_,
+      [name, pool = absl::StrCat(prefix_, ".free"), number]() {
+        RecycleSegment(name, pool, number, kMaxFreeSegments, kMaxFreeBytes);
+      });
   if (!bytes.ok()) {
     unlink(SegmentPath(name).c_str());
     return bytes.status();

@@ -269,6 +269,22 @@ absl::StatusOr<absl::Cord> MapSegment(const OpenSegment& segment,
   return absl::Cord(std::move(bytes));
 }
 
+absl::StatusOr<absl::Cord> MapKeptSegment(const OpenSegment& segment,
+                                          SegmentMappings& mappings,
+                                          std::function<void()> on_release,
+                                          bool* kept) {
+  std::shared_ptr<char> mapped = mappings.Find(segment.fd, segment.size);
+  if (kept != nullptr) *kept = mapped != nullptr;
+  if (mapped == nullptr) mapped = mappings.Keep(segment.fd, segment.size);
+  if (mapped == nullptr) return MapSegment(segment, std::move(on_release));
+  const absl::string_view bytes(mapped.get(), segment.size);
+  return absl::MakeCordFromExternal(
+      bytes,
+      [mapped = std::move(mapped), on_release = std::move(on_release)]() {
+        if (on_release) on_release();
+      });
+}
+
 absl::Status ReadSegment(absl::string_view name, size_t offset, char* out,
                          size_t length) {
   REVERB_ASSIGN_OR_RETURN(const OpenSegment segment, OpenSegmentFile(name));

@@ -94,6 +94,13 @@ REVERB_EXPORT absl::StatusOr<OpenSegment> OpenSegmentFile(
 REVERB_EXPORT absl::StatusOr<absl::Cord> MapSegment(
     const OpenSegment& segment, std::function<void()> on_release);
 
+// As MapSegment, through `mappings`: the mapping kept of the segment's file
+// if there is one (then `*kept` is true), else a mapping kept from now on
+// (else MapSegment's). `on_release` runs once the Cord's last copy goes.
+REVERB_EXPORT absl::StatusOr<absl::Cord> MapKeptSegment(
+    const OpenSegment& segment, SegmentMappings& mappings,
+    std::function<void()> on_release, bool* kept = nullptr);
+
 // Reads `length` bytes of segment `name` from `offset` into `out` (with
 // pread: nothing is mapped). The errors of OpenSegmentFile; INTERNAL if it
 // cannot be read or is shorter.

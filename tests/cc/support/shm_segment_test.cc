@@ -1,5 +1,6 @@
 #include "cc/support/shm_segment.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,6 +83,44 @@ TEST_F(ShmSegmentTest, WrittenSegmentIsOwnerOnlyAndOpensWithItsSize) {
   EXPECT_TRUE(released);  // With the last copy of the Cord.
   // It must not exist yet.
   EXPECT_FALSE(Write(Name("a"), "again").ok());
+}
+
+TEST_F(ShmSegmentTest, MapKeptSegmentKeepsTheMappingForTheNextTime) {
+  ASSERT_TRUE(Write(Name("a"), "first bytes").ok());
+  SegmentMappings mappings{SegmentMappings::Options()};
+  int released = 0;
+  const char* first_address = nullptr;
+  {
+    auto segment = OpenSegmentFile(Name("a"));
+    ASSERT_TRUE(segment.ok()) << segment.status();
+    bool kept = true;
+    auto bytes = MapKeptSegment(
+        *segment, mappings, [&] { ++released; }, &kept);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    EXPECT_FALSE(kept);  // Met for the first time.
+    EXPECT_EQ(std::string(*bytes), "first bytes");
+    first_address = bytes->TryFlat()->data();
+  }
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(mappings.size(), 1);
+  // The file rewritten (as a writer reuses it), then met again.
+  {
+    const int fd = open(SegmentPath(Name("a")).c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, "other", 5, 0), 5);
+    close(fd);
+    auto segment = OpenSegmentFile(Name("a"));
+    ASSERT_TRUE(segment.ok()) << segment.status();
+    bool kept = false;
+    auto bytes = MapKeptSegment(
+        *segment, mappings, [&] { ++released; }, &kept);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    EXPECT_TRUE(kept);
+    EXPECT_EQ(std::string(*bytes), "other bytes");
+    EXPECT_EQ(bytes->TryFlat()->data(), first_address);  // The same mapping.
+    EXPECT_EQ(released, 1);
+  }
+  EXPECT_EQ(released, 2);
 }
 
 TEST_F(ShmSegmentTest, OpenRefusesWhatIsNotASegment) {
