@@ -14,17 +14,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "cc/support/pages.h"
 #include "cc/support/thread_name.h"
 
 namespace deepmind::reverb {
 namespace {
-
-size_t PageSize() {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return page;
-}
-
-size_t Pages(size_t size) { return (size + PageSize() - 1) / PageSize(); }
 
 // The start addresses of this process's mappings of files whose every name
 // is gone: /proc/self/maps marks them " (deleted)".
@@ -66,7 +60,7 @@ SegmentMappings::~SegmentMappings() {
 std::shared_ptr<char> SegmentMappings::Find(int fd, size_t size) {
   struct stat info;
   if (fstat(fd, &info) != 0) return nullptr;
-  const size_t length = Pages(size) * PageSize();
+  const size_t length = PagesOf(size) * PageSize();
   // Every page allocated (st_blocks counts 512-byte blocks).
   if (static_cast<size_t>(info.st_blocks) * 512 < length) return nullptr;
   MutexLock lock(&mu_);
@@ -78,7 +72,7 @@ std::shared_ptr<char> SegmentMappings::Find(int fd, size_t size) {
 }
 
 std::shared_ptr<char> SegmentMappings::Keep(int fd, size_t size) {
-  const size_t length = Pages(size) * PageSize();
+  const size_t length = PagesOf(size) * PageSize();
   struct stat info;
   if (length > options_.max_bytes || fstat(fd, &info) != 0) return nullptr;
   void* address = mmap(nullptr, length,

@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "cc/support/pages.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/stream_copy.h"
 
@@ -51,14 +52,6 @@ absl::Status Errno(absl::string_view what, absl::string_view name) {
   return error == ENOENT ? absl::NotFoundError(text)
                          : absl::InternalError(text);
 }
-
-size_t PageSize() {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return page;
-}
-
-// How many pages a file of `size` bytes takes: a pool's files are named by it.
-size_t PagesOf(size_t size) { return (size + PageSize() - 1) / PageSize(); }
 
 // The pages of a pool's file, named "<pages>-<n>" (RecycleSegment); 0 for
 // another name.
