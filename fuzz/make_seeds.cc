@@ -179,6 +179,28 @@ void SampleResponses() {
   *third->add_data() = int32_item.chunks[0]->ToProto();
   third->set_end_of_sequence(true);
   Write("sample_response", "split_entries", split.SerializeAsString());
+  // A sample of one step of 5,000 int32 (incompressible: stored as it is),
+  // whose chunk a client leaves where it was received.
+  std::vector<int32_t> values(5000);
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = static_cast<int32_t>(i * 2654435761u);
+  }
+  ChunkData large;
+  large.set_chunk_key(11);
+  large.mutable_sequence_range()->set_episode_id(1);
+  CompressTensorAsProto(
+      testing::MakeTensor<int32_t>(tensorflow::DT_INT32, {1, 5000}, values),
+      large.mutable_data()->add_tensors())
+      .IgnoreError();  // A valid tensor: cannot fail.
+  large.set_data_tensors_len(1);
+  large.set_data_uncompressed_size(4 * values.size());
+  SampleStreamResponse apart;
+  auto* sample = apart.add_entries();
+  *sample->mutable_info()->mutable_item() =
+      testing::MakeItem(12, 1.0, {std::make_shared<Chunk>(large)}).item;
+  *sample->add_data() = large;
+  sample->set_end_of_sequence(true);
+  Write("sample_response", "large_chunk", apart.SerializeAsString());
 }
 
 void Tensors() {

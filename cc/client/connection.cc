@@ -73,6 +73,8 @@ Connection::Connection(const std::string& server_address,
       stub_(ReverbService::NewStub(channel_)),
       insert_stream_("/deepmind.reverb.ReverbService/InsertStream",
                      grpc::internal::RpcMethod::BIDI_STREAMING, channel_),
+      sample_stream_("/deepmind.reverb.ReverbService/SampleStream",
+                     grpc::internal::RpcMethod::BIDI_STREAMING, channel_),
       in_process_allowed_(InProcessAllowed()) {
   RouteProtobufLog();
 }
@@ -86,6 +88,16 @@ Connection::OpenInsertStream(grpc::ClientContext* context) const {
           grpc::ByteBuffer, InsertStreamResponse>::Create(channel_.get(),
                                                           insert_stream_,
                                                           context));
+}
+
+std::unique_ptr<grpc::ClientReaderWriter<SampleStreamRequest, grpc::ByteBuffer>>
+Connection::OpenSampleStream(grpc::ClientContext* context) const {
+  return std::unique_ptr<
+      grpc::ClientReaderWriter<SampleStreamRequest, grpc::ByteBuffer>>(
+      grpc::internal::ClientReaderWriterFactory<
+          SampleStreamRequest, grpc::ByteBuffer>::Create(channel_.get(),
+                                                         sample_stream_,
+                                                         context));
 }
 
 absl::Status Connection::WaitForConnection(absl::Duration timeout) const {

@@ -70,6 +70,12 @@ class REVERB_EXPORT Connection {
   std::unique_ptr<
       grpc::ClientReaderWriter<grpc::ByteBuffer, InsertStreamResponse>>
   OpenInsertStream(grpc::ClientContext* context) const;
+  // A SampleStream whose responses the caller parses, as SampleStream does
+  // with DecodeSampleResponse (sample_response.h), so that chunk tensors
+  // are read where gRPC received them.
+  std::unique_ptr<
+      grpc::ClientReaderWriter<SampleStreamRequest, grpc::ByteBuffer>>
+  OpenSampleStream(grpc::ClientContext* context) const;
 
   // Waits until the channel is connected, starting a connection (or cutting
   // a reconnect backoff short) if needed. Streams are opened without
@@ -129,6 +135,7 @@ class REVERB_EXPORT Connection {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ReverbService::StubInterface> stub_;
   const grpc::internal::RpcMethod insert_stream_;
+  const grpc::internal::RpcMethod sample_stream_;
   const bool in_process_allowed_;
 
   // Asks the server for its tables unless known (see LocalTables).

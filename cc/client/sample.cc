@@ -27,6 +27,46 @@ int FindChunk(absl::Span<const ChunkData* const> chunks, uint64_t key) {
   return -1;
 }
 
+// Tensor `index`'s content where it is not flat (ChunkContents::pieces),
+// else null.
+const absl::Cord* PiecesOf(const ChunkContents* contents, int index) {
+  if (contents == nullptr || index < 0 ||
+      index >= static_cast<int>(contents->pieces.size())) {
+    return nullptr;
+  }
+  return contents->pieces[index];
+}
+
+// Copies bytes [at, at + n) of `content` (which holds them) to `out`.
+void CopyPieces(const absl::Cord& content, size_t at, char* out, size_t n) {
+  for (absl::string_view piece : content.Chunks()) {
+    if (n == 0) return;
+    if (at >= piece.size()) {
+      at -= piece.size();
+      continue;
+    }
+    const size_t take = std::min(n, piece.size() - at);
+    std::memcpy(out, piece.data() + at, take);
+    out += take;
+    n -= take;
+    at = 0;
+  }
+}
+
+// Where `content` (in pieces) stores `length` bytes uncompressed
+// (SnappyStoredOffset): their offset in it.
+std::optional<size_t> StoredInPieces(const absl::Cord& content, size_t length) {
+  char head[16];
+  const size_t n = std::min(sizeof(head), content.size());
+  CopyPieces(content, 0, head, n);
+  size_t offset = 0;
+  if (!SnappyStoredOffset(absl::string_view(head, n), content.size(), length,
+                          &offset)) {
+    return std::nullopt;
+  }
+  return offset;
+}
+
 // Where `contents` has a file and `content` (one of its views) lies in its
 // mapping: the offset of `content` in the file.
 std::optional<size_t> FileOffset(const ChunkContents* contents,
@@ -51,30 +91,43 @@ std::optional<size_t> StoredInFile(const ChunkContents* contents,
   return *in_file + offset;
 }
 
-// DecompressNumericInto, reading a content stored in a file from the file.
+// DecompressNumericInto, reading a content stored in a file from the file,
+// and one in `pieces` (if not null: `content` is then empty) from them.
 absl::Status DecompressInto(const TensorView& described,
                             const ChunkContents* contents,
-                            absl::string_view content, char* out,
-                            size_t length) {
+                            absl::string_view content, const absl::Cord* pieces,
+                            char* out, size_t length) {
+  if (pieces != nullptr) {
+    if (std::optional<size_t> offset = StoredInPieces(*pieces, length)) {
+      CopyPieces(*pieces, *offset, out, length);
+      return absl::OkStatus();
+    }
+    return DecompressNumericInto(described, std::string(*pieces), out, length);
+  }
   if (std::optional<size_t> offset = StoredInFile(contents, content, length)) {
     return ReadSegment(contents->segment, *offset, out, length);
   }
   return DecompressNumericInto(described, content, out, length);
 }
 
-// If `content` holds a tensor of `length` bytes stored uncompressed
-// (SnappyStoredOffset): copies its bytes [skip, skip + n) to `out`, from
-// the segment's file where they lie in one, and returns true; false (and
-// nothing copied) otherwise. Rows of a chunk tensor are read so without
-// decompressing the whole tensor apart.
+// If `content` (or `pieces`, if not null) holds a tensor of `length` bytes
+// stored uncompressed (SnappyStoredOffset): copies its bytes [skip, skip +
+// n) to `out`, from the segment's file where they lie in one, and returns
+// true; false (and nothing copied) otherwise. Rows of a chunk tensor are
+// read so without decompressing the whole tensor apart.
 absl::StatusOr<bool> CopyStoredBytes(const ChunkContents* contents,
-                                     absl::string_view content, size_t length,
+                                     absl::string_view content,
+                                     const absl::Cord* pieces, size_t length,
                                      size_t skip, char* out, size_t n) {
-  size_t offset = 0;
-  if (skip > length || n > length - skip ||
-      !SnappyStoredOffset(content, length, &offset)) {
-    return false;
+  if (skip > length || n > length - skip) return false;
+  if (pieces != nullptr) {
+    std::optional<size_t> offset = StoredInPieces(*pieces, length);
+    if (!offset.has_value()) return false;
+    CopyPieces(*pieces, *offset + skip, out, n);
+    return true;
   }
+  size_t offset = 0;
+  if (!SnappyStoredOffset(content, length, &offset)) return false;
   if (std::optional<size_t> in_file = FileOffset(contents, content)) {
     REVERB_RETURN_IF_ERROR(
         ReadSegment(contents->segment, *in_file + offset + skip, out, n));
@@ -85,11 +138,14 @@ absl::StatusOr<bool> CopyStoredBytes(const ChunkContents* contents,
 }
 
 // DecompressTensorFromProto, reading a content stored in a file from the
-// file.
+// file, and one in `pieces` (if not null: `content` is then empty) from
+// them.
 absl::StatusOr<Tensor> DecompressTensor(const tensorflow::TensorProto& proto,
                                         const ChunkContents* contents,
-                                        absl::string_view content) {
-  if (contents != nullptr && !contents->segment.empty()) {
+                                        absl::string_view content,
+                                        const absl::Cord* pieces) {
+  if (pieces != nullptr ||
+      (contents != nullptr && !contents->segment.empty())) {
     Tensor tensor;
     tensor.dtype = proto.dtype();
     absl::StatusOr<int> element_size = DataTypeSize(tensor.dtype);
@@ -97,14 +153,23 @@ absl::StatusOr<Tensor> DecompressTensor(const tensorflow::TensorProto& proto,
         ShapeFromProto(proto, &tensor.shape).ok()) {
       const size_t length =
           static_cast<size_t>(tensor.NumElements()) * *element_size;
-      if (std::optional<size_t> offset =
-              StoredInFile(contents, content, length)) {
+      if (pieces != nullptr) {
+        if (std::optional<size_t> offset = StoredInPieces(*pieces, length)) {
+          tensor.bytes = BufferPool::Default().Take(length);
+          CopyPieces(*pieces, *offset, tensor.bytes.data(), length);
+          return tensor;
+        }
+      } else if (std::optional<size_t> offset =
+                     StoredInFile(contents, content, length)) {
         tensor.bytes = BufferPool::Default().Take(length);
         REVERB_RETURN_IF_ERROR(ReadSegment(contents->segment, *offset,
                                            tensor.bytes.data(), length));
         return tensor;
       }
     }
+  }
+  if (pieces != nullptr) {
+    return DecompressTensorFromProto(proto, std::string(*pieces));
   }
   return DecompressTensorFromProto(proto, content);
 }
@@ -210,8 +275,16 @@ ChunkContents& HeldChunkContents::Hold(const ChunkData* chunk,
                                        std::vector<absl::Cord> pieces) {
   ChunkContents& held = contents[chunk];
   held.views.clear();
-  for (absl::Cord& piece : pieces) {
-    held.views.push_back(this->pieces.emplace_back(std::move(piece)).Flatten());
+  held.pieces.clear();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const absl::Cord& kept = this->pieces.emplace_back(std::move(pieces[i]));
+    if (absl::optional<absl::string_view> flat = kept.TryFlat()) {
+      held.views.push_back(*flat);
+    } else {
+      held.views.emplace_back();
+      held.pieces.resize(pieces.size(), nullptr);
+      held.pieces[i] = &kept;
+    }
   }
   return held;
 }
@@ -230,7 +303,8 @@ absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index,
       DecompressTensor(proto, contents,
                        contents != nullptr
                            ? contents->views[index]
-                           : absl::string_view(proto.tensor_content())));
+                           : absl::string_view(proto.tensor_content()),
+                       PiecesOf(contents, index)));
   if (chunk.delta_encoded()) DeltaEncode(&tensor, /*encode=*/false);
   return tensor;
 }
@@ -288,6 +362,7 @@ struct SliceSource {
   const tensorflow::TensorProto* proto;
   absl::InlinedVector<int64_t, 4> shape;
   absl::string_view content;
+  const absl::Cord* pieces;  // ChunkContents::pieces of the tensor.
 };
 
 std::optional<SliceSource> FindSource(const PackedSample& packed,
@@ -299,7 +374,9 @@ std::optional<SliceSource> FindSource(const PackedSample& packed,
                          ? packed.contents[i]
                          : nullptr,
                      nullptr,
-                     {}};
+                     {},
+                     {},
+                     nullptr};
   if (slice.index() < 0 ||
       slice.index() >= source.chunk->data().tensors_size() ||
       (source.contents != nullptr &&
@@ -314,6 +391,7 @@ std::optional<SliceSource> FindSource(const PackedSample& packed,
   source.content = source.contents != nullptr
                        ? source.contents->views[slice.index()]
                        : absl::string_view(source.proto->tensor_content());
+  source.pieces = PiecesOf(source.contents, slice.index());
   return source;
 }
 
@@ -420,15 +498,16 @@ absl::Status UnpackSampleInto(const PackedSample& packed, int64_t row,
         described.dtype = out.dtype;
         described.shape.assign(shape.begin(), shape.end());
         status = DecompressInto(described, source->contents, source->content,
-                                dst, bytes);
+                                source->pieces, dst, bytes);
         if (!status.ok()) break;
         dst += bytes;
         continue;
       }
       if (!source->chunk->delta_encoded()) {
-        absl::StatusOr<bool> copied = CopyStoredBytes(
-            source->contents, source->content, shape[0] * slice_row_bytes,
-            slice.offset() * slice_row_bytes, dst, bytes);
+        absl::StatusOr<bool> copied =
+            CopyStoredBytes(source->contents, source->content, source->pieces,
+                            shape[0] * slice_row_bytes,
+                            slice.offset() * slice_row_bytes, dst, bytes);
         if (!copied.ok()) {
           status = copied.status();
           break;

@@ -43,9 +43,15 @@ struct REVERB_EXPORT Sample {
 // pages are not faulted in for one read (that costs more than the copy).
 // A segment whose mapping was kept from an earlier sample (its pages mapped
 // already: SharedMemoryClient) names no `segment`: its views are read where
-// they are.
+// they are. A content received over gRPC lies in gRPC's receive buffers
+// (DecodeSampleResponse, cc/wire/sample_response.h), often across two or
+// more: it is then in `pieces` (its view empty), whose bytes go to their
+// destination piece by piece where the tensor is stored uncompressed, and
+// are flattened (copied) first to be decompressed.
 struct REVERB_EXPORT ChunkContents {
   std::vector<absl::string_view> views;
+  // Per tensor, the content that is not flat, else null; empty if none is.
+  std::vector<const absl::Cord*> pieces;
   std::string segment;  // Empty: none; the views are read where they are.
   const char* base = nullptr;
   size_t size = 0;
@@ -55,10 +61,10 @@ struct REVERB_EXPORT ChunkContents {
 // by chunk, and the pieces of memory their views point into.
 struct REVERB_EXPORT HeldChunkContents {
   // Makes `pieces` (ParseChunkHeader's `contents`) the contents of `chunk`
-  // and keeps them: the views stay valid as long as this does. A piece
-  // that is not flat is flattened (copied). A cord holds a piece of up to
-  // 15 bytes inside itself, not in the memory it was cut from (so such a
-  // view never lies in a segment's mapping).
+  // and keeps them: the views (and ChunkContents::pieces, for a piece that
+  // is not flat) stay valid as long as this does. A cord holds a piece of
+  // up to 15 bytes inside itself, not in the memory it was cut from (so
+  // such a view never lies in a segment's mapping).
   ChunkContents& Hold(const ChunkData* chunk, std::vector<absl::Cord> pieces);
 
   absl::node_hash_map<const ChunkData*, ChunkContents> contents;

@@ -9,6 +9,7 @@
 #include "cc/client/deadline_watchdog.h"
 #include "cc/support/status_macros.h"
 #include "cc/wire/grpc_status.h"
+#include "cc/wire/sample_response.h"
 #include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
@@ -27,8 +28,8 @@ struct ArenaResponse {
   google::protobuf::Arena arena{Options()};
   SampleStreamResponse* const response =
       google::protobuf::Arena::CreateMessage<SampleStreamResponse>(&arena);
-  // The chunks that came as shared-memory segments (mapped until the
-  // response goes).
+  // The contents of its chunks that lie apart: in its receive buffers, or
+  // in shared-memory segments (mapped until the response goes).
   HeldChunkContents taken;
 };
 
@@ -38,7 +39,7 @@ SampleStream::SampleStream(std::shared_ptr<const Connection> connection,
                            std::string table)
     : connection_(std::move(connection)), table_(std::move(table)) {
   context_.set_wait_for_ready(false);
-  stream_ = connection_->stub()->SampleStream(&context_);
+  stream_ = connection_->OpenSampleStream(&context_);
 }
 
 SampleStream::~SampleStream() {
@@ -109,6 +110,13 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
       if (!ReadResponse()) {
         return Fail(read_timed_out_ ? ReadTimedOut() : absl::OkStatus());
       }
+      absl::Status decoded = DecodeSampleResponse(
+          response_bytes_, response_,
+          [this](const ChunkData* chunk, std::vector<absl::Cord> contents) {
+            taken_->Hold(chunk, std::move(contents));
+          });
+      response_bytes_.Clear();
+      if (!decoded.ok()) return Fail(decoded);
       if (shared_memory_ != nullptr) {
         if (absl::Status taken = shared_memory_->TakeChunks(response_, taken_);
             !taken.ok()) {
@@ -149,11 +157,11 @@ absl::Status SampleStream::ReadTimedOut() const {
 
 bool SampleStream::ReadResponse() {
   if (read_timeout_ == absl::InfiniteDuration()) {
-    return stream_->Read(response_);
+    return stream_->Read(&response_bytes_);
   }
   DeadlineWatchdog& watchdog = DeadlineWatchdog::Get();
   const int64_t id = watchdog.Arm(&context_, absl::Now() + read_timeout_);
-  const bool ok = stream_->Read(response_);
+  const bool ok = stream_->Read(&response_bytes_);
   if (watchdog.Disarm(id)) read_timed_out_ = true;
   return ok;
 }

@@ -71,8 +71,8 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
  private:
   // Records the call's final status (the first error wins).
   absl::Status Fail(absl::Status status);
-  // Reads the next response into *response_, within read_timeout_; false
-  // once the call has ended (read_timed_out_ if it timed out).
+  // Reads the next response into response_bytes_, within read_timeout_;
+  // false once the call has ended (read_timed_out_ if it timed out).
   bool ReadResponse();
   // The status of a read that timed out.
   absl::Status ReadTimedOut() const;
@@ -80,15 +80,18 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
   const std::shared_ptr<const Connection> connection_;
   const std::string table_;
   grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriterInterface<SampleStreamRequest,
-                                                    SampleStreamResponse>>
+  std::unique_ptr<
+      grpc::ClientReaderWriterInterface<SampleStreamRequest, grpc::ByteBuffer>>
       stream_;
+  grpc::ByteBuffer response_bytes_;  // The last response read, as received.
   // The response being read, parsed on an arena of its own (one block
   // allocation instead of one per message and string); samples point into
   // it and share its ownership, so each response gets a fresh one.
   std::shared_ptr<const void> response_owner_;
   SampleStreamResponse* response_ = nullptr;
-  // The shared-memory chunks of *response_.
+  // The contents of *response_'s chunks that lie apart: large ones, in the
+  // response's receive buffers (DecodeSampleResponse), and shared-memory
+  // ones.
   HeldChunkContents* taken_ = nullptr;
   int next_entry_ = 0;  // Next unread entry of *response_.
   int64_t outstanding_ = 0;

@@ -76,8 +76,13 @@ bool SnappyUncompressedLength(absl::string_view compressed, size_t* length) {
 
 bool SnappyStoredOffset(absl::string_view compressed, size_t length,
                         size_t* offset) {
-  const char* p = compressed.data();
-  const char* const end = p + compressed.size();
+  return SnappyStoredOffset(compressed, compressed.size(), length, offset);
+}
+
+bool SnappyStoredOffset(absl::string_view head, size_t compressed_size,
+                        size_t length, size_t* offset) {
+  const char* p = head.data();
+  const char* const end = p + head.size();
   uint32_t recorded = 0;
   if (!ReadLength(&p, end, &recorded) || recorded != length || p == end) {
     return false;
@@ -92,8 +97,12 @@ bool SnappyStoredOffset(absl::string_view compressed, size_t length,
     p += bytes;
   }
   size = static_cast<uint32_t>(size + 1);  // As SnappyUncompress.
-  if (size != length || static_cast<size_t>(end - p) != length) return false;
-  *offset = static_cast<size_t>(p - compressed.data());
+  const size_t before = static_cast<size_t>(p - head.data());
+  if (size != length || compressed_size < before ||
+      compressed_size - before != length) {
+    return false;
+  }
+  *offset = before;
   return true;
 }
 

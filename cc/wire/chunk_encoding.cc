@@ -34,7 +34,28 @@ SplitTensor Split(const tensorflow::TensorProto& tensor) {
   return split;
 }
 
+// Slices from this size on are referenced, not copied. Smaller ones may
+// hold their bytes inline (in the grpc_slice itself).
+constexpr size_t kMinReferencedSlice = 512;
+
 }  // namespace
+
+absl::Cord ReceivedCord(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  absl::Cord cord;
+  if (!buffer.Dump(&slices).ok()) return cord;
+  for (grpc::Slice& slice : slices) {
+    const absl::string_view bytes(reinterpret_cast<const char*>(slice.begin()),
+                                  slice.size());
+    if (bytes.size() < kMinReferencedSlice) {
+      cord.Append(bytes);
+    } else {
+      cord.Append(
+          absl::MakeCordFromExternal(bytes, [held = std::move(slice)]() {}));
+    }
+  }
+  return cord;
+}
 
 size_t LengthDelimitedSize(size_t size) { return 1 + VarintSize(size) + size; }
 

@@ -40,6 +40,11 @@ inline constexpr size_t kMinBorrowedBytes = 16 << 10;
 // numbers below 16, whose tag is one byte).
 REVERB_EXPORT size_t LengthDelimitedSize(size_t size);
 
+// The bytes of `buffer` (a message as gRPC received it), sharing the slices
+// gRPC holds them in; slices under 512 bytes, which may hold their bytes
+// inline, are copied. Empty if the buffer cannot be read.
+REVERB_EXPORT absl::Cord ReceivedCord(const grpc::ByteBuffer& buffer);
+
 class REVERB_EXPORT WireBuffer {
  public:
   // Serialized bytes go here; they become one slice (moved, not copied)

@@ -23,28 +23,6 @@ absl::Status Malformed() {
   return absl::InvalidArgumentError("Malformed InsertStreamRequest.");
 }
 
-// Slices from this size on are referenced, not copied. Smaller ones may
-// hold their bytes inline (in the grpc_slice itself).
-constexpr size_t kMinReferencedSlice = 512;
-
-// The bytes of `buffer`, in the slices gRPC holds them in.
-absl::Cord ToCord(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  absl::Cord cord;
-  if (!buffer.Dump(&slices).ok()) return cord;
-  for (grpc::Slice& slice : slices) {
-    const absl::string_view bytes(reinterpret_cast<const char*>(slice.begin()),
-                                  slice.size());
-    if (bytes.size() < kMinReferencedSlice) {
-      cord.Append(bytes);
-    } else {
-      cord.Append(
-          absl::MakeCordFromExternal(bytes, [held = std::move(slice)]() {}));
-    }
-  }
-  return cord;
-}
-
 // Packed or not: protobuf parsers accept both for a repeated varint.
 bool ReadKeys(WireReader& reader, WireType type, std::vector<uint64_t>* keys) {
   uint64_t key;
@@ -91,7 +69,7 @@ absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
   request->items.clear();
   request->keep_chunk_keys.clear();
   request->shared_chunks.clear();
-  const absl::Cord cord = ToCord(bytes);
+  const absl::Cord cord = ReceivedCord(bytes);
   WireReader reader(cord);
   while (!reader.done()) {
     int field;

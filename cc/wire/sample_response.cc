@@ -5,8 +5,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+#include "cc/support/quiet_parse.h"
+#include "cc/support/status_macros.h"
 #include "cc/support/varint.h"
-#include "reverb/cc/reverb_service.pb.h"
+#include "cc/support/wire_reader.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -31,7 +34,78 @@ void PutDouble(double value, std::string* out) {
   out->append(bytes, 8);
 }
 
+absl::Status Malformed() {
+  return absl::InvalidArgumentError("Malformed SampleStreamResponse.");
+}
+
+// `wire`, parsed by protobuf into `message`.
+bool ParseCord(const absl::Cord& wire, google::protobuf::MessageLite* message) {
+  const absl::optional<absl::string_view> flat = wire.TryFlat();
+  return flat.has_value() ? ParseQuietly(*flat, message)
+                          : ParseQuietly(std::string(wire), message);
+}
+
+// One SampleEntry (see DecodeSampleResponse).
+absl::Status DecodeEntry(
+    const absl::Cord& wire, SampleStreamResponse::SampleEntry* entry,
+    absl::FunctionRef<void(const ChunkData*, std::vector<absl::Cord>)> apart) {
+  if (wire.size() < kMinBorrowedBytes) {
+    return ParseCord(wire, entry) ? absl::OkStatus() : Malformed();
+  }
+  // Every field but the chunks, copied and parsed by protobuf; then the
+  // chunks, in order.
+  std::string rest;
+  absl::InlinedVector<absl::Cord, 2> chunks;
+  WireReader reader(wire);
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return Malformed();
+    if (field == kEntryData && type == kLengthDelimited) {
+      if (!reader.ReadLengthDelimited(&chunks.emplace_back())) {
+        return Malformed();
+      }
+    } else if (!reader.CopyField(field, type, &rest)) {
+      return Malformed();
+    }
+  }
+  if (!ParseQuietly(rest, entry)) return Malformed();
+  for (const absl::Cord& chunk_wire : chunks) {
+    ChunkData* chunk = entry->add_data();
+    if (chunk_wire.size() < kMinBorrowedBytes) {
+      if (!ParseCord(chunk_wire, chunk)) return Malformed();
+      continue;
+    }
+    std::vector<absl::Cord> contents;
+    if (!ParseChunkHeader(chunk_wire, chunk, &contents).ok()) {
+      return Malformed();
+    }
+    apart(chunk, std::move(contents));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status DecodeSampleResponse(
+    const grpc::ByteBuffer& bytes, SampleStreamResponse* response,
+    absl::FunctionRef<void(const ChunkData*, std::vector<absl::Cord>)> apart) {
+  const absl::Cord wire = ReceivedCord(bytes);
+  WireReader reader(wire);
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return Malformed();
+    if (field != kResponseEntries || type != kLengthDelimited) {
+      if (!reader.Skip(type)) return Malformed();
+      continue;
+    }
+    absl::Cord entry;
+    if (!reader.ReadLengthDelimited(&entry)) return Malformed();
+    REVERB_RETURN_IF_ERROR(DecodeEntry(entry, response->add_entries(), apart));
+  }
+  return absl::OkStatus();
+}
 
 std::string EncodeSampleInfo(const SampledItem& sample) {
   // The current priority and times_sampled, after the item's own bytes.

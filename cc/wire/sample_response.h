@@ -13,19 +13,28 @@
 //    serialization of the item per sample.
 // Any protobuf parser reads the bytes as the same response
 // (docs/wire-protocol.md, "SampleStream").
+//
+// Our clients read them with DecodeSampleResponse, which leaves the tensor
+// contents of large chunks in gRPC's receive buffers (in pieces: gRPC
+// receives into buffers of 64 KiB) instead of copying each into a string
+// of its own, and its fresh pages, before it is copied again into a sample.
 #ifndef REVERB_CC_WIRE_SAMPLE_RESPONSE_H_
 #define REVERB_CC_WIRE_SAMPLE_RESPONSE_H_
 
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "cc/core/chunk.h"
 #include "cc/core/table_item.h"
 #include "cc/support/export.h"
 #include "cc/wire/chunk_encoding.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "reverb/cc/reverb_service.pb.h"
 
 namespace deepmind::reverb {
 
@@ -55,6 +64,19 @@ REVERB_EXPORT void AppendSample(
     absl::FunctionRef<std::string(const Chunk&)> lend = [](const Chunk&) {
       return std::string();
     });
+
+// Parses `bytes`, a SampleStreamResponse as gRPC received it, into
+// `response` (empty; it may live on an arena) as protobuf would, but for
+// the chunks of kMinBorrowedBytes or more: each is parsed by
+// ParseChunkHeader (cc/core/chunk.h), its tensors without their contents,
+// and `apart` gets it with the contents, which share `bytes`' memory.
+// Fields a SampleStreamResponse does not have are dropped. INVALID_ARGUMENT
+// "Malformed SampleStreamResponse." if the bytes do not parse.
+REVERB_EXPORT absl::Status DecodeSampleResponse(
+    const grpc::ByteBuffer& bytes, SampleStreamResponse* response,
+    absl::FunctionRef<void(const ChunkData* chunk,
+                           std::vector<absl::Cord> contents)>
+        apart);
 
 }  // namespace deepmind::reverb
 

@@ -426,5 +426,89 @@ TEST(SampleTest, HeldContentsOfTinyTensorsAreReadWhereTheyAreKept) {
   EXPECT_EQ(Values<int32_t>(sample->columns[1]), std::vector<int32_t>{-7});
 }
 
+TEST(SampleTest, ContentsReceivedInPiecesUnpackAsTheirChunks) {
+  // Stored (random) and compressed (random values below 16) tensors of 640
+  // rows of 3, whose chunks arrive in pieces of 1,000 bytes, as gRPC
+  // receives them (a cord copies pieces under 512 bytes together): their
+  // contents are held in those pieces, not flattened.
+  std::vector<int32_t> random(640 * 3);
+  const std::string bytes = testing::RandomBytes(random.size() * 4, 12);
+  std::memcpy(random.data(), bytes.data(), bytes.size());
+  std::vector<int32_t> pattern(640 * 3);
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = bytes[i] & 15;
+  ChunkData stored = MakeChunk(1, 0, 1);
+  ChunkData compressed = MakeChunk(2, 0, 1);
+  for (auto [chunk, values] :
+       {std::pair(&stored, &random), std::pair(&compressed, &pattern)}) {
+    chunk->mutable_data()->clear_tensors();
+    ASSERT_TRUE(CompressTensorAsProto(Int32(*values, {640, 3}),
+                                      chunk->mutable_data()->add_tensors())
+                    .ok());
+  }
+  size_t offset = 0;
+  ASSERT_TRUE(SnappyStoredOffset(stored.data().tensors(0).tensor_content(),
+                                 bytes.size(), &offset));
+  ASSERT_FALSE(SnappyStoredOffset(compressed.data().tensors(0).tensor_content(),
+                                  bytes.size(), &offset));
+  const std::string wires[] = {stored.SerializeAsString(),
+                               compressed.SerializeAsString()};
+  HeldChunkContents held;
+  ChunkData headers[2];
+  std::vector<const ChunkContents*> contents;
+  for (int i = 0; i < 2; ++i) {
+    absl::Cord received;
+    for (size_t at = 0; at < wires[i].size(); at += 1000) {
+      received.Append(absl::MakeCordFromExternal(
+          absl::string_view(wires[i]).substr(at, 1000), [] {}));
+    }
+    std::vector<absl::Cord> pieces;
+    ASSERT_TRUE(ParseChunkHeader(received, &headers[i], &pieces).ok());
+    const ChunkContents& held_contents =
+        held.Hold(&headers[i], std::move(pieces));
+    ASSERT_EQ(held_contents.pieces.size(), 1);
+    ASSERT_NE(held_contents.pieces[0], nullptr);
+    EXPECT_TRUE(held_contents.views[0].empty());
+    contents.push_back(&held_contents);
+  }
+  // Whole tensors, rows of each, rows across the two, a squeezed row.
+  auto info = Info({{{1, 0, 640}},
+                    {{2, 0, 640}},
+                    {{1, 5, 70}},
+                    {{2, 9, 400}},
+                    {{1, 600, 40}, {2, 0, 2}},
+                    {{1, 639, 1}}},
+                   {false, false, false, false, false, true});
+  const std::vector<const ChunkData*> whole = {&stored, &compressed};
+  const std::vector<const ChunkData*> apart = {&headers[0], &headers[1]};
+  auto expected = UnpackSample(info, whole);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto unpacked = UnpackSample(info, apart, contents);
+  ASSERT_TRUE(unpacked.ok()) << unpacked.status();
+  ASSERT_EQ(unpacked->columns.size(), expected->columns.size());
+  std::vector<Tensor> batch;
+  for (size_t c = 0; c < expected->columns.size(); ++c) {
+    SCOPED_TRACE(c);
+    EXPECT_EQ(unpacked->columns[c].shape, expected->columns[c].shape);
+    EXPECT_EQ(unpacked->columns[c].bytes, expected->columns[c].bytes);
+    Tensor& rows = batch.emplace_back();
+    rows.dtype = expected->columns[c].dtype;
+    rows.shape = expected->columns[c].shape;
+    rows.shape.insert(rows.shape.begin(), 2);
+    rows.bytes.assign(2 * expected->columns[c].bytes.size(), '\x5a');
+  }
+  const PackedSample packed{info,
+                            {apart.begin(), apart.end()},
+                            {contents.begin(), contents.end()},
+                            {}};
+  ASSERT_TRUE(UnpackSampleInto(packed, 1, absl::MakeSpan(batch)).ok());
+  for (size_t c = 0; c < batch.size(); ++c) {
+    SCOPED_TRACE(c);
+    const std::string& row = expected->columns[c].bytes;
+    EXPECT_EQ(batch[c].bytes.substr(0, row.size()),
+              std::string(row.size(), '\x5a'));
+    EXPECT_EQ(batch[c].bytes.substr(row.size()), row);
+  }
+}
+
 }  // namespace
 }  // namespace deepmind::reverb

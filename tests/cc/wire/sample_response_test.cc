@@ -1,8 +1,10 @@
 #include "cc/wire/sample_response.h"
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -51,7 +53,8 @@ SampledItem MakeSample(uint64_t key,
   return sample;
 }
 
-SampleStreamResponse Parse(SampleResponseBytes& response) {
+// The bytes of `response`, in one string.
+std::string Flat(SampleResponseBytes& response) {
   grpc::ByteBuffer bytes = response.wire.Finish();
   std::vector<grpc::Slice> slices;
   EXPECT_TRUE(bytes.Dump(&slices).ok());
@@ -59,8 +62,12 @@ SampleStreamResponse Parse(SampleResponseBytes& response) {
   for (const auto& slice : slices) {
     flat.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
   }
+  return flat;
+}
+
+SampleStreamResponse Parse(SampleResponseBytes& response) {
   SampleStreamResponse proto;
-  EXPECT_TRUE(proto.ParseFromString(flat));
+  EXPECT_TRUE(proto.ParseFromString(Flat(response)));
   return proto;
 }
 
@@ -152,6 +159,132 @@ TEST(SampleResponseTest, ChunkPiecesAreSentFromWhereTheChunkHoldsThem) {
   ASSERT_TRUE(proto.ParseFromString(flat));
   ASSERT_EQ(proto.entries_size(), 1);
   EXPECT_EQ(proto.entries(0).data(0).SerializeAsString(), bytes);
+}
+
+// What DecodeSampleResponse made of `bytes`, and what it left apart.
+struct Decoded {
+  absl::Status status;
+  SampleStreamResponse response;
+  std::vector<std::pair<const ChunkData*, std::vector<absl::Cord>>> apart;
+};
+
+Decoded Decode(const grpc::ByteBuffer& bytes) {
+  Decoded decoded;
+  decoded.status = DecodeSampleResponse(
+      bytes, &decoded.response,
+      [&decoded](const ChunkData* chunk, std::vector<absl::Cord> contents) {
+        decoded.apart.emplace_back(chunk, std::move(contents));
+      });
+  return decoded;
+}
+
+// `wire` as gRPC would receive it: in slices of `slice_bytes`, referring to
+// `wire`'s memory.
+grpc::ByteBuffer Received(const std::string& wire, size_t slice_bytes) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < wire.size(); at += slice_bytes) {
+    const size_t size = std::min(slice_bytes, wire.size() - at);
+    slices.emplace_back(const_cast<char*>(wire.data()) + at, size,
+                        grpc::Slice::STATIC_SLICE);
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+TEST(SampleResponseTest, DecodeLeavesLargeContentsWhereTheyWereReceived) {
+  // Sample 1: two small chunks; sample 2: a large one and a small one.
+  std::deque<SampleResponseBytes> responses;
+  AppendSample(MakeSample(1, {MakeChunk(1, 10), MakeChunk(2, 20)}), 4 << 20,
+               &responses);
+  AppendSample(MakeSample(2, {MakeChunk(3, 40 << 10), MakeChunk(4, 30)}),
+               4 << 20, &responses);
+  ASSERT_EQ(responses.size(), 1);
+  const std::string wire = Flat(responses[0]);
+  SampleStreamResponse expected;
+  ASSERT_TRUE(expected.ParseFromString(wire));
+
+  for (size_t slice_bytes : {size_t{1} << 20, size_t{4096}, size_t{700}}) {
+    SCOPED_TRACE(slice_bytes);
+    Decoded decoded = Decode(Received(wire, slice_bytes));
+    ASSERT_TRUE(decoded.status.ok()) << decoded.status;
+    // Only the large chunk is apart: its tensor without its content, which
+    // lies in the received bytes (in one piece when it came in one slice).
+    ASSERT_EQ(decoded.apart.size(), 1);
+    const ChunkData* apart = decoded.apart[0].first;
+    EXPECT_EQ(apart, &decoded.response.entries(1).data(0));
+    EXPECT_TRUE(apart->data().tensors(0).tensor_content().empty());
+    ASSERT_EQ(decoded.apart[0].second.size(), 1);
+    const absl::Cord& content = decoded.apart[0].second[0];
+    EXPECT_EQ(std::string(content), std::string(40 << 10, '\3'));
+    for (absl::string_view piece : content.Chunks()) {
+      EXPECT_GE(piece.data(), wire.data());
+      EXPECT_LE(piece.data() + piece.size(), wire.data() + wire.size());
+    }
+    // With the content put back, everything is as protobuf parses it.
+    SampleStreamResponse whole = decoded.response;
+    whole.mutable_entries(1)
+        ->mutable_data(0)
+        ->mutable_data()
+        ->mutable_tensors(0)
+        ->set_tensor_content(std::string(content));
+    EXPECT_EQ(whole.SerializeAsString(), expected.SerializeAsString());
+    EXPECT_EQ(decoded.response.entries(1).info().item().priority(), 0.0);
+    EXPECT_EQ(decoded.response.entries(1).info().item().times_sampled(), 3);
+  }
+}
+
+TEST(SampleResponseTest, DecodeKeepsEveryFieldOfAnEntryWithALargeChunk) {
+  // An entry with shared-memory chunks and large chunks among its other
+  // fields, serialized by protobuf.
+  SampleStreamResponse response;
+  auto* entry = response.add_entries();
+  entry->add_shared_data()->set_segment("a");
+  *entry->add_data() = MakeChunk(1, 20 << 10)->ToProto();
+  *entry->add_data() = MakeChunk(2, 5)->ToProto();
+  *entry->add_data() = MakeChunk(3, 30 << 10)->ToProto();
+  entry->mutable_info()->set_probability(0.5);
+  entry->add_shared_data()->set_segment("b");
+  entry->set_end_of_sequence(true);
+  const std::string wire = response.SerializeAsString();
+  Decoded decoded = Decode(Received(wire, 1000));
+  ASSERT_TRUE(decoded.status.ok()) << decoded.status;
+  ASSERT_EQ(decoded.apart.size(), 2);
+  const auto& got = decoded.response.entries(0);
+  ASSERT_EQ(got.data_size(), 3);
+  EXPECT_EQ(decoded.apart[0].first, &got.data(0));
+  EXPECT_EQ(decoded.apart[1].first, &got.data(2));
+  EXPECT_EQ(got.data(1).SerializeAsString(),
+            entry->data(1).SerializeAsString());
+  EXPECT_EQ(got.data(2).chunk_key(), 3);
+  EXPECT_EQ(std::string(decoded.apart[1].second[0]),
+            std::string(30 << 10, '\3'));
+  ASSERT_EQ(got.shared_data_size(), 2);
+  EXPECT_EQ(got.shared_data(1).segment(), "b");
+  EXPECT_EQ(got.info().probability(), 0.5);
+  EXPECT_TRUE(got.end_of_sequence());
+}
+
+TEST(SampleResponseTest, DecodeRefusesWhatProtobufRefuses) {
+  SampleStreamResponse response;
+  *response.add_entries()->add_data() = MakeChunk(1, 20 << 10)->ToProto();
+  const std::string wire = response.SerializeAsString();
+  // Cut short; a length past the end in the chunk's header; an entry whose
+  // chunk field is truncated.
+  std::string bad_length = wire;
+  bad_length[bad_length.size() - (20 << 10) - 3] = '\x7f';
+  for (const std::string& bad : {wire.substr(0, wire.size() - 1), bad_length,
+                                 std::string("\x0a\x05\x12\x03\xff\xff\xff")}) {
+    SampleStreamResponse expected;
+    const bool parses = expected.ParseFromString(bad);
+    const Decoded decoded = Decode(Received(bad, 700));
+    if (parses) {
+      EXPECT_TRUE(decoded.status.ok()) << decoded.status;
+    } else {
+      EXPECT_EQ(decoded.status,
+                absl::InvalidArgumentError("Malformed SampleStreamResponse."));
+    }
+  }
+  EXPECT_EQ(Decode(Received(wire.substr(0, wire.size() - 1), 700)).status,
+            absl::InvalidArgumentError("Malformed SampleStreamResponse."));
 }
 
 }  // namespace
