@@ -47,6 +47,13 @@ bool WireReader::ReadLengthDelimited(absl::Cord* value) {
   return true;
 }
 
+bool WireReader::SkipLengthDelimited(uint64_t* size) {
+  if (!ReadLength(size)) return false;
+  absl::Cord::Advance(&it_, *size);
+  remaining_ -= *size;
+  return true;
+}
+
 bool WireReader::Skip(WireType type) {
   uint64_t size;
   switch (type) {

@@ -40,6 +40,8 @@ class REVERB_EXPORT WireReader {
   // Skips the value, of wire type `type`, of the field whose tag was just
   // read.
   bool Skip(WireType type);
+  // As Skip of a length-delimited value; `*size` is its length.
+  bool SkipLengthDelimited(uint64_t* size);
 
   // Appends field `field` (tag and value) of wire type `type`, whose tag was
   // just read, to `out`: as it is on the wire, but for the tag and a varint

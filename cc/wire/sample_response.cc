@@ -10,6 +10,7 @@
 #include "cc/support/status_macros.h"
 #include "cc/support/varint.h"
 #include "cc/support/wire_reader.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -85,12 +86,40 @@ absl::Status DecodeEntry(
   return absl::OkStatus();
 }
 
+// Whether `wire` (a response) has an entry of kMinBorrowedBytes or more
+// (false also if it is malformed: protobuf then says so).
+bool HasLargeEntry(const absl::Cord& wire) {
+  WireReader reader(wire);
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    uint64_t size;
+    if (!reader.ReadTag(&field, &type)) return false;
+    if (type != kLengthDelimited) {
+      if (!reader.Skip(type)) return false;
+    } else if (!reader.SkipLengthDelimited(&size)) {
+      return false;
+    } else if (field == kResponseEntries && size >= kMinBorrowedBytes) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::Status DecodeSampleResponse(
     const grpc::ByteBuffer& bytes, SampleStreamResponse* response,
     absl::FunctionRef<void(const ChunkData*, std::vector<absl::Cord>)> apart) {
   const absl::Cord wire = ReceivedCord(bytes);
+  if (!HasLargeEntry(wire)) {
+    // Small samples only: protobuf's parse of the whole response, from
+    // gRPC's buffers (each entry parsed apart would cost more).
+    grpc::ByteBuffer shared(bytes);
+    grpc::ProtoBufferReader stream(&shared);
+    return response->ParseFromZeroCopyStream(&stream) ? absl::OkStatus()
+                                                      : Malformed();
+  }
   WireReader reader(wire);
   while (!reader.done()) {
     int field;

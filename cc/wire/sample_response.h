@@ -66,11 +66,12 @@ REVERB_EXPORT void AppendSample(
     });
 
 // Parses `bytes`, a SampleStreamResponse as gRPC received it, into
-// `response` (empty; it may live on an arena) as protobuf would, but for
-// the chunks of kMinBorrowedBytes or more: each is parsed by
+// `response` (empty; it may live on an arena) as protobuf would (protobuf
+// parses a response without entries of kMinBorrowedBytes or more), but
+// for the chunks of kMinBorrowedBytes or more: each is parsed by
 // ParseChunkHeader (cc/core/chunk.h), its tensors without their contents,
 // and `apart` gets it with the contents, which share `bytes`' memory.
-// Fields a SampleStreamResponse does not have are dropped. INVALID_ARGUMENT
+// Fields a SampleStreamResponse does not have may be dropped. INVALID_ARGUMENT
 // "Malformed SampleStreamResponse." if the bytes do not parse.
 REVERB_EXPORT absl::Status DecodeSampleResponse(
     const grpc::ByteBuffer& bytes, SampleStreamResponse* response,

@@ -232,6 +232,22 @@ TEST(SampleResponseTest, DecodeLeavesLargeContentsWhereTheyWereReceived) {
   }
 }
 
+TEST(SampleResponseTest, DecodeParsesAResponseOfSmallSamplesAsProtobuf) {
+  std::deque<SampleResponseBytes> responses;
+  for (uint64_t key = 1; key <= 20; ++key) {
+    AppendSample(MakeSample(key, {MakeChunk(key, 100 * key)}), 4 << 20,
+                 &responses);
+  }
+  ASSERT_EQ(responses.size(), 1);
+  const std::string wire = Flat(responses[0]);
+  SampleStreamResponse expected;
+  ASSERT_TRUE(expected.ParseFromString(wire));
+  Decoded decoded = Decode(Received(wire, 700));
+  ASSERT_TRUE(decoded.status.ok()) << decoded.status;
+  EXPECT_TRUE(decoded.apart.empty());
+  EXPECT_EQ(decoded.response.SerializeAsString(), expected.SerializeAsString());
+}
+
 TEST(SampleResponseTest, DecodeKeepsEveryFieldOfAnEntryWithALargeChunk) {
   // An entry with shared-memory chunks and large chunks among its other
   // fields, serialized by protobuf.
