@@ -10,7 +10,11 @@
 #ifndef REVERB_CC_SUPPORT_QUIET_PARSE_H_
 #define REVERB_CC_SUPPORT_QUIET_PARSE_H_
 
+#include <string>
+
+#include "absl/strings/cord.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
 #include "google/protobuf/message_lite.h"
 #include "google/protobuf/stubs/logging.h"
 
@@ -24,6 +28,14 @@ inline bool ParseQuietly(absl::string_view bytes,
                          google::protobuf::MessageLite* message) {
   QuietProtobufLog quiet;
   return message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+}
+
+// The same of `bytes` in a cord, flattened (copied) only if it is not flat.
+inline bool ParseQuietly(const absl::Cord& bytes,
+                         google::protobuf::MessageLite* message) {
+  const absl::optional<absl::string_view> flat = bytes.TryFlat();
+  return flat.has_value() ? ParseQuietly(*flat, message)
+                          : ParseQuietly(std::string(bytes), message);
 }
 
 }  // namespace deepmind::reverb

@@ -66,8 +66,7 @@ bool WireReader::Skip(WireType type) {
       size = 4;
       break;
     case kLengthDelimited:
-      if (!ReadLength(&size)) return false;
-      break;
+      return SkipLengthDelimited(&size);
   }
   if (size > remaining_) return false;
   absl::Cord::Advance(&it_, size);

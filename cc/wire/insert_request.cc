@@ -105,12 +105,9 @@ absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
       REVERB_ASSIGN_OR_RETURN(auto chunk, Chunk::Parse(std::move(value)));
       request->chunks.push_back(std::move(chunk));
     } else {
-      PrioritizedItem& item = request->items.emplace_back();
-      const absl::optional<absl::string_view> flat = value.TryFlat();
-      const bool parsed = flat.has_value()
-                              ? ParseQuietly(*flat, &item)
-                              : ParseQuietly(std::string(value), &item);
-      if (!parsed) return Malformed();
+      if (!ParseQuietly(value, &request->items.emplace_back())) {
+        return Malformed();
+      }
     }
   }
   return absl::OkStatus();

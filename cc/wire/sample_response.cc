@@ -39,19 +39,12 @@ absl::Status Malformed() {
   return absl::InvalidArgumentError("Malformed SampleStreamResponse.");
 }
 
-// `wire`, parsed by protobuf into `message`.
-bool ParseCord(const absl::Cord& wire, google::protobuf::MessageLite* message) {
-  const absl::optional<absl::string_view> flat = wire.TryFlat();
-  return flat.has_value() ? ParseQuietly(*flat, message)
-                          : ParseQuietly(std::string(wire), message);
-}
-
 // One SampleEntry (see DecodeSampleResponse).
 absl::Status DecodeEntry(
     const absl::Cord& wire, SampleStreamResponse::SampleEntry* entry,
     absl::FunctionRef<void(const ChunkData*, std::vector<absl::Cord>)> apart) {
   if (wire.size() < kMinBorrowedBytes) {
-    return ParseCord(wire, entry) ? absl::OkStatus() : Malformed();
+    return ParseQuietly(wire, entry) ? absl::OkStatus() : Malformed();
   }
   // Every field but the chunks, copied and parsed by protobuf; then the
   // chunks, in order.
@@ -74,7 +67,7 @@ absl::Status DecodeEntry(
   for (const absl::Cord& chunk_wire : chunks) {
     ChunkData* chunk = entry->add_data();
     if (chunk_wire.size() < kMinBorrowedBytes) {
-      if (!ParseCord(chunk_wire, chunk)) return Malformed();
+      if (!ParseQuietly(chunk_wire, chunk)) return Malformed();
       continue;
     }
     std::vector<absl::Cord> contents;
