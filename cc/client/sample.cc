@@ -27,16 +27,6 @@ int FindChunk(absl::Span<const ChunkData* const> chunks, uint64_t key) {
   return -1;
 }
 
-// Tensor `index`'s content where it is not flat (ChunkContents::pieces),
-// else null.
-const absl::Cord* PiecesOf(const ChunkContents* contents, int index) {
-  if (contents == nullptr || index < 0 ||
-      index >= static_cast<int>(contents->pieces.size())) {
-    return nullptr;
-  }
-  return contents->pieces[index];
-}
-
 // Copies bytes [at, at + n) of `content` (which holds them) to `out`.
 void CopyPieces(const absl::Cord& content, size_t at, char* out, size_t n) {
   for (absl::string_view piece : content.Chunks()) {
@@ -53,99 +43,107 @@ void CopyPieces(const absl::Cord& content, size_t at, char* out, size_t n) {
   }
 }
 
-// Where `content` (in pieces) stores `length` bytes uncompressed
-// (SnappyStoredOffset): their offset in it.
-std::optional<size_t> StoredInPieces(const absl::Cord& content, size_t length) {
-  char head[16];
-  const size_t n = std::min(sizeof(head), content.size());
-  CopyPieces(content, 0, head, n);
-  size_t offset = 0;
-  if (!SnappyStoredOffset(absl::string_view(head, n), content.size(), length,
-                          &offset)) {
-    return std::nullopt;
-  }
-  return offset;
-}
-
-// Where `contents` has a file and `content` (one of its views) lies in its
-// mapping: the offset of `content` in the file.
-std::optional<size_t> FileOffset(const ChunkContents* contents,
-                                 absl::string_view content) {
-  if (contents == nullptr || contents->segment.empty() ||
-      content.data() < contents->base ||
-      content.data() + content.size() > contents->base + contents->size) {
-    return std::nullopt;
-  }
-  return static_cast<size_t>(content.data() - contents->base);
-}
-
-// Where `contents` has a file and `content` (one of its views) is stored
-// uncompressed as `length` bytes: their offset in the file.
-std::optional<size_t> StoredInFile(const ChunkContents* contents,
-                                   absl::string_view content, size_t length) {
-  size_t offset = 0;
-  std::optional<size_t> in_file = FileOffset(contents, content);
-  if (!in_file.has_value() || !SnappyStoredOffset(content, length, &offset)) {
-    return std::nullopt;
-  }
-  return *in_file + offset;
-}
-
-// DecompressNumericInto, reading a content stored in a file from the file,
-// and one in `pieces` (if not null: `content` is then empty) from them.
-absl::Status DecompressInto(const TensorView& described,
-                            const ChunkContents* contents,
-                            absl::string_view content, const absl::Cord* pieces,
-                            char* out, size_t length) {
-  if (pieces != nullptr) {
-    if (std::optional<size_t> offset = StoredInPieces(*pieces, length)) {
-      CopyPieces(*pieces, *offset, out, length);
-      return absl::OkStatus();
+// Where a chunk tensor's (compressed) content lies, and reading it from
+// there: from memory; from the file of a shared-memory segment whose mapping
+// holds it (ReadSegment: the mapping's pages are not faulted in); or from the
+// pieces gRPC received it in (ChunkContents::pieces).
+class ContentSource {
+ public:
+  // Tensor `index`'s content: in `contents` (which must have it) if not
+  // null, else in `proto`.
+  ContentSource(const tensorflow::TensorProto& proto,
+                const ChunkContents* contents, int index)
+      : contents_(contents) {
+    if (contents == nullptr) {
+      content_ = proto.tensor_content();
+      return;
     }
-    return DecompressNumericInto(described, std::string(*pieces), out, length);
+    content_ = contents->views[index];
+    if (index < static_cast<int>(contents->pieces.size())) {
+      pieces_ = contents->pieces[index];
+    }
+    if (!contents->segment.empty() && content_.data() >= contents->base &&
+        content_.data() + content_.size() <= contents->base + contents->size) {
+      in_file_ = static_cast<size_t>(content_.data() - contents->base);
+    }
   }
-  if (std::optional<size_t> offset = StoredInFile(contents, content, length)) {
-    return ReadSegment(contents->segment, *offset, out, length);
+
+  // Whether the content is read from memory (not from a file or pieces).
+  bool InMemory() const { return pieces_ == nullptr && !in_file_.has_value(); }
+
+  // Where the content stores a tensor of `length` bytes uncompressed
+  // (SnappyStoredOffset): the offset of those bytes in it; nullopt if it is
+  // compressed.
+  std::optional<size_t> StoredOffset(size_t length) const {
+    absl::string_view head = content_;
+    size_t size = content_.size();
+    char copied[16];
+    if (pieces_ != nullptr) {
+      size = pieces_->size();
+      head = absl::string_view(copied, std::min(sizeof(copied), size));
+      CopyPieces(*pieces_, 0, copied, head.size());
+    }
+    size_t offset = 0;
+    if (!SnappyStoredOffset(head, size, length, &offset)) return std::nullopt;
+    return offset;
   }
-  return DecompressNumericInto(described, content, out, length);
+
+  // Copies bytes [at, at + n) of the content (which holds them) to `out`.
+  absl::Status Read(size_t at, char* out, size_t n) const {
+    if (pieces_ != nullptr) {
+      CopyPieces(*pieces_, at, out, n);
+    } else if (in_file_.has_value()) {
+      return ReadSegment(contents_->segment, *in_file_ + at, out, n);
+    } else {
+      std::memcpy(out, content_.data() + at, n);
+    }
+    return absl::OkStatus();
+  }
+
+  // The content as one view: its own, or a copy kept in `*flat` where it is
+  // in pieces.
+  absl::string_view Flat(std::string* flat) const {
+    if (pieces_ == nullptr) return content_;
+    *flat = std::string(*pieces_);
+    return *flat;
+  }
+
+ private:
+  const ChunkContents* contents_;
+  absl::string_view content_;  // Empty where the content is in pieces.
+  const absl::Cord* pieces_ = nullptr;
+  std::optional<size_t> in_file_;  // The content's offset in the file.
+};
+
+// DecompressNumericInto, reading the content from `source`.
+absl::Status DecompressInto(const TensorView& described,
+                            const ContentSource& source, char* out,
+                            size_t length) {
+  if (std::optional<size_t> offset = source.StoredOffset(length)) {
+    return source.Read(*offset, out, length);
+  }
+  std::string flat;
+  return DecompressNumericInto(described, source.Flat(&flat), out, length);
 }
 
-// If `content` (or `pieces`, if not null) holds a tensor of `length` bytes
-// stored uncompressed (SnappyStoredOffset): copies its bytes [skip, skip +
-// n) to `out`, from the segment's file where they lie in one, and returns
-// true; false (and nothing copied) otherwise. Rows of a chunk tensor are
-// read so without decompressing the whole tensor apart.
-absl::StatusOr<bool> CopyStoredBytes(const ChunkContents* contents,
-                                     absl::string_view content,
-                                     const absl::Cord* pieces, size_t length,
+// If `source` holds a tensor of `length` bytes stored uncompressed
+// (SnappyStoredOffset): copies its bytes [skip, skip + n) to `out` and
+// returns true; false (and nothing copied) otherwise. Rows of a chunk tensor
+// are read so without decompressing the whole tensor apart.
+absl::StatusOr<bool> CopyStoredBytes(const ContentSource& source, size_t length,
                                      size_t skip, char* out, size_t n) {
   if (skip > length || n > length - skip) return false;
-  if (pieces != nullptr) {
-    std::optional<size_t> offset = StoredInPieces(*pieces, length);
-    if (!offset.has_value()) return false;
-    CopyPieces(*pieces, *offset + skip, out, n);
-    return true;
-  }
-  size_t offset = 0;
-  if (!SnappyStoredOffset(content, length, &offset)) return false;
-  if (std::optional<size_t> in_file = FileOffset(contents, content)) {
-    REVERB_RETURN_IF_ERROR(
-        ReadSegment(contents->segment, *in_file + offset + skip, out, n));
-  } else {
-    std::memcpy(out, content.data() + offset + skip, n);
-  }
+  std::optional<size_t> offset = source.StoredOffset(length);
+  if (!offset.has_value()) return false;
+  REVERB_RETURN_IF_ERROR(source.Read(*offset + skip, out, n));
   return true;
 }
 
-// DecompressTensorFromProto, reading a content stored in a file from the
-// file, and one in `pieces` (if not null: `content` is then empty) from
-// them.
+// DecompressTensorFromProto, reading the content from `source`. (A stored
+// content in memory is left to the decoder, which copies it as fast.)
 absl::StatusOr<Tensor> DecompressTensor(const tensorflow::TensorProto& proto,
-                                        const ChunkContents* contents,
-                                        absl::string_view content,
-                                        const absl::Cord* pieces) {
-  if (pieces != nullptr ||
-      (contents != nullptr && !contents->segment.empty())) {
+                                        const ContentSource& source) {
+  if (!source.InMemory()) {
     Tensor tensor;
     tensor.dtype = proto.dtype();
     absl::StatusOr<int> element_size = DataTypeSize(tensor.dtype);
@@ -153,25 +151,16 @@ absl::StatusOr<Tensor> DecompressTensor(const tensorflow::TensorProto& proto,
         ShapeFromProto(proto, &tensor.shape).ok()) {
       const size_t length =
           static_cast<size_t>(tensor.NumElements()) * *element_size;
-      if (pieces != nullptr) {
-        if (std::optional<size_t> offset = StoredInPieces(*pieces, length)) {
-          tensor.bytes = BufferPool::Default().Take(length);
-          CopyPieces(*pieces, *offset, tensor.bytes.data(), length);
-          return tensor;
-        }
-      } else if (std::optional<size_t> offset =
-                     StoredInFile(contents, content, length)) {
+      if (std::optional<size_t> offset = source.StoredOffset(length)) {
         tensor.bytes = BufferPool::Default().Take(length);
-        REVERB_RETURN_IF_ERROR(ReadSegment(contents->segment, *offset,
-                                           tensor.bytes.data(), length));
+        REVERB_RETURN_IF_ERROR(
+            source.Read(*offset, tensor.bytes.data(), length));
         return tensor;
       }
     }
   }
-  if (pieces != nullptr) {
-    return DecompressTensorFromProto(proto, std::string(*pieces));
-  }
-  return DecompressTensorFromProto(proto, content);
+  std::string flat;
+  return DecompressTensorFromProto(proto, source.Flat(&flat));
 }
 
 // Decompresses each (chunk, tensor index) a sample uses once, and hands the
@@ -300,11 +289,7 @@ absl::StatusOr<Tensor> UnpackChunkTensor(const ChunkData& chunk, int index,
   const tensorflow::TensorProto& proto = chunk.data().tensors(index);
   REVERB_ASSIGN_OR_RETURN(
       Tensor tensor,
-      DecompressTensor(proto, contents,
-                       contents != nullptr
-                           ? contents->views[index]
-                           : absl::string_view(proto.tensor_content()),
-                       PiecesOf(contents, index)));
+      DecompressTensor(proto, ContentSource(proto, contents, index)));
   if (chunk.delta_encoded()) DeltaEncode(&tensor, /*encode=*/false);
   return tensor;
 }
@@ -361,38 +346,29 @@ struct SliceSource {
   const ChunkContents* contents;
   const tensorflow::TensorProto* proto;
   absl::InlinedVector<int64_t, 4> shape;
-  absl::string_view content;
-  const absl::Cord* pieces;  // ChunkContents::pieces of the tensor.
+  ContentSource content;
 };
 
 std::optional<SliceSource> FindSource(const PackedSample& packed,
                                       const FlatTrajectory::ChunkSlice& slice) {
   const int i = FindChunk(packed.chunks, slice.chunk_key());
   if (i < 0) return std::nullopt;
-  SliceSource source{packed.chunks[i],
-                     i < static_cast<int>(packed.contents.size())
-                         ? packed.contents[i]
-                         : nullptr,
-                     nullptr,
-                     {},
-                     {},
-                     nullptr};
-  if (slice.index() < 0 ||
-      slice.index() >= source.chunk->data().tensors_size() ||
-      (source.contents != nullptr &&
-       slice.index() >= static_cast<int>(source.contents->views.size()))) {
+  const ChunkData* chunk = packed.chunks[i];
+  const ChunkContents* contents = i < static_cast<int>(packed.contents.size())
+                                      ? packed.contents[i]
+                                      : nullptr;
+  if (slice.index() < 0 || slice.index() >= chunk->data().tensors_size() ||
+      (contents != nullptr &&
+       slice.index() >= static_cast<int>(contents->views.size()))) {
     return std::nullopt;
   }
-  source.proto = &source.chunk->data().tensors(slice.index());
-  if (!ShapeFromProto(*source.proto, &source.shape).ok() ||
-      source.shape.empty()) {
+  const tensorflow::TensorProto& proto = chunk->data().tensors(slice.index());
+  absl::InlinedVector<int64_t, 4> shape;
+  if (!ShapeFromProto(proto, &shape).ok() || shape.empty()) {
     return std::nullopt;
   }
-  source.content = source.contents != nullptr
-                       ? source.contents->views[slice.index()]
-                       : absl::string_view(source.proto->tensor_content());
-  source.pieces = PiecesOf(source.contents, slice.index());
-  return source;
+  return SliceSource{chunk, contents, &proto, std::move(shape),
+                     ContentSource(proto, contents, slice.index())};
 }
 
 int64_t Product(absl::Span<const int64_t> dims) {
@@ -497,16 +473,14 @@ absl::Status UnpackSampleInto(const PackedSample& packed, int64_t row,
         TensorView described;
         described.dtype = out.dtype;
         described.shape.assign(shape.begin(), shape.end());
-        status = DecompressInto(described, source->contents, source->content,
-                                source->pieces, dst, bytes);
+        status = DecompressInto(described, source->content, dst, bytes);
         if (!status.ok()) break;
         dst += bytes;
         continue;
       }
       if (!source->chunk->delta_encoded()) {
         absl::StatusOr<bool> copied =
-            CopyStoredBytes(source->contents, source->content, source->pieces,
-                            shape[0] * slice_row_bytes,
+            CopyStoredBytes(source->content, shape[0] * slice_row_bytes,
                             slice.offset() * slice_row_bytes, dst, bytes);
         if (!copied.ok()) {
           status = copied.status();
