@@ -8,6 +8,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cc/client/arena_chunk.h"
 #include "cc/client/sample.h"
 #include "cc/support/buffer_pool.h"
 #include "cc/support/mutex.h"
@@ -15,7 +16,6 @@
 #include "cc/support/status_macros.h"
 #include "cc/tensor/compression.h"
 #include "cc/tensor/signature.h"
-#include "google/protobuf/arena.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -159,39 +159,6 @@ void CellRef::SetChunk(std::shared_ptr<const ChunkData> chunk) {
 }
 
 namespace {
-
-// A chunk's messages and their arena, which starts in a block of its own:
-// a chunk of small steps takes this one allocation instead of one per
-// message and string (a chunk per step and column is common, and those
-// allocations and frees were a third of a small-step writer's time).
-struct ArenaChunk {
-  static constexpr size_t kBlockBytes = 1024;
-
-  static google::protobuf::ArenaOptions Options(char* block) {
-    google::protobuf::ArenaOptions options;
-    options.initial_block = block;
-    options.initial_block_size = kBlockBytes;
-    return options;
-  }
-
-  ArenaChunk() : arena(Options(block)) {}
-  // Large tensor contents go back to the pool for the next steps.
-  ~ArenaChunk() {
-    for (auto& tensor : *data->mutable_data()->mutable_tensors()) {
-      BufferPool::Default().Give(std::move(*tensor.mutable_tensor_content()));
-    }
-  }
-
-  alignas(16) char block[kBlockBytes];
-  google::protobuf::Arena arena;
-  ChunkData* const data =
-      google::protobuf::Arena::CreateMessage<ChunkData>(&arena);
-};
-
-std::shared_ptr<ChunkData> NewArenaChunk() {
-  auto holder = std::make_shared<ArenaChunk>();
-  return std::shared_ptr<ChunkData>(holder, holder->data);
-}
 
 absl::StatusOr<Tensor> RowOfChunk(const ChunkData& chunk, int row) {
   REVERB_ASSIGN_OR_RETURN(Tensor column, UnpackChunkTensor(chunk, 0));

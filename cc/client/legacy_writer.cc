@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "cc/client/arena_chunk.h"
 #include "cc/core/errors.h"
 #include "cc/support/mutex.h"
 #include "cc/support/random_key.h"
@@ -360,7 +361,7 @@ absl::Status Writer::AddChunk(
   chunk.key = NewRandomKey();
   chunk.first_step = chunked_steps_;
   chunk.last_step = chunked_steps_ + rows - 1;
-  auto chunk_data = std::make_shared<ChunkData>();
+  std::shared_ptr<ChunkData> chunk_data = NewArenaChunk();
   ChunkData& data = *chunk_data;
   data.set_chunk_key(chunk.key);
   data.mutable_sequence_range()->set_episode_id(episode_id_);
