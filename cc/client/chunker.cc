@@ -298,8 +298,15 @@ absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> Chunker::AppendRows(
     const bool whole_chunk = direct && buffered == 0 && n == length;
     if (!whole_chunk) {
       if (buffered == 0 && !rows.IsString()) {
-        // Room for the whole chunk; a large one in a recycled buffer.
-        buffer_.bytes = BufferPool::Default().Reserve(row_bytes * length);
+        // Room for the whole chunk; a large one in a recycled buffer, after
+        // room for the header of the stored stream its rows become if
+        // snappy does not shrink them (compression.h): no copy then.
+        const size_t bytes = static_cast<size_t>(row_bytes) * length;
+        headroom_ = direct && bytes >= BufferPool::kMinBytes
+                        ? StoredHeaderBytes(bytes)
+                        : 0;
+        buffer_.bytes = BufferPool::Default().Reserve(headroom_ + bytes);
+        buffer_.bytes.resize(headroom_);
       }
       REVERB_RETURN_IF_ERROR(reverb::AppendRows(chunk_rows, &buffer_));
     }
@@ -328,12 +335,15 @@ absl::Status Chunker::Flush() {
 absl::Status Chunker::FinalizeLocked() {
   if (buffer_refs_.empty()) return absl::OkStatus();
   Tensor stacked = std::exchange(buffer_, Tensor());
-  const int64_t uncompressed = static_cast<int64_t>(stacked.bytes.size());
+  const size_t headroom = std::exchange(headroom_, 0);
+  const int64_t uncompressed =
+      static_cast<int64_t>(stacked.bytes.size() - headroom);
   const bool delta = options_->GetDeltaEncode();
   if (delta) DeltaEncode(&stacked, /*encode=*/true);
   return FinalizeRefsLocked(
-      uncompressed, delta, [&stacked](tensorflow::TensorProto* proto) {
-        return CompressTensorAsProto(std::move(stacked), proto);
+      uncompressed, delta,
+      [&stacked, headroom](tensorflow::TensorProto* proto) {
+        return CompressTensorAsProto(std::move(stacked), headroom, proto);
       });
 }
 
@@ -365,6 +375,7 @@ absl::Status Chunker::FinalizeRefsLocked(
 void Chunker::Reset() {
   MutexLock lock(&mu_);
   buffer_ = Tensor();
+  headroom_ = 0;
   buffer_refs_.clear();
   active_refs_.clear();
   next_chunk_key_ = NewRandomKey();
@@ -399,7 +410,11 @@ std::vector<uint64_t> Chunker::GetKeepKeys() const {
 absl::StatusOr<Tensor> Chunker::CopyDataForCell(const CellRef& ref) const {
   MutexLock lock(&mu_);
   for (size_t i = 0; i < buffer_refs_.size(); ++i) {
-    if (buffer_refs_[i].get() == &ref) return GetRow(buffer_, i);
+    if (buffer_refs_[i].get() == &ref) {
+      TensorView rows(buffer_);
+      rows.bytes.remove_prefix(headroom_);
+      return GetRow(rows, i);
+    }
   }
   return absl::FailedPreconditionError("The cell is not buffered.");
 }

@@ -236,8 +236,10 @@ class REVERB_EXPORT Chunker : public std::enable_shared_from_this<Chunker> {
   std::optional<tensorflow::DataType> dtype_ ABSL_GUARDED_BY(mu_);
   // Shared by the column's refs.
   std::shared_ptr<const std::vector<int64_t>> shape_ ABSL_GUARDED_BY(mu_);
-  // The buffered rows, stacked (a new Tensor when there are none).
+  // The buffered rows, stacked (a new Tensor when there are none), after
+  // `headroom_` bytes of its buffer (CompressTensorAsProto).
   Tensor buffer_ ABSL_GUARDED_BY(mu_);
+  size_t headroom_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::shared_ptr<CellRef>> buffer_refs_ ABSL_GUARDED_BY(mu_);
   uint64_t next_chunk_key_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<CellRef>> active_refs_ ABSL_GUARDED_BY(mu_);

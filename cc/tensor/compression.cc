@@ -85,17 +85,19 @@ void DeltaEncodeAs(Tensor* tensor, bool encode) {
 // has room for kStoredOverhead more than `input`.
 constexpr size_t kStoredOverhead = 10;  // Varint32 and literal tag, at most.
 
-size_t WriteStored(absl::string_view input, char* out) {
+// Writes the stored stream's header for `length` bytes to `out` (room for
+// kStoredOverhead); returns its size.
+size_t WriteStoredHeader(size_t length, char* out) {
   char* p = out;
-  for (uint32_t v = static_cast<uint32_t>(input.size());; v >>= 7) {
+  for (uint32_t v = static_cast<uint32_t>(length);; v >>= 7) {
     if (v < 0x80) {
       *p++ = static_cast<char>(v);
       break;
     }
     *p++ = static_cast<char>((v & 0x7f) | 0x80);
   }
-  if (!input.empty()) {
-    const uint32_t n = static_cast<uint32_t>(input.size() - 1);
+  if (length > 0) {
+    const uint32_t n = static_cast<uint32_t>(length - 1);
     if (n < 60) {
       *p++ = static_cast<char>(n << 2);
     } else {
@@ -106,10 +108,14 @@ size_t WriteStored(absl::string_view input, char* out) {
       *p++ = static_cast<char>((59 + bytes) << 2);
       for (int i = 0; i < bytes; ++i) *p++ = static_cast<char>(n >> (8 * i));
     }
-    std::memcpy(p, input.data(), input.size());
-    p += input.size();
   }
   return p - out;
+}
+
+size_t WriteStored(absl::string_view input, char* out) {
+  const size_t header = WriteStoredHeader(input.size(), out);
+  std::memcpy(out + header, input.data(), input.size());
+  return header + input.size();
 }
 
 // Whether `compressed` bytes for `raw` are worth decoding: at least an
@@ -147,13 +153,23 @@ bool ProbeShrinks(absl::string_view input) {
 // a recycled buffer instead, which `output` then takes over (its old buffer
 // goes back to the pool); small ones into a per-thread scratch buffer,
 // copied out.
+// Whether a large `input` (one compressed into a recycled buffer, below) can
+// be stored (a stored stream's length is a varint32: at most 4 GiB).
+bool Storable(absl::string_view input) {
+  return input.size() <= std::numeric_limits<uint32_t>::max();
+}
+
+// Whether `input` is large (compressed into a recycled buffer, below).
+bool IsLarge(absl::string_view input) {
+  return snappy::MaxCompressedLength(input.size()) >= BufferPool::kMinBytes;
+}
+
 void SnappyCompress(absl::string_view input, std::string* output) {
   const size_t max_length = snappy::MaxCompressedLength(input.size());
   static_assert(kStoredOverhead <= 32);  // max_length >= size + 32.
   size_t length = 0;
-  if (max_length >= BufferPool::kMinBytes) {
-    // A stored stream's length is a varint32: at most 4 GiB.
-    const bool storable = input.size() <= std::numeric_limits<uint32_t>::max();
+  if (IsLarge(input)) {
+    const bool storable = Storable(input);
     const bool stored = storable && !ProbeShrinks(input);
     // Only as large as a stored stream needs: a recycled buffer that held
     // one (of a step of this size) is then not zero-filled up to
@@ -178,14 +194,19 @@ void SnappyCompress(absl::string_view input, std::string* output) {
   output->assign(scratch, length);
 }
 
+void SetDtypeAndShape(tensorflow::DataType dtype,
+                      absl::Span<const int64_t> shape, TensorProto* proto) {
+  proto->set_dtype(dtype);
+  auto* proto_shape = proto->mutable_tensor_shape();
+  for (int64_t dim : shape) proto_shape->add_dim()->set_size(dim);
+}
+
 // Dtype and shape of a numeric tensor into `proto`, its compressed `bytes`
 // into `content` (the proto's tensor_content, or a string to move there).
 void CompressNumeric(tensorflow::DataType dtype,
                      absl::Span<const int64_t> shape, absl::string_view bytes,
                      std::string* content, TensorProto* proto) {
-  proto->set_dtype(dtype);
-  auto* proto_shape = proto->mutable_tensor_shape();
-  for (int64_t dim : shape) proto_shape->add_dim()->set_size(dim);
+  SetDtypeAndShape(dtype, shape, proto);
   SnappyCompress(bytes, content);
 }
 
@@ -230,10 +251,7 @@ absl::Status ShapeFromProto(const TensorProto& proto,
 absl::Status CompressTensorAsProto(const TensorView& tensor,
                                    TensorProto* proto) {
   if (tensor.IsString()) {
-    proto->set_dtype(tensor.dtype);
-    for (int64_t dim : tensor.shape) {
-      proto->mutable_tensor_shape()->add_dim()->set_size(dim);
-    }
+    SetDtypeAndShape(tensor.dtype, tensor.shape, proto);
     REVERB_RETURN_IF_ERROR(CheckElements(tensor));
     std::string* content = proto->mutable_tensor_content();
     size_t total = 0;
@@ -248,6 +266,35 @@ absl::Status CompressTensorAsProto(const TensorView& tensor,
   REVERB_RETURN_IF_ERROR(CheckElements(tensor));
   CompressNumeric(tensor.dtype, tensor.shape, tensor.bytes,
                   proto->mutable_tensor_content(), proto);
+  return absl::OkStatus();
+}
+
+size_t StoredHeaderBytes(size_t length) {
+  char header[kStoredOverhead];
+  return WriteStoredHeader(length, header);
+}
+
+absl::Status CompressTensorAsProto(Tensor&& tensor, size_t headroom,
+                                   TensorProto* proto) {
+  if (headroom == 0) return CompressTensorAsProto(std::move(tensor), proto);
+  std::string buffer = std::move(tensor.bytes);
+  if (tensor.IsString() || headroom > buffer.size()) {
+    return absl::InvalidArgumentError("No numeric elements after a headroom.");
+  }
+  TensorView elements(tensor);
+  elements.bytes = absl::string_view(buffer).substr(headroom);
+  REVERB_RETURN_IF_ERROR(CheckElements(elements));
+  if (headroom == StoredHeaderBytes(elements.bytes.size()) &&
+      IsLarge(elements.bytes) && Storable(elements.bytes) &&
+      !ProbeShrinks(elements.bytes)) {
+    SetDtypeAndShape(tensor.dtype, tensor.shape, proto);
+    WriteStoredHeader(elements.bytes.size(), buffer.data());
+    proto->set_tensor_content(std::move(buffer));
+    return absl::OkStatus();
+  }
+  CompressNumeric(tensor.dtype, tensor.shape, elements.bytes,
+                  proto->mutable_tensor_content(), proto);
+  BufferPool::Default().Give(std::move(buffer));
   return absl::OkStatus();
 }
 

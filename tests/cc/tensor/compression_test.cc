@@ -316,6 +316,62 @@ TEST(TensorCompressionTest, IncompressibleDataIsStoredAsOneSnappyLiteral) {
   }
 }
 
+TEST(TensorCompressionTest, HeadroomTakesTheStoredHeaderWithoutACopy) {
+  for (size_t size : {size_t{70000}, size_t{1} << 20, size_t{17} << 20}) {
+    SCOPED_TRACE(size);
+    const Tensor random =
+        RandomTensor(tensorflow::DT_UINT8, {static_cast<int64_t>(size)}, size);
+    tensorflow::TensorProto expected;
+    ASSERT_TRUE(CompressTensorAsProto(random, &expected).ok());
+    const size_t headroom = StoredHeaderBytes(size);
+    EXPECT_EQ(headroom, expected.tensor_content().size() - size);
+    Tensor roomy = random;
+    roomy.bytes = std::string(headroom, 'h') + random.bytes;
+    const char* buffer = roomy.bytes.data();
+    tensorflow::TensorProto proto;
+    ASSERT_TRUE(CompressTensorAsProto(std::move(roomy), headroom, &proto).ok());
+    EXPECT_EQ(proto.tensor_content().data(), buffer);  // Not copied.
+    EXPECT_EQ(proto.SerializeAsString(), expected.SerializeAsString());
+  }
+}
+
+TEST(TensorCompressionTest, HeadroomOfAnotherSizeOrCompressibleDataIsSkipped) {
+  const size_t size = 1 << 20;
+  std::vector<uint8_t> pattern(size);
+  for (size_t i = 0; i < size; ++i) pattern[i] = (i / 7) % 5;
+  const Tensor compressible = MakeTensor<uint8_t>(
+      tensorflow::DT_UINT8, {static_cast<int64_t>(size)}, pattern);
+  const Tensor random =
+      RandomTensor(tensorflow::DT_UINT8, {static_cast<int64_t>(size)}, 3);
+  const size_t fitting = StoredHeaderBytes(size);
+  for (const Tensor* tensor : {&compressible, &random}) {
+    for (size_t headroom : {fitting, fitting + 1, size_t{1}}) {
+      SCOPED_TRACE(headroom);
+      if (tensor == &random && headroom == fitting) continue;  // Above.
+      tensorflow::TensorProto expected;
+      ASSERT_TRUE(CompressTensorAsProto(*tensor, &expected).ok());
+      Tensor roomy = *tensor;
+      roomy.bytes = std::string(headroom, 'h') + tensor->bytes;
+      tensorflow::TensorProto proto;
+      ASSERT_TRUE(
+          CompressTensorAsProto(std::move(roomy), headroom, &proto).ok());
+      EXPECT_EQ(proto.SerializeAsString(), expected.SerializeAsString());
+    }
+  }
+  // A headroom of 0 is the plain form; elements missing are refused.
+  Tensor plain = random;
+  tensorflow::TensorProto expected, proto;
+  ASSERT_TRUE(CompressTensorAsProto(random, &expected).ok());
+  ASSERT_TRUE(CompressTensorAsProto(std::move(plain), 0, &proto).ok());
+  EXPECT_EQ(proto.SerializeAsString(), expected.SerializeAsString());
+  Tensor short_of_elements = random;
+  short_of_elements.bytes = std::string(10, 'h') + random.bytes.substr(1);
+  tensorflow::TensorProto refused;
+  EXPECT_EQ(
+      CompressTensorAsProto(std::move(short_of_elements), 10, &refused).code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TensorCompressionTest, CompressibleDataIsCompressedWhateverItsProbesSay) {
   // Random bytes where the probes look (the start, thirds, the end of a
   // 1 MiB tensor) would be stored; compressible ones are compressed, and so
