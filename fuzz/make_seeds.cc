@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "cc/selectors/prioritized.h"
 #include "cc/support/varint.h"
 #include "cc/tensor/compression.h"
+#include "cc/wire/chunk_rows.h"
 #include "cc/wire/insert_request.h"
 #include "grpcpp/support/slice.h"
 #include "reverb/cc/reverb_service.pb.h"
@@ -201,6 +203,37 @@ void SampleResponses() {
   *sample->add_data() = large;
   sample->set_end_of_sequence(true);
   Write("sample_response", "large_chunk", apart.SerializeAsString());
+  // Row 2 of a chunk of four such rows, sent trimmed (chunk_rows.h).
+  std::vector<int32_t> rows(4 * values.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i] = static_cast<int32_t>(i * 2654435761u);
+  }
+  ChunkData four = large;
+  four.set_chunk_key(13);
+  four.mutable_sequence_range()->set_end(3);
+  four.mutable_data()->clear_tensors();
+  CompressTensorAsProto(
+      testing::MakeTensor<int32_t>(tensorflow::DT_INT32, {4, 5000}, rows),
+      four.mutable_data()->add_tensors())
+      .IgnoreError();  // A valid tensor: cannot fail.
+  four.set_data_uncompressed_size(4 * rows.size());
+  const std::optional<absl::Cord> trimmed =
+      TrimChunk(Chunk(four), RowRange{2, 1});
+  SampleStreamResponse trim;
+  auto* row = trim.add_entries();
+  auto* slice = row->mutable_info()
+                    ->mutable_item()
+                    ->mutable_flat_trajectory()
+                    ->add_columns()
+                    ->add_chunk_slices();
+  slice->set_chunk_key(13);
+  slice->set_offset(2);
+  slice->set_length(1);
+  if (trimmed.has_value()) {
+    row->add_data()->ParseFromString(std::string(*trimmed));
+  }
+  row->set_end_of_sequence(true);
+  Write("sample_response", "trimmed_chunk", trim.SerializeAsString());
 }
 
 void Tensors() {

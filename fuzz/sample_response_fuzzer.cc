@@ -6,7 +6,9 @@
 // included), whose entries are gathered into samples as
 // SampleStream::ReadPacked gathers them (cc/client/sample_stream.cc: an
 // entry with info starts the sample's info, every entry adds its chunks,
-// end_of_sequence ends it) and unpacked (UnpackSample, cc/client/sample.h),
+// end_of_sequence ends it, the slices of trimmed chunks are moved by their
+// first_row, cc/wire/chunk_rows.h) and unpacked (UnpackSample,
+// cc/client/sample.h),
 // then split into timesteps as the timestep datasets do. Anything may fail
 // with a status; nothing may crash, and what unpacks must be consistent
 // with the item it came from.
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "cc/client/sample.h"
+#include "cc/wire/chunk_rows.h"
 #include "cc/wire/sample_response.h"
 #include "fuzz/fuzz_check.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -89,6 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(parsed.ParseFromArray(data, static_cast<int>(size)));
   FUZZ_CHECK(response->entries_size() == parsed.entries_size());
   std::shared_ptr<const SampleInfo> info;
+  SampleInfo* editable = nullptr;  // `info`, as ReadPacked edits it.
   std::vector<const ChunkData*> chunks;
   std::vector<const ChunkContents*> contents;
   for (int e = 0; e < response->entries_size(); ++e) {
@@ -98,7 +102,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(fuzzing::Same(entry.info(), expected.info()));
     FUZZ_CHECK(entry.end_of_sequence() == expected.end_of_sequence());
     if (entry.has_info()) {
-      info = std::shared_ptr<const SampleInfo>(response, &entry.info());
+      editable = response->mutable_entries(e)->mutable_info();
+      info = std::shared_ptr<const SampleInfo>(response, editable);
     }
     for (int c = 0; c < entry.data_size(); ++c) {
       const ChunkData& chunk = entry.data(c);
@@ -110,8 +115,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       contents.push_back(apart);
     }
     if (!entry.end_of_sequence()) continue;
+    if (editable != nullptr) {
+      UntrimSlices(chunks, editable->mutable_item()->mutable_flat_trajectory());
+    }
     Unpack(std::move(info), chunks, contents);
     info = nullptr;
+    editable = nullptr;
     chunks.clear();
     contents.clear();
   }

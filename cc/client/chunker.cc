@@ -303,7 +303,7 @@ absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> Chunker::AppendRows(
         // snappy does not shrink them (compression.h): no copy then.
         const size_t bytes = static_cast<size_t>(row_bytes) * length;
         headroom_ = direct && bytes >= BufferPool::kMinBytes
-                        ? StoredHeaderBytes(bytes)
+                        ? StoredHeader(bytes).size()
                         : 0;
         buffer_.bytes = BufferPool::Default().Reserve(headroom_ + bytes);
         buffer_.bytes.resize(headroom_);

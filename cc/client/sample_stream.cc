@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "cc/client/deadline_watchdog.h"
 #include "cc/support/status_macros.h"
+#include "cc/wire/chunk_rows.h"
 #include "cc/wire/grpc_status.h"
 #include "cc/wire/sample_response.h"
 #include "google/protobuf/arena.h"
@@ -69,6 +70,7 @@ absl::Status SampleStream::Request(int64_t n, absl::Duration timeout) {
   SampleStreamRequest request;
   request.set_table(table_);
   request.set_num_samples(n);
+  request.set_trimmed_chunks(true);
   if (!shared_memory_asked_) {
     shared_memory_ = connection_->SharedMemory(kSharedMemoryTimeout);
     shared_memory_asked_ = true;
@@ -100,6 +102,7 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
     absl::FunctionRef<void(SampleInfo*)> edit_info) {
   if (!status_.ok()) return status_;
   PackedSample packed;
+  SampleInfo* info = nullptr;
   while (true) {
     if (response_ == nullptr || next_entry_ == response_->entries_size()) {
       auto holder = std::make_shared<ArenaResponse>();
@@ -127,7 +130,8 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
     }
     auto& entry = *response_->mutable_entries(next_entry_++);
     if (entry.has_info()) {
-      edit_info(entry.mutable_info());
+      info = entry.mutable_info();
+      edit_info(info);
       packed.info =
           std::shared_ptr<const SampleInfo>(response_owner_, &entry.info());
     }
@@ -143,6 +147,10 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
       packed.owners.push_back(response_owner_);
     }
     if (!entry.end_of_sequence()) continue;
+    if (info != nullptr) {
+      UntrimSlices(packed.chunks,
+                   info->mutable_item()->mutable_flat_trajectory());
+    }
     --outstanding_;
     return packed;
   }

@@ -269,9 +269,9 @@ absl::Status CompressTensorAsProto(const TensorView& tensor,
   return absl::OkStatus();
 }
 
-size_t StoredHeaderBytes(size_t length) {
+std::string StoredHeader(size_t length) {
   char header[kStoredOverhead];
-  return WriteStoredHeader(length, header);
+  return std::string(header, WriteStoredHeader(length, header));
 }
 
 absl::Status CompressTensorAsProto(Tensor&& tensor, size_t headroom,
@@ -284,7 +284,7 @@ absl::Status CompressTensorAsProto(Tensor&& tensor, size_t headroom,
   TensorView elements(tensor);
   elements.bytes = absl::string_view(buffer).substr(headroom);
   REVERB_RETURN_IF_ERROR(CheckElements(elements));
-  if (headroom == StoredHeaderBytes(elements.bytes.size()) &&
+  if (headroom == StoredHeader(elements.bytes.size()).size() &&
       IsLarge(elements.bytes) && Storable(elements.bytes) &&
       !ProbeShrinks(elements.bytes)) {
     SetDtypeAndShape(tensor.dtype, tensor.shape, proto);

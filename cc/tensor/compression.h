@@ -15,6 +15,8 @@
 #ifndef REVERB_CC_TENSOR_COMPRESSION_H_
 #define REVERB_CC_TENSOR_COMPRESSION_H_
 
+#include <string>
+
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -36,14 +38,14 @@ REVERB_EXPORT absl::Status CompressTensorAsProto(
     Tensor&& tensor, tensorflow::TensorProto* proto);
 // As above, for a numeric tensor whose buffer holds `headroom` bytes before
 // its elements (tensor.bytes is both). Where the elements are stored and
-// `headroom` is StoredHeaderBytes of their size, the stored stream's header
-// is written there and the buffer becomes the proto's content as it is: a
-// large incompressible tensor is not copied.
+// `headroom` is the StoredHeader size for their size, the stored stream's
+// header is written there and the buffer becomes the proto's content as it is:
+// a large incompressible tensor is not copied.
 REVERB_EXPORT absl::Status CompressTensorAsProto(
     Tensor&& tensor, size_t headroom, tensorflow::TensorProto* proto);
 
 // The bytes a stored stream of `length` bytes holds before them.
-REVERB_EXPORT size_t StoredHeaderBytes(size_t length);
+REVERB_EXPORT std::string StoredHeader(size_t length);
 
 // INVALID_ARGUMENT if the proto is malformed (bad shape, corrupt snappy data,
 // a size that does not match the shape).

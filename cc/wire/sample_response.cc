@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "cc/support/status_macros.h"
 #include "cc/support/varint.h"
 #include "cc/support/wire_reader.h"
+#include "cc/wire/chunk_rows.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 
 namespace deepmind::reverb {
@@ -157,13 +159,16 @@ std::string EncodeSampleInfo(const SampledItem& sample) {
 
 void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
                   std::deque<SampleResponseBytes>* responses,
-                  absl::FunctionRef<std::string(const Chunk&)> lend) {
+                  absl::FunctionRef<std::string(const Chunk&)> lend,
+                  bool trim_chunks) {
   const std::string info = EncodeSampleInfo(sample);
   const size_t info_size = info.size();
   const auto& chunks = sample.ref->chunks;
   size_t next = 0;  // The first chunk not yet written.
   bool with_info = true;
   std::vector<std::string> lent;  // This entry's SharedMemoryChunks.
+  // Chunks sent as the rows the sample reads (chunk_rows.h).
+  std::vector<std::optional<absl::Cord>> trimmed(chunks.size());
   do {
     if (responses->empty() || responses->back().size >= max_response_bytes) {
       responses->emplace_back();
@@ -177,8 +182,12 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     lent.assign(chunks.size(), std::string());
     while (end < chunks.size() && bytes < max_response_bytes) {
       const Chunk& chunk = *chunks[end];
-      const size_t chunk_size = chunk.DataByteSizeLong();
+      size_t chunk_size = chunk.DataByteSizeLong();
       if (!chunk.segment().empty()) lent[end] = lend(chunk);
+      if (lent[end].empty() && trim_chunks) {
+        trimmed[end] = TrimChunk(chunk, sample.ref->item.flat_trajectory());
+        if (trimmed[end].has_value()) chunk_size = trimmed[end]->size();
+      }
       if (lent[end].empty()) {
         entry_size += LengthDelimitedSize(chunk_size);
       } else {
@@ -200,7 +209,9 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     for (; next < end; ++next) {
       const std::shared_ptr<Chunk>& chunk = chunks[next];
       auto owner = [&chunk]() -> std::shared_ptr<const void> { return chunk; };
-      if (!lent[next].empty()) {
+      if (trimmed[next].has_value()) {
+        wire.PutBytes(kEntryData, *trimmed[next], owner);
+      } else if (!lent[next].empty()) {
         wire.PutFieldHeader(kEntrySharedData, lent[next].size());
         wire.pending()->append(lent[next]);
       } else if (chunk->proto() != nullptr) {

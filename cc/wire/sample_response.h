@@ -58,12 +58,14 @@ REVERB_EXPORT std::string EncodeSampleInfo(const SampledItem& sample);
 // sample spans entries of several responses. A chunk is never split.
 // A chunk kept in a shared-memory segment goes as the segment `lend` names
 // for it (SampleEntry.shared_data), unless that is empty (then as bytes).
+// With `trim_chunks` (the stream asked for it), a chunk sent as bytes is
+// sent as the rows the sample reads where TrimChunk can (chunk_rows.h).
 REVERB_EXPORT void AppendSample(
     const SampledItem& sample, int64_t max_response_bytes,
     std::deque<SampleResponseBytes>* responses,
-    absl::FunctionRef<std::string(const Chunk&)> lend = [](const Chunk&) {
-      return std::string();
-    });
+    absl::FunctionRef<std::string(const Chunk&)> lend =
+        [](const Chunk&) { return std::string(); },
+    bool trim_chunks = false);
 
 // Parses `bytes`, a SampleStreamResponse as gRPC received it, into
 // `response` (empty; it may live on an arena) as protobuf would (protobuf

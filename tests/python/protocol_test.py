@@ -263,11 +263,12 @@ class Protocol:
       return keys, _status(e)
     return keys, Status(_OK, '')
 
-  def sample(self, table: str, num_samples: int, timeout_ms=None):
+  def sample(self, table: str, num_samples: int, timeout_ms=None,
+             trimmed_chunks=False):
     """Asks one SampleStream for `num_samples`; the samples (each a list of
     entries, the last with end_of_sequence set) and the final status."""
-    request = self.pb.service.SampleStreamRequest(table=table,
-                                                  num_samples=num_samples)
+    request = self.pb.service.SampleStreamRequest(
+        table=table, num_samples=num_samples, trimmed_chunks=trimmed_chunks)
     if timeout_ms is not None:
       request.rate_limiter_timeout.milliseconds = timeout_ms
     samples, entries = [], []
@@ -427,6 +428,42 @@ def test_slices_pick_rows_and_tensors_of_a_chunk(proto, client):
   assert len(sample.data) == 2
   np.testing.assert_array_equal(sample.data[0], right[1:3])
   np.testing.assert_array_equal(sample.data[1], left[3:4])
+
+
+def test_chunks_are_trimmed_to_the_rows_read_only_for_streams_that_ask(
+    proto):
+  # Four rows of 32 KB (random floats: stored as a snappy literal) in two
+  # columns; the item reads rows 1-2 of one and row 2 of the other.
+  rng = np.random.default_rng(5)
+  left, right = (rng.standard_normal((4, 8000), dtype=np.float32)
+                 for _ in range(2))
+  chunk = proto.chunk(9, left, right, start=20)
+  for tensor, column in zip(chunk.data.tensors, (left, right)):
+    # One literal (snappy_literal cuts at 64 KiB), as our writers store
+    # data snappy does not shrink.
+    raw = column.tobytes()
+    width = ((len(raw) - 1).bit_length() + 7) // 8
+    tensor.tensor_content = (_varint(len(raw)) + bytes([(59 + width) << 2]) +
+                             (len(raw) - 1).to_bytes(width, 'little') + raw)
+  item = proto.item(5, 'uniform', [(9, 1, 2, 0)], [(9, 2, 1, 1)])
+  _, status = proto.insert([proto.request([chunk], [item])])
+  assert status.code == _OK, status
+  # A dm-reverb client (no trimmed_chunks) gets the chunk as inserted.
+  samples, status = proto.sample('uniform', 1)
+  assert status.code == _OK, status
+  assert list(samples[0][0].data) == [chunk]
+  # Ours gets rows 1-2, and the offset they start at.
+  samples, status = proto.sample('uniform', 1, trimmed_chunks=True)
+  assert status.code == _OK, status
+  [sent] = samples[0][0].data
+  assert sent.chunk_key == 9 and sent.first_row == 1
+  assert sent.sequence_range.start == 21 and sent.sequence_range.end == 22
+  assert sent.data_uncompressed_size == 2 * 2 * 8000 * 4
+  for tensor, column in zip(sent.data.tensors, (left, right)):
+    assert [d.size for d in tensor.tensor_shape.dim] == [2, 8000]
+    assert tensor.tensor_content == snappy_literal(column[1:3].tobytes())
+  # The item as stored: its slices still count from the chunk's first row.
+  assert samples[0][0].info.item.flat_trajectory == item.flat_trajectory
 
 
 # Two rows of `floats` float32: 56 and 64 bytes straddle the longest literal

@@ -60,8 +60,9 @@ def steps_table(name='steps'):
                       rate_limiter=reverb.rate_limiters.MinSize(1))
 
 
-def fill(client, table, steps, length, delta_encoded=False):
-  """Items of `length` consecutive steps, one ending at every step."""
+def fill(client, table, steps, length, delta_encoded=False, chunk_length=None):
+  """Items of `length` consecutive steps, one ending at every step; chunks
+  of `chunk_length` steps if given (else as the writer tunes them)."""
   if delta_encoded:
     with client.writer(max_sequence_length=length,
                        delta_encoded=True) as writer:
@@ -70,7 +71,12 @@ def fill(client, table, steps, length, delta_encoded=False):
         if t + 1 >= length:
           writer.create_item(table, length, 1.0)
     return
-  with client.trajectory_writer(num_keep_alive_refs=length) as writer:
+  keep = max(length, chunk_length or 1)
+  with client.trajectory_writer(num_keep_alive_refs=keep) as writer:
+    if chunk_length is not None:
+      for column in range(len(step(0))):
+        writer.configure((column,), num_keep_alive_refs=keep,
+                         max_chunk_length=chunk_length)
     for t in range(steps):
       writer.append(step(t))
       if t + 1 >= length:
@@ -78,16 +84,20 @@ def fill(client, table, steps, length, delta_encoded=False):
 
 
 # Tables of the filled server and the length of their items.
-LENGTHS = {'one': 1, 'three': 3, 'delta': 3}
+LENGTHS = {'one': 1, 'three': 3, 'delta': 3, 'chunked_one': 1,
+           'chunked_two': 2}
 
 
 def filled_server():
   """A server whose tables (LENGTHS) hold items over 12 steps; 'delta' is
-  written by the legacy writer, delta-encoded."""
+  written by the legacy writer, delta-encoded; 'chunked_*' in chunks of 4
+  steps, of which an item reads one or two: our clients are sent the random
+  column's chunks trimmed to those rows (chunk_rows.h)."""
   server = reverb.Server([steps_table(name) for name in LENGTHS])
   client = server.localhost_client()
   for name, length in LENGTHS.items():
-    fill(client, name, 12, length, delta_encoded=name == 'delta')
+    fill(client, name, 12, length, delta_encoded=name == 'delta',
+         chunk_length=4 if name.startswith('chunked') else None)
   return server
 
 

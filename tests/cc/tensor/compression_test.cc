@@ -323,7 +323,7 @@ TEST(TensorCompressionTest, HeadroomTakesTheStoredHeaderWithoutACopy) {
         RandomTensor(tensorflow::DT_UINT8, {static_cast<int64_t>(size)}, size);
     tensorflow::TensorProto expected;
     ASSERT_TRUE(CompressTensorAsProto(random, &expected).ok());
-    const size_t headroom = StoredHeaderBytes(size);
+    const size_t headroom = StoredHeader(size).size();
     EXPECT_EQ(headroom, expected.tensor_content().size() - size);
     Tensor roomy = random;
     roomy.bytes = std::string(headroom, 'h') + random.bytes;
@@ -343,7 +343,7 @@ TEST(TensorCompressionTest, HeadroomOfAnotherSizeOrCompressibleDataIsSkipped) {
       tensorflow::DT_UINT8, {static_cast<int64_t>(size)}, pattern);
   const Tensor random =
       RandomTensor(tensorflow::DT_UINT8, {static_cast<int64_t>(size)}, 3);
-  const size_t fitting = StoredHeaderBytes(size);
+  const size_t fitting = StoredHeader(size).size();
   for (const Tensor* tensor : {&compressible, &random}) {
     for (size_t headroom : {fitting, fitting + 1, size_t{1}}) {
       SCOPED_TRACE(headroom);

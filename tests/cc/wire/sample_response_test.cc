@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "cc/tensor/compression.h"
 #include "gtest/gtest.h"
 #include "reverb/cc/reverb_service.pb.h"
 
@@ -69,6 +70,54 @@ SampleStreamResponse Parse(SampleResponseBytes& response) {
   SampleStreamResponse proto;
   EXPECT_TRUE(proto.ParseFromString(Flat(response)));
   return proto;
+}
+
+TEST(SampleResponseTest, StreamsThatAskGetTheRowsTheSampleReads) {
+  // A chunk of four random rows of 12 KiB (stored uncompressed), of which
+  // the item reads the third.
+  Tensor rows;
+  rows.dtype = tensorflow::DT_UINT8;
+  rows.shape = {4, 12 << 10};
+  rows.bytes.resize(48 << 10);
+  uint32_t state = 1;
+  for (char& c : rows.bytes) c = static_cast<char>((state *= 69069) >> 24);
+  ChunkData data;
+  data.set_chunk_key(9);
+  data.set_data_tensors_len(1);
+  data.mutable_sequence_range()->set_end(3);
+  ASSERT_TRUE(
+      CompressTensorAsProto(rows, data.mutable_data()->add_tensors()).ok());
+  auto chunk = *Chunk::Parse(absl::Cord(data.SerializeAsString()));
+  SampledItem sample = MakeSample(1, {chunk});
+  auto item = std::make_shared<TableItem>(*sample.ref);
+  item->item.mutable_flat_trajectory()
+      ->mutable_columns(0)
+      ->mutable_chunk_slices(0)
+      ->set_offset(2);
+  sample.ref = item;
+  for (bool trim : {false, true}) {
+    SCOPED_TRACE(trim);
+    std::deque<SampleResponseBytes> responses;
+    AppendSample(
+        sample, 4 << 20, &responses, [](const Chunk&) { return std::string(); },
+        trim);
+    ASSERT_EQ(responses.size(), 1);
+    const int64_t size = responses[0].size;
+    SampleStreamResponse response = Parse(responses[0]);
+    ASSERT_EQ(response.entries_size(), 1);
+    ASSERT_EQ(response.entries(0).data_size(), 1);
+    const ChunkData& sent = response.entries(0).data(0);
+    EXPECT_EQ(sent.chunk_key(), 9);
+    EXPECT_EQ(sent.first_row(), trim ? 2 : 0);
+    auto tensor = DecompressTensorFromProto(sent.data().tensors(0));
+    ASSERT_TRUE(tensor.ok()) << tensor.status();
+    EXPECT_EQ(tensor->bytes,
+              trim ? rows.bytes.substr(24 << 10, 12 << 10) : rows.bytes);
+    // The response's size counts the bytes sent.
+    EXPECT_EQ(size,
+              EncodeSampleInfo(sample).size() +
+                  (trim ? sent.ByteSizeLong() : chunk->DataByteSizeLong()));
+  }
 }
 
 TEST(SampleResponseTest, InfoCarriesTheCurrentPriorityAndTimesSampled) {
