@@ -1,6 +1,7 @@
 #include "cc/wire/chunk_rows.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -174,7 +175,14 @@ void UntrimSlices(absl::Span<const ChunkData* const> chunks,
       // should not carry one twice).
       for (auto it = chunks.rbegin(); it != chunks.rend(); ++it) {
         if ((*it)->chunk_key() == slice.chunk_key()) {
-          slice.set_offset(slice.offset() - (*it)->first_row());
+          // A broken server's rows may put the offset out of range: -1
+          // then, which unpacking refuses.
+          const int64_t offset =
+              int64_t{slice.offset()} - int64_t{(*it)->first_row()};
+          slice.set_offset(offset < 0 ||
+                                   offset > std::numeric_limits<int32_t>::max()
+                               ? -1
+                               : static_cast<int32_t>(offset));
           break;
         }
       }

@@ -1,6 +1,7 @@
 #include "cc/wire/chunk_rows.h"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -194,9 +195,17 @@ TEST(ChunkRowsTest, UntrimSlicesCountsFromTheRowsSent) {
   EXPECT_EQ(trajectory.columns(0).chunk_slices(0).offset(), 1);
   EXPECT_EQ(trajectory.columns(1).chunk_slices(0).offset(), 2);
   EXPECT_EQ(trajectory.columns(0).chunk_slices(1).offset(), 3);
-  // Of a key given twice, the last chunk counts (as the sampler reads).
+  // Of a key given twice, the last chunk counts (as the sampler reads);
+  // an offset moved out of range (a broken server's rows) becomes -1,
+  // which unpacking refuses, without overflowing.
   UntrimSlices({&one, &again}, &trajectory);
-  EXPECT_EQ(trajectory.columns(0).chunk_slices(0).offset(), -4);
+  EXPECT_EQ(trajectory.columns(0).chunk_slices(0).offset(), -1);
+  EXPECT_EQ(trajectory.columns(1).chunk_slices(0).offset(), -1);
+  ChunkData hostile;
+  hostile.set_chunk_key(2);
+  hostile.set_first_row(std::numeric_limits<int32_t>::min());
+  UntrimSlices({&hostile}, &trajectory);
+  EXPECT_EQ(trajectory.columns(0).chunk_slices(1).offset(), -1);
 }
 
 }  // namespace
