@@ -75,16 +75,11 @@ class ContentSource {
   // (SnappyStoredOffset): the offset of those bytes in it; nullopt if it is
   // compressed.
   std::optional<size_t> StoredOffset(size_t length) const {
-    absl::string_view head = content_;
-    size_t size = content_.size();
-    char copied[16];
-    if (pieces_ != nullptr) {
-      size = pieces_->size();
-      head = absl::string_view(copied, std::min(sizeof(copied), size));
-      CopyPieces(*pieces_, 0, copied, head.size());
-    }
     size_t offset = 0;
-    if (!SnappyStoredOffset(head, size, length, &offset)) return std::nullopt;
+    const bool stored = pieces_ != nullptr
+                            ? SnappyStoredOffset(*pieces_, length, &offset)
+                            : SnappyStoredOffset(content_, length, &offset);
+    if (!stored) return std::nullopt;
     return offset;
   }
 

@@ -142,6 +142,23 @@ bool ProbeShrinks(absl::string_view input) {
   return Shrinks(compressed, raw);
 }
 
+// Whether `input` is large: compressed into a recycled buffer (below).
+bool IsLarge(absl::string_view input) {
+  return snappy::MaxCompressedLength(input.size()) >= BufferPool::kMinBytes;
+}
+
+// Whether `input` can be stored (a stored stream's length is a varint32: at
+// most 4 GiB).
+bool Storable(absl::string_view input) {
+  return input.size() <= std::numeric_limits<uint32_t>::max();
+}
+
+// Whether a large `input` is stored without a try at compressing it whole
+// (its probes do not shrink).
+bool StoredWithoutTrying(absl::string_view input) {
+  return IsLarge(input) && Storable(input) && !ProbeShrinks(input);
+}
+
 // Compresses `input` into `output`, which may be the string `input` views:
 // snappy's stream, or the stored stream above when snappy does not shrink
 // the input (incompressible data: random bytes, encrypted or already
@@ -153,24 +170,12 @@ bool ProbeShrinks(absl::string_view input) {
 // a recycled buffer instead, which `output` then takes over (its old buffer
 // goes back to the pool); small ones into a per-thread scratch buffer,
 // copied out.
-// Whether a large `input` (one compressed into a recycled buffer, below) can
-// be stored (a stored stream's length is a varint32: at most 4 GiB).
-bool Storable(absl::string_view input) {
-  return input.size() <= std::numeric_limits<uint32_t>::max();
-}
-
-// Whether `input` is large (compressed into a recycled buffer, below).
-bool IsLarge(absl::string_view input) {
-  return snappy::MaxCompressedLength(input.size()) >= BufferPool::kMinBytes;
-}
-
 void SnappyCompress(absl::string_view input, std::string* output) {
   const size_t max_length = snappy::MaxCompressedLength(input.size());
   static_assert(kStoredOverhead <= 32);  // max_length >= size + 32.
   size_t length = 0;
   if (IsLarge(input)) {
-    const bool storable = Storable(input);
-    const bool stored = storable && !ProbeShrinks(input);
+    const bool stored = StoredWithoutTrying(input);
     // Only as large as a stored stream needs: a recycled buffer that held
     // one (of a step of this size) is then not zero-filled up to
     // max_length again.
@@ -180,7 +185,7 @@ void SnappyCompress(absl::string_view input, std::string* output) {
       snappy::RawCompress(input.data(), input.size(), compressed.data(),
                           &length);
     }
-    if (stored || (storable && !Shrinks(length, input.size()))) {
+    if (stored || (Storable(input) && !Shrinks(length, input.size()))) {
       length = WriteStored(input, compressed.data());
     }
     compressed.resize(length);
@@ -285,8 +290,7 @@ absl::Status CompressTensorAsProto(Tensor&& tensor, size_t headroom,
   elements.bytes = absl::string_view(buffer).substr(headroom);
   REVERB_RETURN_IF_ERROR(CheckElements(elements));
   if (headroom == StoredHeader(elements.bytes.size()).size() &&
-      IsLarge(elements.bytes) && Storable(elements.bytes) &&
-      !ProbeShrinks(elements.bytes)) {
+      StoredWithoutTrying(elements.bytes)) {
     SetDtypeAndShape(tensor.dtype, tensor.shape, proto);
     WriteStoredHeader(elements.bytes.size(), buffer.data());
     proto->set_tensor_content(std::move(buffer));

@@ -1,5 +1,6 @@
 #include "cc/tensor/snappy_decode.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -74,13 +75,14 @@ bool SnappyUncompressedLength(absl::string_view compressed, size_t* length) {
   return true;
 }
 
-bool SnappyStoredOffset(absl::string_view compressed, size_t length,
-                        size_t* offset) {
-  return SnappyStoredOffset(compressed, compressed.size(), length, offset);
-}
+namespace {
 
-bool SnappyStoredOffset(absl::string_view head, size_t compressed_size,
-                        size_t length, size_t* offset) {
+// SnappyStoredOffset for an input of `compressed_size` bytes of which
+// `head` holds the first ones (at least those before the stored bytes:
+// kStoredHeadBytes are enough).
+constexpr size_t kStoredHeadBytes = 16;
+bool StoredOffset(absl::string_view head, size_t compressed_size, size_t length,
+                  size_t* offset) {
   const char* p = head.data();
   const char* const end = p + head.size();
   uint32_t recorded = 0;
@@ -104,6 +106,27 @@ bool SnappyStoredOffset(absl::string_view head, size_t compressed_size,
   }
   *offset = before;
   return true;
+}
+
+}  // namespace
+
+bool SnappyStoredOffset(absl::string_view compressed, size_t length,
+                        size_t* offset) {
+  return StoredOffset(compressed, compressed.size(), length, offset);
+}
+
+bool SnappyStoredOffset(const absl::Cord& compressed, size_t length,
+                        size_t* offset) {
+  char head[kStoredHeadBytes];
+  size_t n = 0;
+  for (absl::string_view piece : compressed.Chunks()) {
+    const size_t take = std::min(sizeof(head) - n, piece.size());
+    std::memcpy(head + n, piece.data(), take);
+    n += take;
+    if (n == sizeof(head)) break;
+  }
+  return StoredOffset(absl::string_view(head, n), compressed.size(), length,
+                      offset);
 }
 
 bool SnappyUncompress(absl::string_view compressed, char* out, size_t length) {

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/string_view.h"
 #include "cc/support/export.h"
 
@@ -53,11 +54,10 @@ REVERB_EXPORT bool SnappyUncompress(absl::string_view compressed, char* out,
 // instead.
 REVERB_EXPORT bool SnappyStoredOffset(absl::string_view compressed,
                                       size_t length, size_t* offset);
-// As above, for an input of `compressed_size` bytes of which `head` holds
-// the first ones (at least those before the stored bytes; 16 are enough).
-REVERB_EXPORT bool SnappyStoredOffset(absl::string_view head,
-                                      size_t compressed_size, size_t length,
-                                      size_t* offset);
+// As above, for an input in pieces (a cord), of which only the first few
+// bytes are read.
+REVERB_EXPORT bool SnappyStoredOffset(const absl::Cord& compressed,
+                                      size_t length, size_t* offset);
 
 }  // namespace deepmind::reverb
 

@@ -22,15 +22,8 @@ struct SplitTensor {
 SplitTensor Split(const tensorflow::TensorProto& tensor) {
   SplitTensor split{&tensor};
   split.size = tensor.ByteSizeLong();
-  const std::string& content = tensor.tensor_content();
-  if (content.size() < kMinBorrowedBytes) return split;
-  split.head.set_dtype(tensor.dtype());
-  *split.head.mutable_tensor_shape() = tensor.tensor_shape();
-  split.head.set_version_number(tensor.version_number());
-  // Other fields set: serialize the tensor whole.
-  split.borrowed =
-      split.head.ByteSizeLong() + LengthDelimitedSize(content.size()) ==
-      split.size;
+  if (tensor.tensor_content().size() < kMinBorrowedBytes) return split;
+  split.borrowed = SplitTensorHead(tensor, split.size, &split.head);
   return split;
 }
 
@@ -58,6 +51,27 @@ absl::Cord ReceivedCord(const grpc::ByteBuffer& buffer) {
 }
 
 size_t LengthDelimitedSize(size_t size) { return 1 + VarintSize(size) + size; }
+
+bool SplitTensorHead(const tensorflow::TensorProto& tensor, size_t size,
+                     tensorflow::TensorProto* head) {
+  head->set_dtype(tensor.dtype());
+  *head->mutable_tensor_shape() = tensor.tensor_shape();
+  head->set_version_number(tensor.version_number());
+  return head->ByteSizeLong() +
+             LengthDelimitedSize(tensor.tensor_content().size()) ==
+         size;
+}
+
+bool SplitChunkHead(const ChunkData& chunk, size_t size, size_t data_size,
+                    ChunkData* head) {
+  head->set_chunk_key(chunk.chunk_key());
+  *head->mutable_sequence_range() = chunk.sequence_range();
+  head->set_delta_encoded(chunk.delta_encoded());
+  head->set_data_tensors_len(chunk.data_tensors_len());
+  head->set_data_uncompressed_size(chunk.data_uncompressed_size());
+  head->set_first_row(chunk.first_row());
+  return head->ByteSizeLong() + LengthDelimitedSize(data_size) == size;
+}
 
 void WireBuffer::PutFieldHeader(int field, size_t size) {
   PutTag(field, kLengthDelimited, &pending_);
@@ -100,15 +114,8 @@ void WireBuffer::PutChunk(
   }
   if (!borrowed) return whole();
   ChunkData head;
-  head.set_chunk_key(chunk.chunk_key());
-  *head.mutable_sequence_range() = chunk.sequence_range();
-  head.set_delta_encoded(chunk.delta_encoded());
-  head.set_data_tensors_len(chunk.data_tensors_len());
-  head.set_data_uncompressed_size(chunk.data_uncompressed_size());
   // Fields this encoder does not know: serialize the chunk whole.
-  if (head.ByteSizeLong() + LengthDelimitedSize(data_size) != size) {
-    return whole();
-  }
+  if (!SplitChunkHead(chunk, size, data_size, &head)) return whole();
   PutFieldHeader(field, size);
   head.AppendToString(&pending_);
   PutFieldHeader(kChunkDataField, data_size);

@@ -45,6 +45,18 @@ REVERB_EXPORT size_t LengthDelimitedSize(size_t size);
 // inline, are copied. Empty if the buffer cannot be read.
 REVERB_EXPORT absl::Cord ReceivedCord(const grpc::ByteBuffer& buffer);
 
+// The fields of `tensor` (whose ByteSizeLong() is `size`) but its content,
+// into `head` (empty); false if it has fields this encoding does not know
+// (it is then serialized whole).
+REVERB_EXPORT bool SplitTensorHead(const tensorflow::TensorProto& tensor,
+                                   size_t size, tensorflow::TensorProto* head);
+
+// The fields of `chunk` (whose ByteSizeLong() is `size`, its data's
+// `data_size`) but its data, into `head` (empty); false if it has fields
+// this encoding does not know.
+REVERB_EXPORT bool SplitChunkHead(const ChunkData& chunk, size_t size,
+                                  size_t data_size, ChunkData* head);
+
 class REVERB_EXPORT WireBuffer {
  public:
   // Serialized bytes go here; they become one slice (moved, not copied)

@@ -23,11 +23,6 @@ std::string FieldHeader(int field, size_t size) {
   return out;
 }
 
-// Bytes [at, at + n) of `cord`, copied (n is small).
-std::string CopyOf(const absl::Cord& cord, size_t at, size_t n) {
-  return std::string(cord.Subcord(at, n));
-}
-
 // The fields of `chunk` but its tensors' contents into `header`, and those
 // contents (sharing the chunk's memory) into `contents`; false if the
 // chunk has fields this does not know.
@@ -37,30 +32,18 @@ bool SplitChunk(const Chunk& chunk, ChunkData* header,
     return ParseChunkHeader(chunk.wire(), header, contents).ok();
   }
   const ChunkData& proto = *chunk.proto();
-  header->set_chunk_key(proto.chunk_key());
-  *header->mutable_sequence_range() = proto.sequence_range();
-  header->set_data_tensors_len(proto.data_tensors_len());
-  header->set_data_uncompressed_size(proto.data_uncompressed_size());
-  header->set_delta_encoded(proto.delta_encoded());
-  header->set_first_row(proto.first_row());
-  // No other fields: the chunk is its header and its data.
-  if (proto.ByteSizeLong() !=
-      header->ByteSizeLong() +
-          LengthDelimitedSize(proto.data().ByteSizeLong())) {
+  if (!SplitChunkHead(proto, proto.ByteSizeLong(), proto.data().ByteSizeLong(),
+                      header)) {
     return false;
   }
   for (const tensorflow::TensorProto& tensor : proto.data().tensors()) {
-    tensorflow::TensorProto* head = header->mutable_data()->add_tensors();
-    head->set_dtype(tensor.dtype());
-    *head->mutable_tensor_shape() = tensor.tensor_shape();
-    head->set_version_number(tensor.version_number());
-    const std::string& content = tensor.tensor_content();
-    if (head->ByteSizeLong() + LengthDelimitedSize(content.size()) !=
-        tensor.ByteSizeLong()) {
-      return false;  // Other fields.
+    if (!SplitTensorHead(tensor, tensor.ByteSizeLong(),
+                         header->mutable_data()->add_tensors())) {
+      return false;
     }
     // The chunk holds the bytes (TrimChunk's cord shares them).
-    contents->push_back(absl::MakeCordFromExternal(content, [] {}));
+    contents->push_back(
+        absl::MakeCordFromExternal(tensor.tensor_content(), [] {}));
   }
   return true;
 }
@@ -115,8 +98,7 @@ std::optional<absl::Cord> TrimChunk(const Chunk& chunk, RowRange rows) {
     for (int64_t dim : shape) length *= dim;
     const absl::Cord& content = contents[i];
     size_t offset = 0;
-    if (!SnappyStoredOffset(CopyOf(content, 0, 16), content.size(), length,
-                            &offset)) {
+    if (!SnappyStoredOffset(content, length, &offset)) {
       return std::nullopt;
     }
     const size_t row_bytes = length / total;

@@ -156,6 +156,18 @@ TEST(SnappyDecodeTest, StoredOffsetFindsTheOneLiteralOfAStoredStream) {
     EXPECT_FALSE(
         SnappyStoredOffset(stream.substr(0, stream.size() - 1), size, &offset));
     EXPECT_FALSE(SnappyStoredOffset(stream + "x", size, &offset));
+    // The same in pieces (as gRPC receives them): only the head is read.
+    for (size_t piece : {size_t{1}, size_t{3}, size_t{700}}) {
+      absl::Cord pieces;
+      for (size_t at = 0; at < stream.size(); at += piece) {
+        pieces.Append(absl::MakeCordFromExternal(
+            absl::string_view(stream).substr(at, piece), [] {}));
+      }
+      size_t in_pieces = 0;
+      ASSERT_TRUE(SnappyStoredOffset(pieces, size, &in_pieces));
+      EXPECT_EQ(in_pieces, header);
+      EXPECT_FALSE(SnappyStoredOffset(pieces, size + 1, &in_pieces));
+    }
   }
   // What snappy compresses (copies, or several literals) is not stored.
   const std::string periodic = Periodic(4096, 7, 1);
