@@ -147,19 +147,20 @@ def _varint(value: int) -> bytes:
   return bytes(out)
 
 
-def snappy_literal(raw: bytes) -> bytes:
-  """A valid snappy stream for `raw` made of literal elements only: the
-  uncompressed length as a varint, then (tag, bytes) literals. Tensor
-  content is snappy-compressed; this needs no snappy module, and the
-  server and our client unpack it like any other snappy stream."""
+def snappy_literal(raw: bytes, literal_bytes: int = 1 << 16) -> bytes:
+  """A valid snappy stream for `raw` made of literal elements only (of at
+  most `literal_bytes`, 64 KiB as snappy's own): the uncompressed length as
+  a varint, then (tag, bytes) literals. Tensor content is
+  snappy-compressed; this needs no snappy module, and the server and our
+  client unpack it like any other snappy stream."""
   out = bytearray(_varint(len(raw)))
-  for start in range(0, len(raw), 1 << 16):
-    piece = raw[start:start + (1 << 16)]
+  for start in range(0, len(raw), literal_bytes):
+    piece = raw[start:start + literal_bytes]
     n = len(piece) - 1
     if n < 60:
       out.append(n << 2)
     else:
-      width = (n.bit_length() + 7) // 8  # 1 to 3 bytes for n < 2**16.
+      width = (n.bit_length() + 7) // 8  # 1 to 4 bytes.
       out.append((59 + width) << 2)
       out += n.to_bytes(width, 'little')
     out += piece
@@ -439,12 +440,9 @@ def test_chunks_are_trimmed_to_the_rows_read_only_for_streams_that_ask(
                  for _ in range(2))
   chunk = proto.chunk(9, left, right, start=20)
   for tensor, column in zip(chunk.data.tensors, (left, right)):
-    # One literal (snappy_literal cuts at 64 KiB), as our writers store
-    # data snappy does not shrink.
+    # One literal, as our writers store data snappy does not shrink.
     raw = column.tobytes()
-    width = ((len(raw) - 1).bit_length() + 7) // 8
-    tensor.tensor_content = (_varint(len(raw)) + bytes([(59 + width) << 2]) +
-                             (len(raw) - 1).to_bytes(width, 'little') + raw)
+    tensor.tensor_content = snappy_literal(raw, literal_bytes=len(raw))
   item = proto.item(5, 'uniform', [(9, 1, 2, 0)], [(9, 2, 1, 1)])
   _, status = proto.insert([proto.request([chunk], [item])])
   assert status.code == _OK, status
