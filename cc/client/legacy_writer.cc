@@ -208,6 +208,27 @@ absl::Status Writer::CreateItem(const std::string& table, int num_timesteps,
   return SendReadyItems();
 }
 
+absl::Status Writer::InsertStep(
+    absl::Span<const TensorView> step,
+    absl::Span<const std::pair<std::string, double>> items,
+    absl::Duration timeout) {
+  REVERB_RETURN_IF_ERROR(AppendViews(step));
+  {
+    MutexLock lock(&mu_);
+    hold_outbox_ = true;
+  }
+  absl::Status status;
+  for (const auto& [table, priority] : items) {
+    status = CreateItem(table, 1, priority);
+    if (!status.ok()) break;
+  }
+  // Also after an error: the items created before it go, as they would
+  // have.
+  WriteOutboxHere();
+  REVERB_RETURN_IF_ERROR(status);
+  return Flush(timeout);
+}
+
 absl::Status Writer::ReleaseHeldItems(const std::vector<bool>& keep) {
   REVERB_RETURN_IF_ERROR(CheckOpen("ReleaseHeldItems"));
   const size_t held =
@@ -435,6 +456,9 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
                static_cast<int>(in_flight_.size()) <
                    options_.max_in_flight_items;
       };
+      // Room comes with confirmations: the sender must not wait for the
+      // caller (InsertStep) meanwhile.
+      if (!has_room()) hold_outbox_ = false;
       mu_.Await(absl::Condition(&has_room));
       broken = reader_done_ || write_failed_;
     }
@@ -500,40 +524,71 @@ void Writer::SendRequests() {
     {
       MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_sending_ || !outbox_.empty();
+        return !writing_ &&
+               (stop_sending_ || (!outbox_.empty() && !hold_outbox_));
       };
       mu_.Await(absl::Condition(&ready));
       if (outbox_.empty()) return;
-      request = std::move(outbox_.front().request);
-      chunks = std::move(outbox_.front().chunks);
-      int64_t bytes = outbox_.front().bytes;
-      outbox_.pop_front();
-      // Later requests join: their chunks and items after ours, and their
-      // keep_chunk_keys (a server applies them after the items) replace
-      // ours.
-      while (!outbox_.empty() &&
-             bytes + outbox_.front().bytes <= kMaxMergedRequestBytes) {
-        InsertStreamRequest& next = outbox_.front().request;
-        for (auto& chunk : outbox_.front().chunks) {
-          chunks.push_back(std::move(chunk));
-        }
-        for (PrioritizedItem& item : *next.mutable_items()) {
-          request.mutable_items()->Add(std::move(item));
-        }
-        *request.mutable_keep_chunk_keys() =
-            std::move(*next.mutable_keep_chunk_keys());
-        bytes += outbox_.front().bytes;
-        outbox_.pop_front();
-      }
+      TakeOutboxLocked(&request, &chunks);
     }
-    if (!stream_->Write(request, chunks)) {
-      // The call has ended; the reader learns why.
-      MutexLock lock(&mu_);
-      write_failed_ = true;
-      outbox_.clear();
-      return;
-    }
+    if (!WriteTaken(request, chunks)) return;
   }
+}
+
+void Writer::TakeOutboxLocked(
+    InsertStreamRequest* request,
+    std::vector<std::shared_ptr<const ChunkData>>* chunks) {
+  *request = std::move(outbox_.front().request);
+  *chunks = std::move(outbox_.front().chunks);
+  int64_t bytes = outbox_.front().bytes;
+  outbox_.pop_front();
+  // Later requests join: their chunks and items after ours, and their
+  // keep_chunk_keys (a server applies them after the items) replace ours.
+  while (!outbox_.empty() &&
+         bytes + outbox_.front().bytes <= kMaxMergedRequestBytes) {
+    InsertStreamRequest& next = outbox_.front().request;
+    for (auto& chunk : outbox_.front().chunks) {
+      chunks->push_back(std::move(chunk));
+    }
+    for (PrioritizedItem& item : *next.mutable_items()) {
+      request->mutable_items()->Add(std::move(item));
+    }
+    *request->mutable_keep_chunk_keys() =
+        std::move(*next.mutable_keep_chunk_keys());
+    bytes += outbox_.front().bytes;
+    outbox_.pop_front();
+  }
+  writing_ = true;
+}
+
+bool Writer::WriteTaken(
+    const InsertStreamRequest& request,
+    absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
+  const bool written = stream_->Write(request, chunks);
+  MutexLock lock(&mu_);
+  writing_ = false;
+  if (!written) {
+    // The call has ended; the reader learns why.
+    write_failed_ = true;
+    outbox_.clear();
+  }
+  return written;
+}
+
+void Writer::WriteOutboxHere() {
+  InsertStreamRequest request;
+  std::vector<std::shared_ptr<const ChunkData>> chunks;
+  {
+    MutexLock lock(&mu_);
+    hold_outbox_ = false;
+    // A write the sender began before the hold ends first.
+    auto idle = [this]()
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !writing_; };
+    mu_.Await(absl::Condition(&idle));
+    if (outbox_.empty()) return;
+    TakeOutboxLocked(&request, &chunks);
+  }
+  WriteTaken(request, chunks);
 }
 
 void Writer::StopSender() {

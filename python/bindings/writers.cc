@@ -170,6 +170,20 @@ void BindWriters(py::module_& m) {
              for (const auto& array : step) views.push_back(arrays.Add(array));
              RunWithoutGil([&] { return self.AppendViews(views); });
            })
+      .def(
+          "InsertStep",
+          [](Writer& self, const py::list& step,
+             const std::vector<std::pair<std::string, double>>& items,
+             std::optional<int64_t> timeout_ms) {
+            ArrayViews arrays(step.size());
+            std::vector<TensorView> views;
+            views.reserve(step.size());
+            for (const auto& array : step) views.push_back(arrays.Add(array));
+            RunWithoutGil([&] {
+              return self.InsertStep(views, items, TimeoutFromMs(timeout_ms));
+            });
+          },
+          py::arg("step"), py::arg("items"), py::arg("timeout_ms") = py::none())
       .def("AppendSequence",
            [](Writer& self, const py::list& sequence) {
              std::vector<Tensor> tensors = TensorsFromPython(sequence);

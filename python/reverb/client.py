@@ -433,10 +433,7 @@ class Client:
     """One step, one item per table, flushed; `writer` is kept for the next
     insert only if all went well (otherwise it is dropped, its stream
     cancelled)."""
-    writer.Append(arrays)
-    for table, priority in priorities.items():
-      writer.CreateItem(table, 1, priority)
-    writer.Flush(None)
+    writer.InsertStep(arrays, list(priorities.items()))
     writer.NewEpisode()
     self._insert_writers.append(writer)
 

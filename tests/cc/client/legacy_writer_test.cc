@@ -3,6 +3,7 @@
 // and the server's errors.
 #include "cc/client/legacy_writer.h"
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -130,6 +131,50 @@ TEST_F(LegacyWriterTest, AppendViewsRefusesWhatAppendRefuses) {
   ASSERT_TRUE(writer->Close(absl::Seconds(30)).ok());
   EXPECT_EQ(writer->AppendViews({one}).code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(LegacyWriterTest, InsertStepStoresAnItemPerTableBeforeItReturns) {
+  // Client.insert's call. One item in flight at most: the second item
+  // waits for the first one's confirmation, which needs the request the
+  // call writes itself.
+  auto t = FifoTable("t", *MinSizeRateLimiter(1));
+  auto u = FifoTable("u", *MinSizeRateLimiter(1));
+  StartServer({t, u});
+  WriterOptions options;
+  options.max_in_flight_items = 1;
+  auto writer = *Writer::Create(connection_, options);
+  for (int32_t step = 0; step < 3; ++step) {
+    const Tensor cell = Int32({step}, {});
+    ASSERT_TRUE(
+        writer->InsertStep({TensorView(cell)}, {{"t", 1.5}, {"u", 2}}).ok());
+    EXPECT_EQ(t->size(), step + 1);
+    EXPECT_EQ(u->size(), step + 1);
+    ASSERT_TRUE(writer->NewEpisode().ok());
+  }
+  // An error after the first item: that item is stored all the same.
+  const Tensor cell = Int32({7}, {});
+  const absl::Status status =
+      writer->InsertStep({TensorView(cell)}, {{"t", 1}, {"u", std::nan("")}});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "`priority` must not be nan.");
+  // The sender writes what comes next as before.
+  ASSERT_TRUE(writer->Append(Step(8)).ok());
+  ASSERT_TRUE(writer->CreateItem("u", 1, 3).ok());
+  ASSERT_TRUE(writer->Close(absl::Seconds(30)).ok());
+
+  auto stored_t = StoredItems(*t);
+  ASSERT_EQ(stored_t.size(), 4);
+  for (int32_t step = 0; step < 3; ++step) {
+    EXPECT_EQ(stored_t[step].item.priority(), 1.5);
+    EXPECT_EQ(stored_t[step].columns,
+              (std::vector<std::vector<int32_t>>{{step}}));
+  }
+  EXPECT_EQ(stored_t[3].columns, (std::vector<std::vector<int32_t>>{{7}}));
+  auto stored_u = StoredItems(*u);
+  ASSERT_EQ(stored_u.size(), 4);
+  EXPECT_EQ(stored_u[0].item.priority(), 2);
+  EXPECT_EQ(stored_u[3].item.priority(), 3);
+  EXPECT_EQ(stored_u[3].columns, (std::vector<std::vector<int32_t>>{{8}}));
 }
 
 TEST_F(LegacyWriterTest, FlushTimesOutWhileTheTableHoldsAnItemBack) {
