@@ -9,7 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cc/client/arena_chunk.h"
+#include "cc/client/built_chunk.h"
 #include "cc/client/sample.h"
+#include "cc/client/shared_memory_client.h"
 #include "cc/support/buffer_pool.h"
 #include "cc/support/mutex.h"
 #include "cc/support/random_key.h"
@@ -75,7 +77,7 @@ void AutoTunedChunkerOptions::OnItemFinalized(
     if (absl::c_linear_search(seen, ref->chunk_key())) continue;
     seen.push_back(ref->chunk_key());
     if (auto chunk = ref->GetChunk()) {
-      bytes += chunk->GetCachedSize();  // Sized when it was finalized.
+      bytes += static_cast<int64_t>(ChunkWireSize(chunk));
       rows += ChunkRows(*chunk);
     }
   }
@@ -160,21 +162,23 @@ void CellRef::SetChunk(std::shared_ptr<const ChunkData> chunk) {
 
 namespace {
 
-absl::StatusOr<Tensor> RowOfChunk(const ChunkData& chunk, int row) {
-  REVERB_ASSIGN_OR_RETURN(Tensor column, UnpackChunkTensor(chunk, 0));
+absl::StatusOr<Tensor> RowOfChunk(std::shared_ptr<const ChunkData> chunk,
+                                  int row) {
+  REVERB_ASSIGN_OR_RETURN(chunk, WholeChunk(std::move(chunk)));
+  REVERB_ASSIGN_OR_RETURN(Tensor column, UnpackChunkTensor(*chunk, 0));
   return GetRow(column, row);
 }
 
 }  // namespace
 
 absl::StatusOr<Tensor> CellRef::GetData() const {
-  if (auto chunk = GetChunk()) return RowOfChunk(*chunk, offset_);
+  if (auto chunk = GetChunk()) return RowOfChunk(std::move(chunk), offset_);
   if (auto chunker = GetChunker()) {
     auto buffered = chunker->CopyDataForCell(*this);
     if (buffered.ok()) return buffered;
   }
   // Finalized meanwhile?
-  if (auto chunk = GetChunk()) return RowOfChunk(*chunk, offset_);
+  if (auto chunk = GetChunk()) return RowOfChunk(std::move(chunk), offset_);
   return absl::FailedPreconditionError(
       "The cell's chunk was never finalized and its chunker has dropped it.");
 }
@@ -254,18 +258,19 @@ std::shared_ptr<CellRef> Chunker::NewRefLocked(uint64_t episode_id,
   return ref;
 }
 
-absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(const TensorView& cell,
-                                                         uint64_t episode_id,
-                                                         int32_t episode_step) {
+absl::StatusOr<std::shared_ptr<CellRef>> Chunker::Append(
+    const TensorView& cell, uint64_t episode_id, int32_t episode_step,
+    const SharedMemoryClient* segments) {
   TensorView row = cell;
   row.shape.insert(row.shape.begin(), 1);
   REVERB_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<CellRef>> refs,
-                          AppendRows(row, episode_id, episode_step));
+                          AppendRows(row, episode_id, episode_step, segments));
   return std::move(refs.front());
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> Chunker::AppendRows(
-    const TensorView& rows, uint64_t episode_id, int32_t first_step) {
+    const TensorView& rows, uint64_t episode_id, int32_t first_step,
+    const SharedMemoryClient* segments) {
   if (rows.shape.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Rows for column ", column_, " need a leading dimension, got ",
@@ -315,6 +320,13 @@ absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> Chunker::AppendRows(
     }
     t += n;
     if (whole_chunk) {
+      std::shared_ptr<const ChunkData> built =
+          segments == nullptr ? nullptr
+                              : BuildInSegmentLocked(chunk_rows, *segments);
+      if (built != nullptr) {
+        AttachChunkLocked(std::move(built));
+        continue;
+      }
       REVERB_RETURN_IF_ERROR(FinalizeRefsLocked(
           static_cast<int64_t>(chunk_rows.bytes.size()),
           /*delta_encoded=*/false, [&](tensorflow::TensorProto* proto) {
@@ -351,8 +363,15 @@ absl::Status Chunker::FinalizeRefsLocked(
     int64_t uncompressed_bytes, bool delta_encoded,
     absl::FunctionRef<absl::Status(tensorflow::TensorProto*)> compress) {
   std::shared_ptr<ChunkData> chunk = NewArenaChunk();
-  chunk->set_chunk_key(next_chunk_key_);
   REVERB_RETURN_IF_ERROR(compress(chunk->mutable_data()->add_tensors()));
+  SetChunkFieldsLocked(uncompressed_bytes, delta_encoded, chunk.get());
+  AttachChunkLocked(std::move(chunk));
+  return absl::OkStatus();
+}
+
+void Chunker::SetChunkFieldsLocked(int64_t uncompressed_bytes,
+                                   bool delta_encoded, ChunkData* chunk) const {
+  chunk->set_chunk_key(next_chunk_key_);
   chunk->set_data_tensors_len(1);
   chunk->set_data_uncompressed_size(uncompressed_bytes);
   chunk->set_delta_encoded(delta_encoded);
@@ -362,14 +381,22 @@ absl::Status Chunker::FinalizeRefsLocked(
   range->set_end(buffer_refs_.back()->episode_step());
   range->set_sparse(range->end() - range->start() + 1 !=
                     static_cast<int32_t>(buffer_refs_.size()));
+}
+
+std::shared_ptr<const ChunkData> Chunker::BuildInSegmentLocked(
+    const TensorView& rows, const SharedMemoryClient& segments) const {
+  ChunkData header;
+  SetChunkFieldsLocked(static_cast<int64_t>(rows.bytes.size()),
+                       /*delta_encoded=*/false, &header);
+  return segments.BuildStoredChunk(std::move(header), rows);
+}
+
+void Chunker::AttachChunkLocked(std::shared_ptr<const ChunkData> chunk) {
   for (const auto& ref : buffer_refs_) ref->SetChunk(chunk);
-  // Sizes the chunk once: later readers take GetCachedSize() (it is
-  // immutable from here on).
-  options_->OnChunkFinalized(static_cast<int64_t>(chunk->ByteSizeLong()),
+  options_->OnChunkFinalized(static_cast<int64_t>(ChunkWireSize(chunk)),
                              static_cast<int>(buffer_refs_.size()));
   buffer_refs_.clear();
   next_chunk_key_ = NewRandomKey();
-  return absl::OkStatus();
 }
 
 void Chunker::Reset() {

@@ -38,6 +38,7 @@
 namespace deepmind::reverb {
 
 class CellRef;
+class SharedMemoryClient;  // shared_memory_client.h
 
 class REVERB_EXPORT ChunkerOptions {
  public:
@@ -171,16 +172,20 @@ class REVERB_EXPORT Chunker : public std::enable_shared_from_this<Chunker> {
   // dtype or shape; FAILED_PRECONDITION if the step does not follow the
   // buffered ones of the same episode. The cell is copied if it has to wait
   // in the buffer; one that makes a chunk on its own (chunk length 1, no
-  // delta encoding, numeric) is compressed from where it is.
-  absl::StatusOr<std::shared_ptr<CellRef>> Append(const TensorView& cell,
-                                                  uint64_t episode_id,
-                                                  int32_t episode_step);
+  // delta encoding, numeric) is compressed from where it is. With
+  // `segments` (the session of the server the chunks go to), such a chunk
+  // of incompressible data from the session's min_chunk_bytes() on is built
+  // in a shared-memory segment (built_chunk.h): its one copy.
+  absl::StatusOr<std::shared_ptr<CellRef>> Append(
+      const TensorView& cell, uint64_t episode_id, int32_t episode_step,
+      const SharedMemoryClient* segments = nullptr);
 
   // As Append of each row of `rows` (rank >= 1), row t as step
   // `first_step + t`, in one call. Rows that fill a whole chunk are
   // compressed from where they are, without being buffered.
   absl::StatusOr<std::vector<std::shared_ptr<CellRef>>> AppendRows(
-      const TensorView& rows, uint64_t episode_id, int32_t first_step);
+      const TensorView& rows, uint64_t episode_id, int32_t first_step,
+      const SharedMemoryClient* segments = nullptr);
 
   // The error Append of a cell of `dtype` and `shape` would return,
   // without appending.
@@ -228,6 +233,19 @@ class REVERB_EXPORT Chunker : public std::enable_shared_from_this<Chunker> {
   absl::Status FinalizeRefsLocked(
       int64_t uncompressed_bytes, bool delta_encoded,
       absl::FunctionRef<absl::Status(tensorflow::TensorProto*)> compress)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The fields of the chunk of `buffer_refs_` but its tensor.
+  void SetChunkFieldsLocked(int64_t uncompressed_bytes, bool delta_encoded,
+                            ChunkData* chunk) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The chunk of `rows` (all of `buffer_refs_`) built in a segment of
+  // `segments`; null if it is not one to build there, or could not be.
+  std::shared_ptr<const ChunkData> BuildInSegmentLocked(
+      const TensorView& rows, const SharedMemoryClient& segments) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Attaches `chunk`, the chunk of `buffer_refs_`, to them; the next rows
+  // go to a new chunk.
+  void AttachChunkLocked(std::shared_ptr<const ChunkData> chunk)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int column_;

@@ -201,4 +201,10 @@ std::shared_ptr<const SharedMemoryClient> Connection::SharedMemory(
   return shared_memory_;
 }
 
+std::shared_ptr<const SharedMemoryClient> Connection::KnownSharedMemory()
+    const {
+  MutexLock lock(&shared_memory_mu_);
+  return shared_memory_;
+}
+
 }  // namespace deepmind::reverb

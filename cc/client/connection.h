@@ -121,6 +121,11 @@ class REVERB_EXPORT Connection {
       absl::Duration timeout, bool refresh = false) const
       ABSL_LOCKS_EXCLUDED(shared_memory_mu_);
 
+  // The session SharedMemory() last got, without asking the server; null
+  // if none (or never asked). Thread-safe.
+  std::shared_ptr<const SharedMemoryClient> KnownSharedMemory() const
+      ABSL_LOCKS_EXCLUDED(shared_memory_mu_);
+
   // Whether the server's latest MutatePriorities answer said that it reads
   // update arrays (MutatePrioritiesRequest.update_keys: ours do, dm-reverb
   // does not); false until one has. Thread-safe.

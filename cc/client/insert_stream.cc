@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "cc/client/built_chunk.h"
 #include "cc/client/local_insert_stream.h"
 #include "cc/support/status_macros.h"
 #include "cc/support/thread_name.h"
@@ -77,24 +78,29 @@ GrpcInsertStream::~GrpcInsertStream() {
 bool GrpcInsertStream::Write(
     const InsertStreamRequest& request,
     absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
-  if (shared_memory_ == nullptr) {
-    return stream_->Write(EncodeInsertRequest(request, chunks),
-                          grpc::WriteOptions().set_no_compression());
-  }
-  std::vector<std::shared_ptr<const ChunkData>> as_bytes;
+  std::vector<std::shared_ptr<const ChunkData>> as_protos;
+  std::vector<absl::Cord> as_bytes;  // Of built chunks (built_chunk.h).
   std::vector<SharedMemoryChunk> as_segments;
   for (const auto& chunk : chunks) {
-    const size_t size = chunk->ByteSizeLong();
-    SharedMemoryChunk segment;
-    if (shared_memory_->Wants(size) &&
-        shared_memory_->Write(*chunk, size, &segment)) {
-      as_segments.push_back(std::move(segment));
+    const BuiltChunk* built = FindBuiltChunk(chunk);
+    if (shared_memory_ != nullptr) {
+      const size_t size = ChunkWireSize(chunk);
+      SharedMemoryChunk segment;
+      if ((built != nullptr || shared_memory_->Wants(size)) &&
+          shared_memory_->Write(chunk, size, &segment)) {
+        as_segments.push_back(std::move(segment));
+        continue;
+      }
+    }
+    if (built != nullptr) {
+      as_bytes.push_back(built->bytes);
     } else {
-      as_bytes.push_back(chunk);
+      as_protos.push_back(chunk);
     }
   }
-  return stream_->Write(EncodeInsertRequest(request, as_bytes, as_segments),
-                        grpc::WriteOptions().set_no_compression());
+  return stream_->Write(
+      EncodeInsertRequest(request, as_protos, as_segments, as_bytes),
+      grpc::WriteOptions().set_no_compression());
 }
 
 absl::Status GrpcInsertStream::Close() {

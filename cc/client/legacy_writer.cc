@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "cc/client/arena_chunk.h"
+#include "cc/client/built_chunk.h"
 #include "cc/core/errors.h"
 #include "cc/support/mutex.h"
 #include "cc/support/random_key.h"
@@ -140,6 +141,7 @@ absl::Status Writer::AppendViews(absl::Span<const TensorView> step) {
   REVERB_RETURN_IF_ERROR(CheckOpen("Append"));
   if (num_columns_ < 0) num_columns_ = static_cast<int>(step.size());
   ++num_steps_;
+  if (step.size() == 1 && BuildInSegment(step[0])) return SendReadyItems();
   absl::Status status = AddChunk(
       1, [&](int c, tensorflow::TensorProto* proto) -> absl::StatusOr<int64_t> {
         TensorView row = step[c];
@@ -374,16 +376,13 @@ absl::Status Writer::FinalizeChunk() {
   return absl::OkStatus();
 }
 
-absl::Status Writer::AddChunk(
-    int64_t rows,
-    absl::FunctionRef<absl::StatusOr<int64_t>(int c, tensorflow::TensorProto*)>
-        compress) {
-  ChunkInfo chunk;
+Writer::ChunkInfoAndHeader Writer::NextChunk(int64_t rows) const {
+  ChunkInfoAndHeader next;
+  ChunkInfo& chunk = next.info;
   chunk.key = NewRandomKey();
   chunk.first_step = chunked_steps_;
   chunk.last_step = chunked_steps_ + rows - 1;
-  std::shared_ptr<ChunkData> chunk_data = NewArenaChunk();
-  ChunkData& data = *chunk_data;
+  ChunkData& data = next.header;
   data.set_chunk_key(chunk.key);
   data.mutable_sequence_range()->set_episode_id(episode_id_);
   data.mutable_sequence_range()->set_start(
@@ -391,6 +390,17 @@ absl::Status Writer::AddChunk(
   data.mutable_sequence_range()->set_end(static_cast<int32_t>(chunk.last_step));
   data.set_delta_encoded(options_.delta_encoded);
   data.set_data_tensors_len(num_columns_);
+  return next;
+}
+
+absl::Status Writer::AddChunk(
+    int64_t rows,
+    absl::FunctionRef<absl::StatusOr<int64_t>(int c, tensorflow::TensorProto*)>
+        compress) {
+  ChunkInfoAndHeader next = NextChunk(rows);
+  std::shared_ptr<ChunkData> chunk_data = NewArenaChunk();
+  ChunkData& data = *chunk_data;
+  data = std::move(next.header);
   int64_t uncompressed = 0;
   for (int c = 0; c < num_columns_; ++c) {
     REVERB_ASSIGN_OR_RETURN(const int64_t bytes,
@@ -398,10 +408,27 @@ absl::Status Writer::AddChunk(
     uncompressed += bytes;
   }
   data.set_data_uncompressed_size(uncompressed);
-  chunk.data = std::move(chunk_data);
-  chunks_.push_back(std::move(chunk));
+  next.info.data = std::move(chunk_data);
+  chunks_.push_back(std::move(next.info));
   chunked_steps_ += rows;
   return absl::OkStatus();
+}
+
+bool Writer::BuildInSegment(const TensorView& cell) {
+  std::shared_ptr<const SharedMemoryClient> segments =
+      shard_.connection()->KnownSharedMemory();
+  if (segments == nullptr) return false;
+  TensorView row = cell;
+  row.shape.insert(row.shape.begin(), 1);
+  if (!CheckElements(row).ok()) return false;  // AddChunk says why.
+  ChunkInfoAndHeader next = NextChunk(1);
+  next.header.set_data_uncompressed_size(
+      static_cast<int64_t>(row.bytes.size()));
+  next.info.data = segments->BuildStoredChunk(std::move(next.header), row);
+  if (next.info.data == nullptr) return false;
+  chunks_.push_back(std::move(next.info));
+  chunked_steps_ += 1;
+  return true;
 }
 
 int Writer::ReadyItems() const {
@@ -491,7 +518,7 @@ absl::Status Writer::SendItem(const PendingItem& pending) {
     slices.push_back(slice);
     if (shard_.sharded()) record.chunks.push_back(chunk.data);
     if (!chunk.sent) {
-      bytes += static_cast<int64_t>(chunk.data->ByteSizeLong());
+      bytes += static_cast<int64_t>(ChunkWireSize(chunk.data));
       new_chunks.push_back(chunk.data);
       chunk.sent = true;
     }
@@ -684,7 +711,7 @@ absl::Status Writer::StreamAgain() {
     *out.request.add_items() = item->item;
     for (const auto& chunk : item->chunks) {
       if (sent.insert(chunk->chunk_key()).second) {
-        out.bytes += static_cast<int64_t>(chunk->ByteSizeLong());
+        out.bytes += static_cast<int64_t>(ChunkWireSize(chunk));
         out.chunks.push_back(chunk);
       }
     }

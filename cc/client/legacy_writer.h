@@ -160,6 +160,11 @@ class REVERB_EXPORT Writer {
     bool held;
   };
 
+  struct ChunkInfoAndHeader {
+    ChunkInfo info;
+    ChunkData header;  // Its fields but its tensors and uncompressed size.
+  };
+
   // An item sent and not yet confirmed; over several shards, what it takes
   // to send it again on a new stream (over one server, only `seq`).
   struct InFlightItem {
@@ -176,6 +181,13 @@ class REVERB_EXPORT Writer {
   absl::Status CheckOpen(absl::string_view method) const;
   // Chunks the buffered steps.
   absl::Status FinalizeChunk();
+  // The next chunk, of `rows` steps: its record (no data yet) and its
+  // fields but its tensors and uncompressed size.
+  ChunkInfoAndHeader NextChunk(int64_t rows) const;
+  // Adds the chunk of one step of one column, `cell`, built in a segment of
+  // the server's shared-memory session (built_chunk.h); false if there is
+  // none, or it is not a cell to build there (it is then added as others).
+  bool BuildInSegment(const TensorView& cell);
   // Adds the chunk of the next `rows` steps: `compress` fills column c's
   // tensor and returns its uncompressed bytes.
   absl::Status AddChunk(int64_t rows, absl::FunctionRef<absl::StatusOr<int64_t>(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "cc/client/built_chunk.h"
 #include "cc/core/errors.h"
 #include "cc/support/thread_name.h"
 
@@ -64,16 +65,32 @@ bool LocalInsertStream::Write(
   }
   std::vector<std::shared_ptr<Chunk>> shared;
   shared.reserve(chunks.size());
-  for (const auto& chunk : chunks) shared.push_back(Chunk::Share(chunk));
+  absl::Status status;
+  for (const auto& chunk : chunks) {
+    // A chunk built in shared memory (built_chunk.h) is kept as its bytes.
+    const BuiltChunk* built = FindBuiltChunk(chunk);
+    if (built == nullptr) {
+      shared.push_back(Chunk::Share(chunk));
+      continue;
+    }
+    auto parsed = Chunk::Parse(built->bytes);
+    if (!parsed.ok()) {
+      status = parsed.status();
+      break;
+    }
+    shared.push_back(*std::move(parsed));
+  }
   std::vector<PrioritizedItem> items(request.items().begin(),
                                      request.items().end());
-  absl::Status status = session_.Process(
-      std::move(shared), absl::MakeSpan(items),
-      absl::MakeConstSpan(request.keep_chunk_keys().data(),
-                          request.keep_chunk_keys().size()),
-      [this](const std::shared_ptr<Table>& table, TableItem item) {
-        return Insert(table, std::move(item));
-      });
+  if (status.ok()) {
+    status = session_.Process(
+        std::move(shared), absl::MakeSpan(items),
+        absl::MakeConstSpan(request.keep_chunk_keys().data(),
+                            request.keep_chunk_keys().size()),
+        [this](const std::shared_ptr<Table>& table, TableItem item) {
+          return Insert(table, std::move(item));
+        });
+  }
   if (!status.ok()) {
     MutexLock lock(&state_->mu);
     state_->End(std::move(status));

@@ -3,15 +3,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "cc/client/built_chunk.h"
 #include "cc/core/chunk.h"
+#include "cc/support/pages.h"
 #include "cc/support/shm_segment.h"
 #include "cc/support/status_macros.h"
+#include "cc/support/stream_copy.h"
+#include "cc/tensor/compression.h"
 #include "cc/wire/chunk_encoding.h"
 #include "cc/wire/grpc_status.h"
 #include "grpcpp/client_context.h"
@@ -37,6 +43,10 @@ bool LentName(absl::string_view name, absl::string_view prefix) {
   return slash != absl::string_view::npos && Digits(name.substr(0, slash)) &&
          Digits(name.substr(slash + 1));
 }
+
+// The link that keeps a built chunk's segment (`name`) for this process
+// once it is sent.
+std::string KeptName(absl::string_view name) { return absl::StrCat(name, "k"); }
 
 }  // namespace
 
@@ -67,7 +77,7 @@ SharedMemoryClient::Start(ReverbService::StubInterface* stub,
       static_cast<ssize_t>(secret.size())) {
     return nullptr;
   }
-  auto reader = std::make_shared<ReaderDir>();
+  auto reader = std::make_shared<OwnedDir>();
   reader->name =
       absl::StrCat(response.prefix(), ".r", getpid(), "-", RandomToken());
   if (mkdir(SegmentPath(reader->name).c_str(), 0700) != 0) return nullptr;
@@ -80,28 +90,61 @@ SharedMemoryClient::Writer::~Writer() {
   if (!dir_.empty()) RemoveSegmentTree(dir_);
 }
 
-bool SharedMemoryClient::Writer::Write(const ChunkData& chunk, size_t size,
-                                       SharedMemoryChunk* out) {
+std::string SharedMemoryClient::Writer::NextName() {
   if (dir_.empty()) {
     std::string dir =
         absl::StrCat(session_->prefix_, ".w", getpid(), "-", RandomToken());
-    if (mkdir(SegmentPath(dir).c_str(), 0700) != 0) return false;
+    if (mkdir(SegmentPath(dir).c_str(), 0700) != 0) return "";
     dir_ = std::move(dir);
   }
-  std::string name = absl::StrCat(dir_, "/", written_++);
-  // The chunk's bytes as the pieces WireBuffer makes of them (large tensor
-  // contents referenced, not copied), less the field header it starts with.
-  WireBuffer wire;
-  wire.PutChunk(1, chunk, size, [] { return std::shared_ptr<const void>(); });
-  std::vector<grpc::Slice> slices;
-  if (!wire.Finish().Dump(&slices).ok() || slices.empty()) return false;
+  return absl::StrCat(dir_, "/", written_++);
+}
+
+bool SharedMemoryClient::Writer::Write(
+    const std::shared_ptr<const ChunkData>& chunk, size_t size,
+    SharedMemoryChunk* out) {
+  std::string name = NextName();
+  if (name.empty()) return false;
   std::vector<absl::string_view> pieces;
-  pieces.reserve(slices.size());
-  for (const grpc::Slice& slice : slices) {
-    pieces.emplace_back(reinterpret_cast<const char*>(slice.begin()),
-                        slice.size());
+  std::vector<grpc::Slice> slices;
+  if (const BuiltChunk* built = FindBuiltChunk(chunk)) {
+    // Sized to the chunk (it was built in whole pages), linked as
+    // KeptName() for as long as the chunk lives here, and moved into the
+    // stream's directory for the server to take: the name it was mapped by
+    // moves on with it (so the mappings kept see it live on, see
+    // segment_mappings.h), the other one stays.
+    const std::string path = SegmentPath(built->segment);
+    const std::string kept = SegmentPath(KeptName(built->segment));
+    if (built->prefix == session_->prefix_ && !built->sent.exchange(true) &&
+        truncate(path.c_str(), static_cast<off_t>(built->bytes.size())) == 0 &&
+        link(path.c_str(), kept.c_str()) == 0) {
+      if (rename(path.c_str(), SegmentPath(name).c_str()) == 0) {
+        out->set_segment(std::move(name));
+        out->set_secret(session_->secret_);
+        session_->PrepareSegment(built->bytes.size());
+        return true;
+      }
+      unlink(kept.c_str());
+    }
+    // Sent before (on a stream that broke), or built for another server.
+    for (absl::string_view piece : built->bytes.Chunks()) {
+      pieces.push_back(piece);
+    }
+  } else {
+    // The chunk's bytes as the pieces WireBuffer makes of them (large
+    // tensor contents referenced, not copied), less the field header it
+    // starts with.
+    WireBuffer wire;
+    wire.PutChunk(1, *chunk, size,
+                  [] { return std::shared_ptr<const void>(); });
+    if (!wire.Finish().Dump(&slices).ok() || slices.empty()) return false;
+    pieces.reserve(slices.size());
+    for (const grpc::Slice& slice : slices) {
+      pieces.emplace_back(reinterpret_cast<const char*>(slice.begin()),
+                          slice.size());
+    }
+    pieces.front().remove_prefix(LengthDelimitedSize(size) - size);
   }
-  pieces.front().remove_prefix(LengthDelimitedSize(size) - size);
   const absl::Status written =
       WriteSegment(name, pieces, absl::StrCat(session_->prefix_, ".free"),
                    &session_->write_mappings_);
@@ -111,7 +154,114 @@ bool SharedMemoryClient::Writer::Write(const ChunkData& chunk, size_t size,
   return true;
 }
 
-SharedMemoryClient::ReaderDir::~ReaderDir() { RemoveSegmentTree(name); }
+std::shared_ptr<SharedMemoryClient::OwnedDir>
+SharedMemoryClient::BuildDirLocked(std::string* name) const {
+  if (build_ == nullptr) {
+    auto made = std::make_shared<OwnedDir>();
+    made->name = absl::StrCat(prefix_, ".w", getpid(), "-", RandomToken());
+    if (mkdir(SegmentPath(made->name).c_str(), 0700) != 0) return nullptr;
+    build_ = std::move(made);
+  }
+  *name = absl::StrCat(build_->name, "/", next_built_++);
+  return build_;
+}
+
+bool SharedMemoryClient::MakeReady(size_t pages, ReadySegment* segment) const {
+  {
+    MutexLock lock(&build_mu_);
+    if (BuildDirLocked(&segment->name) == nullptr) return false;
+  }
+  auto mapped = MapNewSegment(segment->name, pages * PageSize(),
+                              absl::StrCat(prefix_, ".free"), write_mappings_);
+  if (!mapped.ok()) return false;
+  segment->mapping = *std::move(mapped);
+  segment->pages = pages;
+  return true;
+}
+
+void SharedMemoryClient::PrepareSegment(size_t size) const {
+  const size_t pages = PagesOf(size);
+  {
+    // As many as a stream's request may take, within a bound on the memory
+    // they keep from the server's pool.
+    MutexLock lock(&build_mu_);
+    size_t ready_pages = 0;
+    for (const ReadySegment& ready : ready_) ready_pages += ready.pages;
+    if (static_cast<int>(ready_.size()) >= kMaxReadySegments ||
+        (ready_pages + pages) * PageSize() > kMaxReadyBytes) {
+      return;
+    }
+  }
+  ReadySegment segment;
+  if (!MakeReady(pages, &segment)) return;
+  MutexLock lock(&build_mu_);
+  ready_.push_back(std::move(segment));
+}
+
+std::shared_ptr<const ChunkData> SharedMemoryClient::BuildChunk(
+    ChunkData header, size_t content_size,
+    absl::FunctionRef<void(char*)> fill) const {
+  const std::string before = ChunkBytesBeforeContent(header, content_size);
+  const size_t size = before.size() + content_size;
+  const size_t pages = PagesOf(size);
+  ReadySegment segment;
+  std::shared_ptr<OwnedDir> dir;
+  {
+    MutexLock lock(&build_mu_);
+    dir = build_;
+    auto it = std::find_if(
+        ready_.begin(), ready_.end(),
+        [pages](const ReadySegment& ready) { return ready.pages == pages; });
+    if (it != ready_.end()) {
+      segment = std::move(*it);
+      ready_.erase(it);
+    }
+  }
+  if (segment.mapping == nullptr) {
+    if (!MakeReady(pages, &segment)) return nullptr;
+    MutexLock lock(&build_mu_);
+    dir = build_;
+  }
+  char* out = segment.mapping.get();
+  std::memcpy(out, before.data(), before.size());
+  fill(out + before.size());
+  auto built = std::make_unique<BuiltChunk>();
+  built->header = std::move(header);
+  built->bytes =
+      absl::MakeCordFromExternal(absl::string_view(out, size),
+                                 [mapping = std::move(segment.mapping),
+                                  name = segment.name, dir = std::move(dir)]() {
+                                   // Its name if it was never sent, else the
+                                   // link kept when it was.
+                                   unlink(SegmentPath(name).c_str());
+                                   unlink(SegmentPath(KeptName(name)).c_str());
+                                 });
+  built->segment = std::move(segment.name);
+  built->prefix = prefix_;
+  return MakeBuiltChunk(std::move(built));
+}
+
+std::shared_ptr<const ChunkData> SharedMemoryClient::BuildStoredChunk(
+    ChunkData header, const TensorView& rows) const {
+  if (rows.IsString() ||
+      static_cast<int64_t>(rows.bytes.size()) < min_chunk_bytes_ ||
+      !StoredWithoutTrying(rows.bytes)) {
+    return nullptr;
+  }
+  tensorflow::TensorProto* tensor = header.mutable_data()->add_tensors();
+  tensor->set_dtype(rows.dtype);
+  for (int64_t dim : rows.shape) {
+    tensor->mutable_tensor_shape()->add_dim()->set_size(dim);
+  }
+  const std::string stored = StoredHeader(rows.bytes.size());
+  return BuildChunk(
+      std::move(header), stored.size() + rows.bytes.size(), [&](char* out) {
+        std::memcpy(out, stored.data(), stored.size());
+        StreamCopy(out + stored.size(), rows.bytes.data(), rows.bytes.size());
+      });
+}
+
+SharedMemoryClient::OwnedDir::~OwnedDir() { RemoveSegmentTree(name); }
 
 absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
                                             HeldChunkContents* held) const {

@@ -9,6 +9,16 @@
 //    is one: through the mapping the session keeps of it if it has seen it
 //    before, cc/support/segment_mappings.h) and sends the segment's name
 //    (the server takes the file over);
+//  - a writer may build a chunk's bytes in a segment of the session's
+//    build directory in the first place (BuildChunk, built_chunk.h): the
+//    Writer then moves it into its own directory and sends that name, with
+//    nothing to copy. A link in the build directory stays while the chunk
+//    does on this side, so the server does not hand the file to a writer
+//    (RecycleSegment) while this process may still read it. Segments to
+//    build in are made ready (taken, sized to whole pages, mapped) by the
+//    Writer after it sends a built chunk, so that building one makes no
+//    system call on the writer's caller thread; the Writer sizes a
+//    segment to its chunk before it sends it;
 //  - a sample stream sends the secret with its requests, and TakeChunks()
 //    takes the chunks the server lent as segments into the session's own
 //    directory and maps them, for the sample to decompress its tensors
@@ -33,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
@@ -40,7 +51,9 @@
 #include "absl/time/time.h"
 #include "cc/client/sample.h"
 #include "cc/support/export.h"
+#include "cc/support/mutex.h"
 #include "cc/support/segment_mappings.h"
+#include "cc/tensor/tensor.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
 
 namespace deepmind::reverb {
@@ -72,16 +85,38 @@ class REVERB_EXPORT SharedMemoryClient {
     bool Wants(size_t size) const {
       return static_cast<int64_t>(size) >= session_->min_chunk_bytes_;
     }
-    // Writes `chunk` (whose ByteSizeLong() is `size`) into a new segment
-    // and fills `out` to name it; false if it could not (the chunk then
-    // goes as bytes).
-    bool Write(const ChunkData& chunk, size_t size, SharedMemoryChunk* out);
+    // Fills `out` to name a segment of `chunk` (whose ChunkWireSize is
+    // `size`): the segment a chunk built for this session is in, the first
+    // time it is sent, else a new one it is written into. False if it
+    // could not (the chunk then goes as bytes).
+    bool Write(const std::shared_ptr<const ChunkData>& chunk, size_t size,
+               SharedMemoryChunk* out);
 
    private:
+    // The next name in the stream's directory (made the first time); empty
+    // if it cannot be made.
+    std::string NextName();
+
     const std::shared_ptr<const SharedMemoryClient> session_;
-    std::string dir_;  // Made by the first Write().
+    std::string dir_;  // Made by the first NextName().
     int64_t written_ = 0;
   };
+
+  // A chunk of `header` (one tensor without its content) and a content of
+  // `content_size` bytes, which `fill` writes where it is given, built in a
+  // new segment of the session's build directory (see built_chunk.h); null
+  // if no segment could be made (the caller then builds it in memory).
+  std::shared_ptr<const ChunkData> BuildChunk(
+      ChunkData header, size_t content_size,
+      absl::FunctionRef<void(char*)> fill) const;
+
+  // The chunk of `header` (every field but its tensor) and one tensor of
+  // `rows`, built with BuildChunk if `rows` are numeric, of
+  // min_chunk_bytes() or more and stored as they are (StoredWithoutTrying,
+  // cc/tensor/compression.h): the tensor's content is then the stored
+  // stream of them, as CompressTensorAsProto makes it. Else null.
+  std::shared_ptr<const ChunkData> BuildStoredChunk(
+      ChunkData header, const TensorView& rows) const;
 
   // Adds the chunks the entries of `response` hold as segments
   // (`shared_data`) to their `data`, without their tensors' contents,
@@ -95,15 +130,38 @@ class REVERB_EXPORT SharedMemoryClient {
                           HeldChunkContents* held) const;
 
  private:
-  // The directory of the segments samplers have taken: removed once the
-  // session and every mapping of them are gone.
-  struct ReaderDir {
+  // A directory of the session's: removed once the session and every
+  // mapping or chunk of its segments are gone.
+  struct OwnedDir {
     std::string name;
-    ~ReaderDir();
+    ~OwnedDir();
   };
 
+  // A segment of the build directory to build a chunk in: `pages` whole
+  // pages, mapped.
+  struct ReadySegment {
+    std::string name;
+    std::shared_ptr<char> mapping;
+    size_t pages = 0;
+  };
+
+  // The build directory (made the first time; null if it cannot be) and
+  // the next name in it.
+  std::shared_ptr<OwnedDir> BuildDirLocked(std::string* name) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(build_mu_);
+  // A new segment of `pages` pages in the build directory, into
+  // `segment`; false if none could be made.
+  bool MakeReady(size_t pages, ReadySegment* segment) const
+      ABSL_LOCKS_EXCLUDED(build_mu_);
+  // Makes a segment ready for a chunk of `size` bytes unless
+  // kMaxReadySegments or kMaxReadyBytes are (the Writer, after sending a
+  // built chunk).
+  void PrepareSegment(size_t size) const ABSL_LOCKS_EXCLUDED(build_mu_);
+  static constexpr int kMaxReadySegments = 8;
+  static constexpr size_t kMaxReadyBytes = size_t{16} << 20;
+
   SharedMemoryClient(std::string prefix, std::string secret,
-                     int64_t min_chunk_bytes, std::shared_ptr<ReaderDir> reader)
+                     int64_t min_chunk_bytes, std::shared_ptr<OwnedDir> reader)
       : prefix_(std::move(prefix)),
         secret_(std::move(secret)),
         min_chunk_bytes_(min_chunk_bytes),
@@ -124,8 +182,14 @@ class REVERB_EXPORT SharedMemoryClient {
   const int64_t min_chunk_bytes_;
   mutable SegmentMappings write_mappings_{WriterMappings()};
   mutable SegmentMappings read_mappings_{SegmentMappings::Options()};
-  const std::shared_ptr<ReaderDir> reader_;
+  // The segments samplers have taken.
+  const std::shared_ptr<OwnedDir> reader_;
   mutable std::atomic<int64_t> next_read_{0};
+  // The segments BuildChunk built: made by its first call.
+  mutable Mutex build_mu_;
+  mutable std::shared_ptr<OwnedDir> build_ ABSL_GUARDED_BY(build_mu_);
+  mutable int64_t next_built_ ABSL_GUARDED_BY(build_mu_) = 0;
+  mutable std::vector<ReadySegment> ready_ ABSL_GUARDED_BY(build_mu_);
 };
 
 }  // namespace deepmind::reverb

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cc/client/built_chunk.h"
 #include "cc/core/errors.h"
 #include "cc/support/log.h"
 #include "cc/support/mutex.h"
@@ -146,7 +147,8 @@ TrajectoryWriter::AppendImpl(absl::Span<const std::optional<TensorView>> step,
     if (!step[i].has_value()) continue;
     REVERB_ASSIGN_OR_RETURN(
         std::shared_ptr<CellRef> ref,
-        chunkers_[i]->Append(*step[i], episode_id_, episode_step_));
+        chunkers_[i]->Append(*step[i], episode_id_, episode_step_,
+                             segments_.get()));
     refs[i] = ref;
   }
   step_open_ = partial;
@@ -191,7 +193,8 @@ TrajectoryWriter::AppendBatch(
     if (!columns[i].has_value()) continue;
     REVERB_ASSIGN_OR_RETURN(
         std::vector<std::shared_ptr<CellRef>> column_refs,
-        chunkers_[i]->AppendRows(*columns[i], episode_id_, episode_step_));
+        chunkers_[i]->AppendRows(*columns[i], episode_id_, episode_step_,
+                                 segments_.get()));
     refs[i].emplace(column_refs.begin(), column_refs.end());
   }
   episode_step_ += static_cast<int32_t>(std::max<int64_t>(0, num_steps));
@@ -538,7 +541,7 @@ absl::Status TrajectoryWriter::RunStream() {
   const int shard = shard_.index();
   REVERB_ASSIGN_OR_RETURN(std::unique_ptr<InsertStream> stream,
                           InsertStream::Open(
-                              std::move(connection), absl::Milliseconds(250),
+                              connection, absl::Milliseconds(250),
                               [this, shard](absl::Span<const uint64_t> keys) {
                                 MutexLock lock(&mu_);
                                 for (uint64_t key : keys) {
@@ -560,6 +563,7 @@ absl::Status TrajectoryWriter::RunStream() {
     MutexLock lock(&mu_);
     if (closed_) return absl::CancelledError(kClosed);
     stream_ = stream.get();
+    segments_ = connection->KnownSharedMemory();
   }
   bool cancel = false;
   bool move = false;
@@ -637,8 +641,7 @@ bool TrajectoryWriter::BuildRequestLocked(
     for (const auto& ref : item.cells) {
       if (streamed_keys_.insert(ref->chunk_key()).second) {
         std::shared_ptr<const ChunkData> chunk = ref->GetChunk();
-        // Sized when it was finalized.
-        bytes += chunk->GetCachedSize();
+        bytes += static_cast<int64_t>(ChunkWireSize(chunk));
         chunks->push_back(std::move(chunk));
       }
     }

@@ -298,6 +298,10 @@ class REVERB_EXPORT TrajectoryWriter {
   bool episode_ended_ ABSL_GUARDED_BY(mu_) = false;
   // The stream RunStream() serves, for Close() to cancel.
   InsertStream* stream_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The shared-memory session of the server the latest stream went to
+  // (null if none): chunks of one large incompressible step are built in
+  // its segments (Chunker::Append).
+  std::shared_ptr<const SharedMemoryClient> segments_ ABSL_GUARDED_BY(mu_);
 
   std::thread stream_thread_;
 };

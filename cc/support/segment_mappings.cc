@@ -75,9 +75,10 @@ std::shared_ptr<char> SegmentMappings::Keep(int fd, size_t size) {
   const size_t length = PagesOf(size) * PageSize();
   struct stat info;
   if (length > options_.max_bytes || fstat(fd, &info) != 0) return nullptr;
-  void* address = mmap(nullptr, length,
-                       options_.writable ? PROT_READ | PROT_WRITE : PROT_READ,
-                       MAP_SHARED, fd, 0);
+  void* address = mmap(
+      nullptr, length, options_.writable ? PROT_READ | PROT_WRITE : PROT_READ,
+      // A writer writes every page: faulted in at once.
+      MAP_SHARED | (options_.writable ? MAP_POPULATE : 0), fd, 0);
   if (address == MAP_FAILED) return nullptr;
   auto mapping = std::make_shared<Mapping>();
   mapping->address = static_cast<char*>(address);

@@ -68,7 +68,8 @@ class REVERB_EXPORT SegmentMappings {
 
   // Maps file `fd` (`size` bytes long, every page allocated) to be found
   // next time; returns the mapping (null if it could not be mapped or is
-  // larger than max_bytes). Nothing is faulted in.
+  // larger than max_bytes). Its pages are faulted in if it is writable (a
+  // writer writes them all), else not.
   std::shared_ptr<char> Keep(int fd, size_t size);
 
   // How many files are mapped.

@@ -117,16 +117,12 @@ std::string ServerPrefix(absl::string_view token) {
   return absl::StrCat("reverb-", getpid(), "-", PidNamespace(), "-", token);
 }
 
-absl::Status WriteSegment(absl::string_view name,
-                          absl::Span<const absl::string_view> pieces,
-                          absl::string_view reuse, SegmentMappings* mappings) {
-  std::vector<iovec> rest;
-  size_t size = 0;
-  for (absl::string_view piece : pieces) {
-    if (piece.empty()) continue;
-    rest.push_back({const_cast<char*>(piece.data()), piece.size()});
-    size += piece.size();
-  }
+namespace {
+
+// Makes file `name` (it must not exist) of `size` bytes, one of `reuse`'s
+// if it holds one (see WriteSegment); returns it opened for writing.
+absl::StatusOr<int> MakeSegmentFile(absl::string_view name, size_t size,
+                                    absl::string_view reuse) {
   const std::string path = SegmentPath(name);
   int fd = -1;
   if (!reuse.empty()) {
@@ -151,11 +147,31 @@ absl::Status WriteSegment(absl::string_view name,
     fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   }
   if (fd < 0) return Errno("Could not create", name);
-  absl::Status status;
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    status = Errno("Could not size", name);
+    absl::Status status = Errno("Could not size", name);
+    close(fd);
+    unlink(path.c_str());
+    return status;
   }
-  if (status.ok() && mappings != nullptr) {
+  return fd;
+}
+
+}  // namespace
+
+absl::Status WriteSegment(absl::string_view name,
+                          absl::Span<const absl::string_view> pieces,
+                          absl::string_view reuse, SegmentMappings* mappings) {
+  std::vector<iovec> rest;
+  size_t size = 0;
+  for (absl::string_view piece : pieces) {
+    if (piece.empty()) continue;
+    rest.push_back({const_cast<char*>(piece.data()), piece.size()});
+    size += piece.size();
+  }
+  const std::string path = SegmentPath(name);
+  REVERB_ASSIGN_OR_RETURN(const int fd, MakeSegmentFile(name, size, reuse));
+  absl::Status status;
+  if (mappings != nullptr) {
     if (std::shared_ptr<char> mapped = mappings->Find(fd, size)) {
       char* out = mapped.get();
       for (const iovec& piece : rest) {
@@ -196,6 +212,33 @@ absl::Status WriteSegment(absl::string_view name,
   close(fd);
   if (!status.ok()) unlink(path.c_str());
   return status;
+}
+
+absl::StatusOr<std::shared_ptr<char>> MapNewSegment(absl::string_view name,
+                                                    size_t size,
+                                                    absl::string_view reuse,
+                                                    SegmentMappings& mappings) {
+  REVERB_ASSIGN_OR_RETURN(const int fd, MakeSegmentFile(name, size, reuse));
+  std::shared_ptr<char> mapped = mappings.Find(fd, size);
+  absl::Status status;
+  if (mapped == nullptr) {
+    // Pages allocated now, not at the first touch (where a full /dev/shm
+    // would be a SIGBUS).
+    if (const int error = posix_fallocate(fd, 0, static_cast<off_t>(size));
+        error != 0) {
+      errno = error;
+      status = Errno("Could not allocate", name);
+    } else if ((mapped = mappings.Keep(fd, size)) == nullptr) {
+      status = absl::ResourceExhaustedError(
+          absl::StrCat("Could not map ", SegmentPath(name), "."));
+    }
+  }
+  close(fd);
+  if (!status.ok()) {
+    unlink(SegmentPath(name).c_str());
+    return status;
+  }
+  return mapped;
 }
 
 void RecycleSegment(absl::string_view name, absl::string_view pool,

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,14 @@ REVERB_EXPORT std::string ServerPrefix(absl::string_view token);
 REVERB_EXPORT absl::Status WriteSegment(
     absl::string_view name, absl::Span<const absl::string_view> pieces,
     absl::string_view reuse = "", SegmentMappings* mappings = nullptr);
+
+// Makes file `name` of `size` bytes as WriteSegment does (one of `reuse`'s
+// if it holds one) and returns a writable mapping of it, its pages
+// allocated, which `mappings` (writable) keep: the caller writes the bytes
+// in place. The file holds whatever its pages held before.
+REVERB_EXPORT absl::StatusOr<std::shared_ptr<char>> MapNewSegment(
+    absl::string_view name, size_t size, absl::string_view reuse,
+    SegmentMappings& mappings);
 
 // Moves segment `name` into directory `pool` as `pool`/`<pages>-<file>`
 // (<pages>: how many memory pages it takes) if nothing else links to the

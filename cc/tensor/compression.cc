@@ -153,12 +153,6 @@ bool Storable(absl::string_view input) {
   return input.size() <= std::numeric_limits<uint32_t>::max();
 }
 
-// Whether a large `input` is stored without a try at compressing it whole
-// (its probes do not shrink).
-bool StoredWithoutTrying(absl::string_view input) {
-  return IsLarge(input) && Storable(input) && !ProbeShrinks(input);
-}
-
 // Compresses `input` into `output`, which may be the string `input` views:
 // snappy's stream, or the stored stream above when snappy does not shrink
 // the input (incompressible data: random bytes, encrypted or already
@@ -277,6 +271,10 @@ absl::Status CompressTensorAsProto(const TensorView& tensor,
 std::string StoredHeader(size_t length) {
   char header[kStoredOverhead];
   return std::string(header, WriteStoredHeader(length, header));
+}
+
+bool StoredWithoutTrying(absl::string_view bytes) {
+  return IsLarge(bytes) && Storable(bytes) && !ProbeShrinks(bytes);
 }
 
 absl::Status CompressTensorAsProto(Tensor&& tensor, size_t headroom,

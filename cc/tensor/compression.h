@@ -47,6 +47,11 @@ REVERB_EXPORT absl::Status CompressTensorAsProto(
 // The bytes a stored stream of `length` bytes holds before them.
 REVERB_EXPORT std::string StoredHeader(size_t length);
 
+// Whether the elements `bytes` of a numeric tensor are stored without a try
+// at compressing them (large, and a few probes do not shrink): the content
+// CompressTensorAsProto makes of them is then StoredHeader + `bytes`.
+REVERB_EXPORT bool StoredWithoutTrying(absl::string_view bytes);
+
 // INVALID_ARGUMENT if the proto is malformed (bad shape, corrupt snappy data,
 // a size that does not match the shape).
 REVERB_EXPORT absl::StatusOr<Tensor> DecompressTensorFromProto(

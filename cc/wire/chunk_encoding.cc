@@ -73,6 +73,22 @@ bool SplitChunkHead(const ChunkData& chunk, size_t size, size_t data_size,
   return head->ByteSizeLong() + LengthDelimitedSize(data_size) == size;
 }
 
+std::string ChunkBytesBeforeContent(const ChunkData& header,
+                                    size_t content_size) {
+  const tensorflow::TensorProto& tensor = header.data().tensors(0);
+  const size_t tensor_size =
+      tensor.ByteSizeLong() + LengthDelimitedSize(content_size);
+  ChunkData head;
+  SplitChunkHead(header, 0, 0, &head);
+  WireBuffer wire;
+  head.AppendToString(wire.pending());
+  wire.PutFieldHeader(kChunkDataField, LengthDelimitedSize(tensor_size));
+  wire.PutFieldHeader(kDataTensorsField, tensor_size);
+  tensor.AppendToString(wire.pending());
+  wire.PutFieldHeader(kTensorContentField, content_size);
+  return std::move(*wire.pending());
+}
+
 void WireBuffer::PutFieldHeader(int field, size_t size) {
   PutTag(field, kLengthDelimited, &pending_);
   PutVarint32(static_cast<uint32_t>(size), &pending_);

@@ -57,6 +57,13 @@ REVERB_EXPORT bool SplitTensorHead(const tensorflow::TensorProto& tensor,
 REVERB_EXPORT bool SplitChunkHead(const ChunkData& chunk, size_t size,
                                   size_t data_size, ChunkData* head);
 
+// The wire bytes of `header`, a chunk of one tensor without its content, up
+// to where a content of `content_size` (> 0) bytes goes: with the content after
+// them, they are the chunk's bytes (as PutChunk lays them out, the content
+// last), which a writer can build in place (shared_memory_client.h).
+REVERB_EXPORT std::string ChunkBytesBeforeContent(const ChunkData& header,
+                                                  size_t content_size);
+
 class REVERB_EXPORT WireBuffer {
  public:
   // Serialized bytes go here; they become one slice (moved, not copied)

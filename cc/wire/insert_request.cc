@@ -48,11 +48,17 @@ bool ReadKeys(WireReader& reader, WireType type, std::vector<uint64_t>* keys) {
 grpc::ByteBuffer EncodeInsertRequest(
     const InsertStreamRequest& request,
     absl::Span<const std::shared_ptr<const ChunkData>> chunks,
-    absl::Span<const SharedMemoryChunk> shared_chunks) {
+    absl::Span<const SharedMemoryChunk> shared_chunks,
+    absl::Span<const absl::Cord> chunk_bytes) {
   WireBuffer wire;
   for (const auto& chunk : chunks) {
     wire.PutChunk(kRequestChunks, *chunk, chunk->ByteSizeLong(),
                   [&chunk]() -> std::shared_ptr<const void> { return chunk; });
+  }
+  for (const absl::Cord& bytes : chunk_bytes) {
+    wire.PutBytes(kRequestChunks, bytes, [&bytes] {
+      return std::shared_ptr<const void>(std::make_shared<absl::Cord>(bytes));
+    });
   }
   request.AppendToString(wire.pending());
   for (const SharedMemoryChunk& chunk : shared_chunks) {

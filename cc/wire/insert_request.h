@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "absl/types/span.h"
 #include "cc/support/export.h"
 #include "cc/wire/chunk_encoding.h"
@@ -21,13 +22,15 @@ namespace deepmind::reverb {
 
 class Chunk;  // cc/core/chunk.h: the server's side needs it, writers do not.
 
-// The wire bytes of `request` with `chunks` as its `chunks` field (in
-// order, before the request's own fields) and `shared_chunks` as its
-// `shared_chunks` (after them). `request` must have neither of its own.
+// The wire bytes of `request` with `chunks`, then the chunks whose wire
+// bytes `chunk_bytes` are, as its `chunks` field (in order, before the
+// request's own fields) and `shared_chunks` as its `shared_chunks` (after
+// them). `request` must have neither of its own.
 REVERB_EXPORT grpc::ByteBuffer EncodeInsertRequest(
     const InsertStreamRequest& request,
     absl::Span<const std::shared_ptr<const ChunkData>> chunks,
-    absl::Span<const SharedMemoryChunk> shared_chunks = {});
+    absl::Span<const SharedMemoryChunk> shared_chunks = {},
+    absl::Span<const absl::Cord> chunk_bytes = {});
 
 // An InsertStreamRequest as the server reads it.
 struct DecodedInsertRequest {

@@ -227,6 +227,81 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
   assert not server.names()
 
 
+def test_steps_are_built_in_the_segments_the_server_keeps(shm_env):
+  """A step that is a chunk of its own is written once, into a segment the
+  server then keeps as it is (the same file, not a copy); the writer keeps
+  a link to it while it holds the chunk, so the server does not hand the
+  file to another writer meanwhile."""
+  server = ServerProcess()
+  try:
+    client = reverb.Client(server.address)
+    writer = client.trajectory_writer(num_keep_alive_refs=2)
+    for i in range(6):
+      writer.append({'x': _step(i)})
+      if i:
+        writer.create_item('uniform', 1.0, {'x': writer.history['x'][-2:]})
+      writer.flush()
+    stored = {p.stat().st_ino: p for d in
+              SHM.glob(f'reverb-{server.process.pid}-*.chunks')
+              for p in d.iterdir()}
+    assert len(stored) == 6, stored
+    # The writer's links to the chunks it keeps alive; the other files of
+    # its directory are segments made ready for the next steps.
+    built = [p for d in
+             SHM.glob(f'reverb-{server.process.pid}-*.w{os.getpid()}-*')
+             for p in d.iterdir()]
+    held = [p for p in built if p.stat().st_ino in stored]
+    assert len(held) == 2, (built, stored)
+    assert all(p.stat().st_nlink == 2 for p in held)
+    assert all(p.stat().st_nlink == 1 for p in built if p not in held)
+    # A history read of a built chunk.
+    np.testing.assert_array_equal(writer.history['x'][-1].numpy(), _step(5))
+    # Once the writer lets go, its links go too; the server frees the
+    # segments with the items and pools them for writers.
+    writer.close()
+    del writer
+    gc.collect()
+    _wait_for(lambda: not [p for p in held if p.exists()],
+              "the writer's links removed")
+    client.reset('uniform')
+    _wait_for(lambda: not server.stored_segments(), 'freed segments')
+    assert server.stored_segments('free')
+    _write(client, 5)
+    _assert_whole(_sampled_items(client, 50))
+  finally:
+    server.stop()
+
+
+def test_legacy_steps_of_one_array_are_built_in_segments_too(shm_env):
+  """A legacy writer's step of one array (Client.insert's too) is built in
+  its segment as a TrajectoryWriter's is."""
+  server = ServerProcess()
+  try:
+    client = reverb.Client(server.address)
+    steps = [np.random.default_rng(i).integers(0, 2**31, (1 << 18,), np.int32)
+             for i in range(4)]
+    with client.writer(max_sequence_length=1) as writer:
+      for step in steps[:2]:
+        writer.append(step)
+        writer.create_item('uniform', 1, 1.0)
+        writer.flush()
+      stored = {p.stat().st_ino for d in
+                SHM.glob(f'reverb-{server.process.pid}-*.chunks')
+                for p in d.iterdir()}
+      assert len(stored) == 2, stored
+      # The writer keeps its last step's chunk: linked, the same file.
+      kept = [p for d in
+              SHM.glob(f'reverb-{server.process.pid}-*.w{os.getpid()}-*')
+              for p in d.iterdir() if p.stat().st_ino in stored]
+      assert len(kept) == 1, kept
+    for step in steps[2:]:
+      client.insert(step, priorities={'uniform': 1.0})
+    samples = [s[0].data[0] for s in client.sample('uniform', num_samples=40)]
+    assert {bytes(s) for s in samples} == {bytes(s) for s in steps}
+  finally:
+    server.stop()
+
+
 def test_legacy_steps_with_scalar_columns_sample_whole_from_segments(shm_env):
   # A legacy writer's chunk holds every column of its steps: a large one
   # and scalars, whose contents are a few bytes of the segment (a sampler

@@ -8,6 +8,7 @@
 
 #include "absl/strings/cord.h"
 #include "cc/core/chunk.h"
+#include "cc/support/varint.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/support/slice.h"
 #include "gtest/gtest.h"
@@ -190,6 +191,36 @@ TEST(ChunkEncodingTest, ChunksWithFieldsTheEncoderDoesNotKnowGoWhole) {
     EXPECT_EQ(Flatten(wire.Finish()), request.SerializeAsString())
         << chunk->chunk_key();
     EXPECT_EQ(owner.calls, 0);
+  }
+}
+
+TEST(ChunkEncodingTest, BytesBeforeAContentAndTheContentAreTheChunk) {
+  // Sizes around the varint steps of the content's, the tensor's and the
+  // data's lengths.
+  for (const size_t size :
+       {size_t{1}, size_t{100}, size_t{127}, size_t{128}, size_t{16370},
+        size_t{16384}, size_t{(1 << 21) + 3}}) {
+    SCOPED_TRACE(size);
+    const ChunkData chunk = MakeChunk(7, {TensorProto(size, 3)});
+    ChunkData header = chunk;
+    header.mutable_data()->mutable_tensors(0)->clear_tensor_content();
+    const std::string& content = chunk.data().tensors(0).tensor_content();
+    const std::string bytes =
+        ChunkBytesBeforeContent(header, content.size()) + content;
+    EXPECT_EQ(bytes.size(), chunk.ByteSizeLong());
+    ChunkData parsed;
+    ASSERT_TRUE(parsed.ParseFromString(bytes));
+    EXPECT_TRUE(MessageDifferencer::Equals(parsed, chunk));
+    // The layout PutChunk gives a borrowed content.
+    if (size >= kMinBorrowedBytes) {
+      WireBuffer wire;
+      wire.PutChunk(kInsertChunksField, chunk, chunk.ByteSizeLong(),
+                    [] { return std::shared_ptr<const void>(); });
+      std::string field;
+      PutTag(kInsertChunksField, kLengthDelimited, &field);
+      PutVarint32(static_cast<uint32_t>(bytes.size()), &field);
+      EXPECT_EQ(Flatten(wire.Finish()), field + bytes);
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "cc/core/chunk.h"
 #include "cc/support/varint.h"
 #include "google/protobuf/stubs/logging.h"
@@ -125,6 +126,35 @@ TEST(InsertRequestTest, ParsesAsTheRequestWithItsChunks) {
   EXPECT_FALSE(Borrows(buffer, chunks[2]->data().tensors(2).tensor_content()));
   EXPECT_FALSE(Borrows(buffer, chunks[3]->data().tensors(0).tensor_content()));
   EXPECT_FALSE(Borrows(buffer, chunks[4]->data().tensors(0).tensor_content()));
+}
+
+TEST(InsertRequestTest, ChunksGivenAsTheirBytesFollowTheOthers) {
+  // A writer's chunk built in shared memory is its wire bytes (a cord over
+  // the segment): they are borrowed, and parse as the chunk.
+  const auto proto = Chunk(1, {Tensor(20, 1)});
+  const auto built = Chunk(2, {Tensor(100 << 10, 2)});
+  const std::string serialized = built->SerializeAsString();
+  // The bytes in pieces, as a mapping is not: the large one is borrowed.
+  const size_t head = serialized.size() - (64 << 10);
+  absl::Cord bytes(serialized.substr(0, head));
+  const absl::string_view tail = absl::string_view(serialized).substr(head);
+  bytes.Append(absl::MakeCordFromExternal(tail, [] {}));
+  const InsertStreamRequest request = ItemsAndKeys();
+  const grpc::ByteBuffer buffer =
+      EncodeInsertRequest(request, {proto}, {}, {bytes});
+
+  InsertStreamRequest expected = request;
+  *expected.add_chunks() = *proto;
+  *expected.add_chunks() = *built;
+  const InsertStreamRequest parsed = Parse(buffer);
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(parsed, expected))
+      << parsed.ShortDebugString().substr(0, 2000);
+  bool borrowed = false;
+  for (const grpc::Slice& slice : SlicesOf(buffer)) {
+    borrowed |= reinterpret_cast<const char*>(slice.begin()) == tail.data();
+  }
+  EXPECT_TRUE(borrowed);
 }
 
 TEST(InsertRequestTest, BufferKeepsBorrowedChunksAlive) {
