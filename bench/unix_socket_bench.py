@@ -168,15 +168,22 @@ def raw_stream(family, blocks):
 
 def server_bytes(pid):
   """What server process `pid` holds: its RSS apart from shared memory
-  (RssAnon + RssFile), plus the sizes of its segments under /dev/shm."""
+  (RssAnon + RssFile), plus the sizes of its segments under /dev/shm (each
+  file once, however many links it has: a writer links the chunks it built
+  in place while it holds them)."""
   with open(f'/proc/{pid}/status') as f:
     fields = dict(line.split(':', 1) for line in f if ':' in line)
   rss = sum(int(fields[k].split()[0]) * 1024 for k in ('RssAnon', 'RssFile'))
-  segments = 0
+  segments = {}
   for root, _, files in os.walk('/dev/shm'):
     if os.path.basename(root).startswith(f'reverb-{pid}-'):
-      segments += sum(os.path.getsize(os.path.join(root, f)) for f in files)
-  return rss + segments
+      for name in files:
+        try:
+          info = os.stat(os.path.join(root, name))
+        except FileNotFoundError:
+          continue
+        segments[(info.st_dev, info.st_ino)] = info.st_size
+  return rss + sum(segments.values())
 
 
 def bench_memcpy(count):

@@ -157,7 +157,7 @@ class REVERB_EXPORT SharedMemoryClient {
   // kMaxReadySegments or kMaxReadyBytes are (the Writer, after sending a
   // built chunk).
   void PrepareSegment(size_t size) const ABSL_LOCKS_EXCLUDED(build_mu_);
-  static constexpr int kMaxReadySegments = 8;
+  static constexpr int kMaxReadySegments = 2;
   static constexpr size_t kMaxReadyBytes = size_t{16} << 20;
 
   SharedMemoryClient(std::string prefix, std::string secret,
