@@ -105,6 +105,25 @@ inline TableItem MakeItem(uint64_t key, double priority,
   return item;
 }
 
+// An item of `table`, as a writer sends it, that reads row 0 of chunk
+// `chunk_key`.
+inline PrioritizedItem MakePrioritizedItem(uint64_t key,
+                                           const std::string& table,
+                                           uint64_t chunk_key,
+                                           double priority = 1) {
+  PrioritizedItem item;
+  item.set_key(key);
+  item.set_table(table);
+  item.set_priority(priority);
+  auto* slice =
+      item.mutable_flat_trajectory()->add_columns()->add_chunk_slices();
+  slice->set_chunk_key(chunk_key);
+  slice->set_offset(0);
+  slice->set_length(1);
+  slice->set_index(0);
+  return item;
+}
+
 // An item with a chunk of its own (chunk key = item key + 1'000'000).
 inline TableItem MakeItem(uint64_t key, double priority = 1.0,
                           uint64_t episode_id = 1) {

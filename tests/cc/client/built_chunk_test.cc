@@ -135,14 +135,7 @@ TEST_F(BuiltChunkServerTest, TheInProcessPathTakesABuiltChunkAsItsBytes) {
       connection_, absl::Seconds(30), [](absl::Span<const uint64_t>) {}, [] {});
   ASSERT_TRUE(stream.ok()) << stream.status();
   InsertStreamRequest request;
-  PrioritizedItem* item = request.add_items();
-  item->set_key(1);
-  item->set_table("t");
-  item->set_priority(1);
-  auto* slice =
-      item->mutable_flat_trajectory()->add_columns()->add_chunk_slices();
-  slice->set_chunk_key(9);
-  slice->set_length(1);
+  *request.add_items() = testing::MakePrioritizedItem(1, "t", 9);
   ASSERT_TRUE((*stream)->Write(request, {Built(chunk)}));
   ASSERT_TRUE((*stream)->Close().ok());
   EXPECT_EQ(table->info().num_local_inserts(), 1);

@@ -21,6 +21,7 @@ namespace {
 using ::deepmind::reverb::testing::Address;
 using ::deepmind::reverb::testing::FifoTable;
 using ::deepmind::reverb::testing::MakeChunkData;
+using ::deepmind::reverb::testing::MakePrioritizedItem;
 using ::deepmind::reverb::testing::StoredItems;
 
 // What a stream's callbacks were given.
@@ -70,22 +71,6 @@ class Confirmations {
   int ended_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// An item of `table` that reads row 0 of chunk `chunk_key`.
-PrioritizedItem Item(uint64_t key, const std::string& table, uint64_t chunk_key,
-                     double priority = 1) {
-  PrioritizedItem item;
-  item.set_key(key);
-  item.set_table(table);
-  item.set_priority(priority);
-  auto* slice =
-      item.mutable_flat_trajectory()->add_columns()->add_chunk_slices();
-  slice->set_chunk_key(chunk_key);
-  slice->set_offset(0);
-  slice->set_length(1);
-  slice->set_index(0);
-  return item;
-}
-
 std::shared_ptr<const ChunkData> Chunk(uint64_t key) {
   return std::make_shared<ChunkData>(MakeChunkData(key));
 }
@@ -109,8 +94,8 @@ class InsertStreamTest : public testing::ConnectedServerTest {
     stream = Open();
     ASSERT_NE(stream, nullptr);
     InsertStreamRequest request;
-    *request.add_items() = Item(1, "q", 100);
-    *request.add_items() = Item(2, "q", 100);
+    *request.add_items() = MakePrioritizedItem(1, "q", 100);
+    *request.add_items() = MakePrioritizedItem(2, "q", 100);
     ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
     ASSERT_TRUE(seen_.WaitForKeys(1));
   }
@@ -125,11 +110,13 @@ TEST_F(InsertStreamTest, ConfirmsTheWrittenKeysInOrder) {
   ASSERT_NE(stream, nullptr);
   // Three items on one chunk, which the server keeps; then two more on it.
   InsertStreamRequest first;
-  for (uint64_t key : {11, 12, 13}) *first.add_items() = Item(key, "t", 100);
+  for (uint64_t key : {11, 12, 13})
+    *first.add_items() = MakePrioritizedItem(key, "t", 100);
   first.add_keep_chunk_keys(100);
   ASSERT_TRUE(stream->Write(first, {Chunk(100)}));
   InsertStreamRequest second;
-  for (uint64_t key : {14, 15}) *second.add_items() = Item(key, "t", 100, 2);
+  for (uint64_t key : {14, 15})
+    *second.add_items() = MakePrioritizedItem(key, "t", 100, 2);
   ASSERT_TRUE(stream->Write(second, {}));
   ASSERT_TRUE(seen_.WaitForKeys(5));
   EXPECT_EQ(seen_.keys(), (std::vector<uint64_t>{11, 12, 13, 14, 15}));
@@ -151,7 +138,7 @@ TEST_F(InsertStreamTest, AnUnknownTableEndsTheStreamWithNotFound) {
   auto stream = Open();
   ASSERT_NE(stream, nullptr);
   InsertStreamRequest request;
-  *request.add_items() = Item(1, "nope", 100);
+  *request.add_items() = MakePrioritizedItem(1, "nope", 100);
   ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
   ASSERT_TRUE(seen_.WaitForEnd());
   EXPECT_FALSE(stream->Write(request, {Chunk(100)}));
@@ -169,11 +156,11 @@ TEST_F(InsertStreamTest, AMissingChunkEndsTheStreamWithInternal) {
   ASSERT_NE(stream, nullptr);
   // Item 1's chunk is not kept, so item 2 cannot find it.
   InsertStreamRequest first;
-  *first.add_items() = Item(1, "t", 100);
+  *first.add_items() = MakePrioritizedItem(1, "t", 100);
   ASSERT_TRUE(stream->Write(first, {Chunk(100)}));
   ASSERT_TRUE(seen_.WaitForKeys(1));
   InsertStreamRequest second;
-  *second.add_items() = Item(2, "t", 100);
+  *second.add_items() = MakePrioritizedItem(2, "t", 100);
   stream->Write(second, {});  // May already fail.
   ASSERT_TRUE(seen_.WaitForEnd());
   absl::Status status = stream->Finish();
@@ -235,7 +222,7 @@ TEST_F(InsertStreamTest, AStoppingServerEndsTheStreamWithATransientError) {
   auto stream = Open();
   ASSERT_NE(stream, nullptr);
   InsertStreamRequest request;
-  *request.add_items() = Item(1, "t", 100);
+  *request.add_items() = MakePrioritizedItem(1, "t", 100);
   ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
   ASSERT_TRUE(seen_.WaitForKeys(1));
   server_->Stop();

@@ -169,14 +169,7 @@ TEST_F(LocalInsertStreamTest, AServerThatStopsEndsTheStream) {
   server_->Stop();
   ChunkData chunk = testing::MakeChunkData(100);
   InsertStreamRequest request;
-  PrioritizedItem* item = request.add_items();
-  item->set_key(1);
-  item->set_table("t");
-  item->set_priority(1);
-  auto* slice =
-      item->mutable_flat_trajectory()->add_columns()->add_chunk_slices();
-  slice->set_chunk_key(100);
-  slice->set_length(1);
+  *request.add_items() = testing::MakePrioritizedItem(1, "t", 100);
   (*stream)->Write(request, {std::make_shared<const ChunkData>(chunk)});
   // As a call to a server that has gone: writers reopen.
   EXPECT_EQ((*stream)->Finish().code(), absl::StatusCode::kUnavailable);
