@@ -31,7 +31,8 @@ size_t ChunkWireSize(const std::shared_ptr<const ChunkData>& chunk) {
   if (const BuiltChunk* built = FindBuiltChunk(chunk)) {
     return built->bytes.size();
   }
-  return chunk->ByteSizeLong();
+  const int cached = chunk->GetCachedSize();
+  return cached > 0 ? static_cast<size_t>(cached) : chunk->ByteSizeLong();
 }
 
 absl::StatusOr<std::shared_ptr<const ChunkData>> WholeChunk(

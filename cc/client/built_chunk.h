@@ -41,8 +41,9 @@ REVERB_EXPORT std::shared_ptr<const ChunkData> MakeBuiltChunk(
 REVERB_EXPORT const BuiltChunk* FindBuiltChunk(
     const std::shared_ptr<const ChunkData>& chunk);
 
-// The size of `chunk`'s wire bytes: its ByteSizeLong(), or a built
-// chunk's bytes.
+// The size of `chunk`'s wire bytes: a built chunk's bytes, else its size
+// as last computed (writers size a chunk once, when they make it: it does
+// not change), or ByteSizeLong() if it never was.
 REVERB_EXPORT size_t
 ChunkWireSize(const std::shared_ptr<const ChunkData>& chunk);
 

@@ -393,6 +393,7 @@ std::shared_ptr<const ChunkData> Chunker::BuildInSegmentLocked(
 
 void Chunker::AttachChunkLocked(std::shared_ptr<const ChunkData> chunk) {
   for (const auto& ref : buffer_refs_) ref->SetChunk(chunk);
+  // Sizes the chunk once: later readers take its cached size.
   options_->OnChunkFinalized(static_cast<int64_t>(ChunkWireSize(chunk)),
                              static_cast<int>(buffer_refs_.size()));
   buffer_refs_.clear();
