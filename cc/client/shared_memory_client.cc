@@ -146,8 +146,7 @@ bool SharedMemoryClient::Writer::Write(
     pieces.front().remove_prefix(LengthDelimitedSize(size) - size);
   }
   const absl::Status written =
-      WriteSegment(name, pieces, absl::StrCat(session_->prefix_, ".free"),
-                   &session_->write_mappings_);
+      WriteSegment(name, pieces, &session_->free_, &session_->write_mappings_);
   if (!written.ok()) return false;
   out->set_segment(std::move(name));
   out->set_secret(session_->secret_);
@@ -171,8 +170,8 @@ bool SharedMemoryClient::MakeReady(size_t pages, ReadySegment* segment) const {
     MutexLock lock(&build_mu_);
     if (BuildDirLocked(&segment->name) == nullptr) return false;
   }
-  auto mapped = MapNewSegment(segment->name, pages * PageSize(),
-                              absl::StrCat(prefix_, ".free"), write_mappings_);
+  auto mapped =
+      MapNewSegment(segment->name, pages * PageSize(), &free_, write_mappings_);
   if (!mapped.ok()) return false;
   segment->mapping = *std::move(mapped);
   segment->pages = pages;

@@ -14,7 +14,7 @@
 //    Writer then moves it into its own directory and sends that name, with
 //    nothing to copy. A link in the build directory stays while the chunk
 //    does on this side, so the server does not hand the file to a writer
-//    (RecycleSegment) while this process may still read it. Segments to
+//    (SegmentPool::Recycle) while this process may still read it. Segments to
 //    build in are made ready (taken, sized to whole pages, mapped) by the
 //    Writer after it sends a built chunk, so that building one makes no
 //    system call on the writer's caller thread; the Writer sizes a
@@ -47,12 +47,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cc/client/sample.h"
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
 #include "cc/support/segment_mappings.h"
+#include "cc/support/segment_pool.h"
 #include "cc/tensor/tensor.h"
 #include "reverb/cc/reverb_service.grpc.pb.h"
 
@@ -165,6 +167,7 @@ class REVERB_EXPORT SharedMemoryClient {
       : prefix_(std::move(prefix)),
         secret_(std::move(secret)),
         min_chunk_bytes_(min_chunk_bytes),
+        free_(absl::StrCat(prefix_, ".free")),
         reader_(std::move(reader)) {}
 
   // The mappings kept of the segments writers write and samplers read
@@ -182,6 +185,8 @@ class REVERB_EXPORT SharedMemoryClient {
   const int64_t min_chunk_bytes_;
   mutable SegmentMappings write_mappings_{WriterMappings()};
   mutable SegmentMappings read_mappings_{SegmentMappings::Options()};
+  // The server's free segments, which writers take.
+  mutable SegmentPool free_;
   // The segments samplers have taken.
   const std::shared_ptr<OwnedDir> reader_;
   mutable std::atomic<int64_t> next_read_{0};

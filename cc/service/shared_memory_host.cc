@@ -105,7 +105,9 @@ SharedMemoryHost::SharedMemoryHost(std::string prefix, std::string secret,
     : prefix_(std::move(prefix)),
       secret_(std::move(secret)),
       min_chunk_bytes_(min_chunk_bytes),
-      pid_namespace_(PidNamespace()) {
+      pid_namespace_(PidNamespace()),
+      free_(std::make_shared<SegmentPool>(absl::StrCat(prefix_, ".free"),
+                                          kMaxFreeSegments, kMaxFreeBytes)) {
   trimmer_ = std::thread([this] { TrimIdleFreeSegments(); });
   SetThreadName(trimmer_, "reverb-shm-trim");
 }
@@ -123,7 +125,7 @@ SharedMemoryHost::~SharedMemoryHost() {
 }
 
 void SharedMemoryHost::TrimIdleFreeSegments() {
-  const std::string pool = absl::StrCat(prefix_, ".free");
+  const std::string& pool = free_->dir();
   std::vector<std::string> seen;  // In P.free at the last look, sorted.
   MutexLock lock(&mu_);
   auto stopping = [this]()
@@ -188,9 +190,7 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
   }
   auto bytes = MapKeptSegment(
       segment, mappings_,
-      [name, pool = absl::StrCat(prefix_, ".free"), number]() {
-        RecycleSegment(name, pool, number, kMaxFreeSegments, kMaxFreeBytes);
-      });
+      [name, pool = free_, number]() { pool->Recycle(name, number); });
   if (!bytes.ok()) {
     unlink(SegmentPath(name).c_str());
     return bytes.status();

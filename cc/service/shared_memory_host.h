@@ -64,6 +64,7 @@
 #include "cc/support/export.h"
 #include "cc/support/mutex.h"
 #include "cc/support/segment_mappings.h"
+#include "cc/support/segment_pool.h"
 #include "reverb/cc/reverb_service.pb.h"
 
 namespace deepmind::reverb {
@@ -143,6 +144,8 @@ class REVERB_EXPORT SharedMemoryHost {
     options.lasting_names = true;
     return options;
   }()};
+  // P.free: shared with the chunks' releasers, which may outlive the host.
+  const std::shared_ptr<SegmentPool> free_;
   std::atomic<int64_t> next_chunk_{0};
   std::atomic<int64_t> next_lender_{0};
   Mutex mu_;

@@ -53,18 +53,6 @@ absl::Status Errno(absl::string_view what, absl::string_view name) {
                          : absl::InternalError(text);
 }
 
-// The pages of a pool's file, named "<pages>-<n>" (RecycleSegment); 0 for
-// another name.
-size_t PagesInName(absl::string_view file) {
-  size_t pages = 0;
-  const size_t dash = file.find('-');
-  if (dash == absl::string_view::npos ||
-      !absl::SimpleAtoi(file.substr(0, dash), &pages)) {
-    return 0;
-  }
-  return pages;
-}
-
 // The pid in "reverb-<pid>-<pid namespace>-...", or -1 (also for a server
 // of another pid namespace than `pid_namespace`, whose processes this one
 // cannot see).
@@ -122,26 +110,12 @@ namespace {
 // Makes file `name` (it must not exist) of `size` bytes, one of `reuse`'s
 // if it holds one (see WriteSegment); returns it opened for writing.
 absl::StatusOr<int> MakeSegmentFile(absl::string_view name, size_t size,
-                                    absl::string_view reuse) {
+                                    SegmentPool* reuse) {
   const std::string path = SegmentPath(name);
   int fd = -1;
-  if (!reuse.empty()) {
-    std::vector<std::string> files = ListSegments(reuse);
-    // One of as many pages first: resizing another frees or adds pages.
-    const size_t pages = PagesOf(size);
-    std::stable_partition(files.begin(), files.end(),
-                          [pages](const std::string& file) {
-                            return PagesInName(file) == pages;
-                          });
-    for (const std::string& file : files) {
-      // Another writer may take the same file first: then rename fails.
-      if (rename(SegmentPath(absl::StrCat(reuse, "/", file)).c_str(),
-                 path.c_str()) == 0) {
-        fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) unlink(path.c_str());
-        break;
-      }
-    }
+  if (reuse != nullptr && reuse->Take(name, PagesOf(size))) {
+    fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) unlink(path.c_str());
   }
   if (fd < 0) {
     fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -160,7 +134,7 @@ absl::StatusOr<int> MakeSegmentFile(absl::string_view name, size_t size,
 
 absl::Status WriteSegment(absl::string_view name,
                           absl::Span<const absl::string_view> pieces,
-                          absl::string_view reuse, SegmentMappings* mappings) {
+                          SegmentPool* reuse, SegmentMappings* mappings) {
   std::vector<iovec> rest;
   size_t size = 0;
   for (absl::string_view piece : pieces) {
@@ -216,7 +190,7 @@ absl::Status WriteSegment(absl::string_view name,
 
 absl::StatusOr<std::shared_ptr<char>> MapNewSegment(absl::string_view name,
                                                     size_t size,
-                                                    absl::string_view reuse,
+                                                    SegmentPool* reuse,
                                                     SegmentMappings& mappings) {
   REVERB_ASSIGN_OR_RETURN(const int fd, MakeSegmentFile(name, size, reuse));
   std::shared_ptr<char> mapped = mappings.Find(fd, size);
@@ -239,27 +213,6 @@ absl::StatusOr<std::shared_ptr<char>> MapNewSegment(absl::string_view name,
     return status;
   }
   return mapped;
-}
-
-void RecycleSegment(absl::string_view name, absl::string_view pool,
-                    absl::string_view file, int max_files, size_t max_bytes) {
-  const std::string path = SegmentPath(name);
-  struct stat info;
-  if (stat(path.c_str(), &info) == 0 && info.st_nlink == 1) {
-    const size_t pages = PagesOf(info.st_size);
-    const std::vector<std::string> files = ListSegments(pool);
-    size_t pooled = pages;
-    for (const std::string& other : files) pooled += PagesInName(other);
-    if (files.size() < static_cast<size_t>(max_files) &&
-        pooled * PageSize() <= max_bytes &&
-        rename(
-            path.c_str(),
-            SegmentPath(absl::StrCat(pool, "/", pages, "-", file)).c_str()) ==
-            0) {
-      return;
-    }
-  }
-  unlink(path.c_str());
 }
 
 OpenSegment::OpenSegment(OpenSegment&& other) noexcept

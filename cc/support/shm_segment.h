@@ -25,6 +25,7 @@
 #include "absl/types/span.h"
 #include "cc/support/export.h"
 #include "cc/support/segment_mappings.h"
+#include "cc/support/segment_pool.h"
 
 namespace deepmind::reverb {
 
@@ -52,33 +53,23 @@ REVERB_EXPORT std::string ServerPrefix(absl::string_view token);
 
 // Makes file `name` (it must not exist) holding `pieces`, one after the
 // other, written by the kernel (no mapping: the pages are filled as they
-// are allocated). If directory `reuse` (a name; empty: none) holds a file,
-// one of them is moved to `name` and overwritten: its pages are already
-// allocated, which spares the kernel allocating and zeroing fresh ones. One
-// of as many pages as `pieces` need is taken first (see RecycleSegment):
-// resizing another frees pages or adds fresh ones. With `mappings`
-// (writable), a file they have kept is written through its mapping, and
-// the others are kept.
+// are allocated). With `reuse`, a file taken from that pool (one of as
+// many pages as `pieces` need first: resizing another frees pages or adds
+// fresh ones) is overwritten if it has one: its pages are already
+// allocated, which spares the kernel allocating and zeroing fresh ones.
+// With `mappings` (writable), a file they have kept is written through its
+// mapping, and the others are kept.
 REVERB_EXPORT absl::Status WriteSegment(
     absl::string_view name, absl::Span<const absl::string_view> pieces,
-    absl::string_view reuse = "", SegmentMappings* mappings = nullptr);
+    SegmentPool* reuse = nullptr, SegmentMappings* mappings = nullptr);
 
 // Makes file `name` of `size` bytes as WriteSegment does (one of `reuse`'s
 // if it holds one) and returns a writable mapping of it, its pages
 // allocated, which `mappings` (writable) keep: the caller writes the bytes
 // in place. The file holds whatever its pages held before.
 REVERB_EXPORT absl::StatusOr<std::shared_ptr<char>> MapNewSegment(
-    absl::string_view name, size_t size, absl::string_view reuse,
+    absl::string_view name, size_t size, SegmentPool* reuse,
     SegmentMappings& mappings);
-
-// Moves segment `name` into directory `pool` as `pool`/`<pages>-<file>`
-// (<pages>: how many memory pages it takes) if nothing else links to the
-// segment (no reader may still be reading it) and the pool, with it, holds
-// at most `max_files` files and `max_bytes` of pages; else removes it.
-REVERB_EXPORT void RecycleSegment(absl::string_view name,
-                                  absl::string_view pool,
-                                  absl::string_view file, int max_files,
-                                  size_t max_bytes);
 
 // A segment, opened.
 struct REVERB_EXPORT OpenSegment {

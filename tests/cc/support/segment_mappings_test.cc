@@ -219,20 +219,21 @@ TEST_F(SegmentMappingsTest, WriteSegmentWritesAPooledFileThroughItsMapping) {
   const std::string pool = absl::StrCat(prefix, ".pool");
   made_.push_back(pool);
   ASSERT_EQ(mkdir(SegmentPath(pool).c_str(), 0700), 0);
+  SegmentPool free(pool, 4, ~size_t{0});
   for (int round = 0; round < 3; ++round) {
     const std::string name = absl::StrCat(prefix, ".", round);
     made_.push_back(name);
     const std::string bytes(20000, static_cast<char>('a' + round));
     const absl::string_view view(bytes);
-    ASSERT_TRUE(
-        WriteSegment(name, {view.substr(0, 5), view.substr(5)}, pool, &mappings)
-            .ok());
+    ASSERT_TRUE(WriteSegment(name, {view.substr(0, 5), view.substr(5)}, &free,
+                             &mappings)
+                    .ok());
     auto segment = OpenSegmentFile(name);
     ASSERT_TRUE(segment.ok()) << segment.status();
     EXPECT_EQ(Contents(segment->fd), bytes);
     // One file all along, mapped once.
     EXPECT_EQ(mappings.size(), 1);
-    RecycleSegment(name, pool, absl::StrCat(round), 4, ~size_t{0});
+    free.Recycle(name, absl::StrCat(round));
   }
 }
 

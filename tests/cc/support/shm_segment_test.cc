@@ -29,7 +29,7 @@ std::string Read(const std::string& name) {
 }
 
 absl::Status Write(const std::string& name, const std::string& bytes,
-                   const std::string& reuse = "") {
+                   SegmentPool* reuse = nullptr) {
   // In two pieces, as a chunk's head and its tensor content.
   const absl::string_view view(bytes);
   return WriteSegment(
@@ -149,38 +149,40 @@ TEST_F(ShmSegmentTest, ReadSegmentReadsARangeOfTheFile) {
 }
 
 TEST_F(ShmSegmentTest, RecycledSegmentIsReusedByTheNextWrite) {
+  SegmentPool pool(Name("pool"), 4, kNoByteLimit);
   ASSERT_TRUE(Write(Name("a"), std::string(100, 'a')).ok());
-  RecycleSegment(Name("a"), Name("pool"), "1", 4, kNoByteLimit);
+  pool.Recycle(Name("a"), "1");
   EXPECT_FALSE(Exists(Name("a")));
   EXPECT_TRUE(Exists(Name("pool/1-1")));  // Named by its pages.
-  ASSERT_TRUE(Write(Name("b"), "short", Name("pool")).ok());
+  ASSERT_TRUE(Write(Name("b"), "short", &pool).ok());
   EXPECT_FALSE(Exists(Name("pool/1-1")));  // Taken, resized, overwritten.
   EXPECT_EQ(Read(Name("b")), "short");
   // With nothing to reuse, a new file.
   RemoveSegmentTree(Name("b"));
-  ASSERT_TRUE(Write(Name("b"), "new", Name("pool")).ok());
+  ASSERT_TRUE(Write(Name("b"), "new", &pool).ok());
   EXPECT_EQ(Read(Name("b")), "new");
 }
 
 TEST_F(ShmSegmentTest, AWriteTakesAFreeSegmentOfItsPagesFirst) {
+  SegmentPool pool(Name("pool"), 4, kNoByteLimit);
   const size_t page = sysconf(_SC_PAGESIZE);
   const std::string one_page(page, '1'), three_pages(3 * page - 5, '3');
   for (const auto& [name, bytes] :
        {std::pair{"b", three_pages}, std::pair{"a", one_page}}) {
     ASSERT_TRUE(Write(Name(name), bytes).ok());
-    RecycleSegment(Name(name), Name("pool"), name, 4, kNoByteLimit);
+    pool.Recycle(Name(name), name);
   }
   ASSERT_TRUE(Exists(Name("pool/1-a")));
   ASSERT_TRUE(Exists(Name("pool/3-b")));
   // tmpfs lists the newer one of one page first: the one of three is taken.
   const std::string three_again(3 * page, 'x');
-  ASSERT_TRUE(Write(Name("link"), three_again, Name("pool")).ok());
+  ASSERT_TRUE(Write(Name("link"), three_again, &pool).ok());
   EXPECT_FALSE(Exists(Name("pool/3-b")));
   EXPECT_TRUE(Exists(Name("pool/1-a")));
   EXPECT_EQ(Read(Name("link")), three_again);
   // None of two pages: another one is taken and resized.
   const std::string two_pages(2 * page, 'y');
-  ASSERT_TRUE(Write(Name("b"), two_pages, Name("pool")).ok());
+  ASSERT_TRUE(Write(Name("b"), two_pages, &pool).ok());
   EXPECT_FALSE(Exists(Name("pool/1-a")));
   EXPECT_EQ(Read(Name("b")), two_pages);
 }
@@ -191,7 +193,7 @@ TEST_F(ShmSegmentTest, SegmentWithAnotherLinkOrAFullPoolIsRemoved) {
   ASSERT_EQ(
       link(SegmentPath(Name("a")).c_str(), SegmentPath(Name("link")).c_str()),
       0);
-  RecycleSegment(Name("a"), Name("pool"), "1", 4, kNoByteLimit);
+  SegmentPool(Name("pool"), 4, kNoByteLimit).Recycle(Name("a"), "1");
   EXPECT_FALSE(Exists(Name("a")));
   EXPECT_FALSE(Exists(Name("pool/1-1")));
   EXPECT_EQ(Read(Name("link")), "x");  // The reader still reads it.
@@ -199,20 +201,63 @@ TEST_F(ShmSegmentTest, SegmentWithAnotherLinkOrAFullPoolIsRemoved) {
   // A pool of as many files as it may hold.
   ASSERT_TRUE(Write(Name("pool/1-1"), "1").ok());
   ASSERT_TRUE(Write(Name("a"), "x").ok());
-  RecycleSegment(Name("a"), Name("pool"), "2", 1, kNoByteLimit);
+  SegmentPool(Name("pool"), 1, kNoByteLimit).Recycle(Name("a"), "2");
   EXPECT_FALSE(Exists(Name("a")));
   EXPECT_FALSE(Exists(Name("pool/1-2")));
 
   // A pool of as many bytes: two pages (the file's and one more) fit, three
   // do not.
   const size_t page = sysconf(_SC_PAGESIZE);
+  SegmentPool pool(Name("pool"), 4, 2 * page);
   for (const char* more : {"2", "3"}) {
     ASSERT_TRUE(Write(Name("a"), "x").ok());
-    RecycleSegment(Name("a"), Name("pool"), more, 4, 2 * page);
+    pool.Recycle(Name("a"), more);
   }
   EXPECT_TRUE(Exists(Name("pool/1-2")));
   EXPECT_FALSE(Exists(Name("pool/1-3")));
   EXPECT_FALSE(Exists(Name("a")));
+}
+
+TEST_F(ShmSegmentTest, PoolTakesFromItsLastListingUntilItRunsOut) {
+  SegmentPool pool(Name("pool"), 4, kNoByteLimit);
+  for (const char* file : {"1-x", "1-y"}) {
+    ASSERT_TRUE(Write(Name(absl::StrCat("pool/", file)), file).ok());
+  }
+  ASSERT_TRUE(pool.Take(Name("a"), 1));  // Lists both, takes one.
+  const std::string taken = Read(Name("a"));
+  const std::string other = taken == "1-x" ? "1-y" : "1-x";
+  ASSERT_TRUE(Exists(Name(absl::StrCat("pool/", other))));
+  // Another writer takes the other one, and the server adds a third.
+  ASSERT_EQ(rename(SegmentPath(Name(absl::StrCat("pool/", other))).c_str(),
+                   SegmentPath(Name("link")).c_str()),
+            0);
+  ASSERT_TRUE(Write(Name("pool/1-z"), "1-z").ok());
+  // The name listed fails to move: the pool is listed again.
+  ASSERT_TRUE(pool.Take(Name("b"), 1));
+  EXPECT_EQ(Read(Name("b")), "1-z");
+  // Empty, even when listed again.
+  EXPECT_FALSE(pool.Take(Name("probe"), 1));
+  EXPECT_FALSE(Exists(Name("probe")));
+}
+
+TEST_F(ShmSegmentTest, PoolRecyclesAgainOnceWritersTookFromIt) {
+  // Room for two: the bound the pool counts reaches them without a listing,
+  // then a listing finds what writers took meanwhile.
+  SegmentPool pool(Name("pool"), 2, kNoByteLimit);
+  for (const char* file : {"1", "2", "3"}) {
+    ASSERT_TRUE(Write(Name("a"), file).ok());
+    pool.Recycle(Name("a"), file);
+    EXPECT_FALSE(Exists(Name("a")));
+  }
+  EXPECT_TRUE(Exists(Name("pool/1-1")));
+  EXPECT_TRUE(Exists(Name("pool/1-2")));
+  EXPECT_FALSE(Exists(Name("pool/1-3")));  // Full: removed.
+  // A writer takes one (with its own view of the pool).
+  ASSERT_TRUE(SegmentPool(Name("pool")).Take(Name("b"), 1));
+  ASSERT_TRUE(Write(Name("a"), "4").ok());
+  pool.Recycle(Name("a"), "4");
+  EXPECT_TRUE(Exists(Name("pool/1-4")));
+  EXPECT_EQ(ListSegments(Name("pool")).size(), 2u);
 }
 
 TEST_F(ShmSegmentTest, SweepRemovesTheNamesOfServersThatAreGone) {
