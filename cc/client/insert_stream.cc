@@ -24,9 +24,9 @@ class GrpcInsertStream final : public InsertStream {
                    ConfirmedCallback on_confirmed, EndedCallback on_ended);
   ~GrpcInsertStream() override;
 
-  bool Write(
-      const InsertStreamRequest& request,
-      absl::Span<const std::shared_ptr<const ChunkData>> chunks) override;
+  bool Write(const InsertStreamRequest& request,
+             absl::Span<const std::shared_ptr<const ChunkData>> chunks,
+             Then then) override;
   void Cancel() override { context_.TryCancel(); }
   absl::Status Close() override;
   absl::Status Finish() override;
@@ -77,7 +77,7 @@ GrpcInsertStream::~GrpcInsertStream() {
 
 bool GrpcInsertStream::Write(
     const InsertStreamRequest& request,
-    absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
+    absl::Span<const std::shared_ptr<const ChunkData>> chunks, Then then) {
   std::vector<std::shared_ptr<const ChunkData>> as_protos;
   std::vector<absl::Cord> as_bytes;  // Of built chunks (built_chunk.h).
   std::vector<SharedMemoryChunk> as_segments;
@@ -98,9 +98,15 @@ bool GrpcInsertStream::Write(
       as_protos.push_back(chunk);
     }
   }
-  return stream_->Write(
-      EncodeInsertRequest(request, as_protos, as_segments, as_bytes),
-      grpc::WriteOptions().set_no_compression());
+  const grpc::ByteBuffer bytes =
+      EncodeInsertRequest(request, as_protos, as_segments, as_bytes);
+  if (shared_memory_ != nullptr && then == Then::kMoreChunksFollow) {
+    shared_memory_->MakeNextReady();
+  }
+  const bool written =
+      stream_->Write(bytes, grpc::WriteOptions().set_no_compression());
+  if (shared_memory_ != nullptr) shared_memory_->MakeNextReady();
+  return written;
 }
 
 absl::Status GrpcInsertStream::Close() {

@@ -91,12 +91,20 @@ class REVERB_EXPORT InsertStream {
   // Cancels the call unless Close() or Finish() has ended it.
   virtual ~InsertStream() = default;
 
+  // What the writing thread does once Write() returns. On the server's
+  // host, a stream that sends chunks built in place makes segments ready
+  // for the next ones (shared_memory_client.h): before the write while
+  // other threads go on building chunks (they need them at once), after it
+  // when the writer then waits for the request's confirmations (the server
+  // works meanwhile).
+  enum class Then { kMoreChunksFollow, kWaitForConfirmations };
+
   // Writes `request` (no chunks of its own) with `chunks` before its items.
   // Blocks while gRPC's flow control holds the bytes back. False once the
   // call has ended: Finish() tells why.
-  virtual bool Write(
-      const InsertStreamRequest& request,
-      absl::Span<const std::shared_ptr<const ChunkData>> chunks) = 0;
+  virtual bool Write(const InsertStreamRequest& request,
+                     absl::Span<const std::shared_ptr<const ChunkData>> chunks,
+                     Then then) = 0;
 
   // Ends the call at once; thread-safe.
   virtual void Cancel() = 0;

@@ -558,7 +558,9 @@ void Writer::SendRequests() {
       if (outbox_.empty()) return;
       TakeOutboxLocked(&request, &chunks);
     }
-    if (!WriteTaken(request, chunks)) return;
+    if (!WriteTaken(request, chunks, InsertStream::Then::kMoreChunksFollow)) {
+      return;
+    }
   }
 }
 
@@ -590,8 +592,9 @@ void Writer::TakeOutboxLocked(
 
 bool Writer::WriteTaken(
     const InsertStreamRequest& request,
-    absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
-  const bool written = stream_->Write(request, chunks);
+    absl::Span<const std::shared_ptr<const ChunkData>> chunks,
+    InsertStream::Then then) {
+  const bool written = stream_->Write(request, chunks, then);
   MutexLock lock(&mu_);
   writing_ = false;
   if (!written) {
@@ -615,7 +618,7 @@ void Writer::WriteOutboxHere() {
     if (outbox_.empty()) return;
     TakeOutboxLocked(&request, &chunks);
   }
-  WriteTaken(request, chunks);
+  WriteTaken(request, chunks, InsertStream::Then::kWaitForConfirmations);
 }
 
 void Writer::StopSender() {

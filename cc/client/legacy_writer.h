@@ -224,7 +224,8 @@ class REVERB_EXPORT Writer {
   // Writes what TakeOutboxLocked took; false if the call has ended (the
   // outbox is dropped: the reader learns why).
   bool WriteTaken(const InsertStreamRequest& request,
-                  absl::Span<const std::shared_ptr<const ChunkData>> chunks);
+                  absl::Span<const std::shared_ptr<const ChunkData>> chunks,
+                  InsertStream::Then then);
   // Ends the sender's hold on the outbox (InsertStep) and writes one
   // request of it from the calling thread.
   void WriteOutboxHere();

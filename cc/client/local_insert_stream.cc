@@ -50,7 +50,7 @@ LocalInsertStream::~LocalInsertStream() {
 
 bool LocalInsertStream::Write(
     const InsertStreamRequest& request,
-    absl::Span<const std::shared_ptr<const ChunkData>> chunks) {
+    absl::Span<const std::shared_ptr<const ChunkData>> chunks, Then /*then*/) {
   {
     MutexLock lock(&state_->mu);
     // Back-pressure, as the server pauses reading the next request.

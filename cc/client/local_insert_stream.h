@@ -58,8 +58,8 @@ class REVERB_EXPORT LocalInsertStream final : public InsertStream {
   ~LocalInsertStream() override;
 
   bool Write(const InsertStreamRequest& request,
-             absl::Span<const std::shared_ptr<const ChunkData>> chunks) override
-      ABSL_LOCKS_EXCLUDED(state_->mu);
+             absl::Span<const std::shared_ptr<const ChunkData>> chunks,
+             Then then) override ABSL_LOCKS_EXCLUDED(state_->mu);
   void Cancel() override ABSL_LOCKS_EXCLUDED(state_->mu);
   absl::Status Close() override ABSL_LOCKS_EXCLUDED(state_->mu);
   absl::Status Finish() override ABSL_LOCKS_EXCLUDED(state_->mu);

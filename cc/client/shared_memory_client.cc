@@ -121,7 +121,7 @@ bool SharedMemoryClient::Writer::Write(
       if (rename(path.c_str(), SegmentPath(name).c_str()) == 0) {
         out->set_segment(std::move(name));
         out->set_secret(session_->secret_);
-        session_->PrepareSegment(built->bytes.size());
+        sent_built_.push_back(built->bytes.size());
         return true;
       }
       unlink(kept.c_str());
@@ -151,6 +151,11 @@ bool SharedMemoryClient::Writer::Write(
   out->set_segment(std::move(name));
   out->set_secret(session_->secret_);
   return true;
+}
+
+void SharedMemoryClient::Writer::MakeNextReady() {
+  for (size_t size : sent_built_) session_->PrepareSegment(size);
+  sent_built_.clear();
 }
 
 std::shared_ptr<SharedMemoryClient::OwnedDir>

@@ -93,6 +93,10 @@ class REVERB_EXPORT SharedMemoryClient {
     // could not (the chunk then goes as bytes).
     bool Write(const std::shared_ptr<const ChunkData>& chunk, size_t size,
                SharedMemoryChunk* out);
+    // Makes segments ready to build chunks in, one for each built chunk
+    // Write has named since the last call (see PrepareSegment), once their
+    // request is encoded (see InsertStream::Then).
+    void MakeNextReady();
 
    private:
     // The next name in the stream's directory (made the first time); empty
@@ -102,6 +106,8 @@ class REVERB_EXPORT SharedMemoryClient {
     const std::shared_ptr<const SharedMemoryClient> session_;
     std::string dir_;  // Made by the first NextName().
     int64_t written_ = 0;
+    // The sizes of the built chunks named since the last MakeNextReady().
+    std::vector<size_t> sent_built_;
   };
 
   // A chunk of `header` (one tensor without its content) and a content of

@@ -604,7 +604,10 @@ absl::Status TrajectoryWriter::RunStream() {
       BuildRequestLocked(shard, request, &chunks);
     }
     // A failed write means the call has ended: Finish() tells why.
-    if (!stream->Write(*request, chunks)) break;
+    if (!stream->Write(*request, chunks,
+                       InsertStream::Then::kMoreChunksFollow)) {
+      break;
+    }
   }
   if (cancel) stream->Cancel();
   absl::Status status;

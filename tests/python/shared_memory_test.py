@@ -283,12 +283,26 @@ def test_steps_are_built_in_the_segments_the_server_keeps(shm_env):
 
 def test_legacy_steps_of_one_array_are_built_in_segments_too(shm_env):
   """A legacy writer's step of one array (Client.insert's too) is built in
-  its segment as a TrajectoryWriter's is."""
+  its segment as a TrajectoryWriter's is; `Client.insert`, which waits for
+  its confirmation, makes the next segment ready after its write (the
+  server works meanwhile), in time for the next insert."""
   server = ServerProcess()
   try:
     client = reverb.Client(server.address)
     steps = [np.random.default_rng(i).integers(0, 2**31, (1 << 18,), np.int32)
-             for i in range(4)]
+             for i in range(6)]
+
+    def server_inodes():
+      return {p.stat().st_ino for d in
+              SHM.glob(f'reverb-{server.process.pid}-*.chunks')
+              for p in d.iterdir()}
+
+    def ready_inodes():  # Segments of this client's, linked nowhere else.
+      return {p.stat().st_ino for d in
+              SHM.glob(f'reverb-{server.process.pid}-*.w{os.getpid()}-*')
+              for p in d.iterdir()
+              if not p.name.endswith('k') and p.stat().st_nlink == 1}
+
     with client.writer(max_sequence_length=1) as writer:
       for step in steps[:2]:
         writer.append(step)
@@ -303,9 +317,13 @@ def test_legacy_steps_of_one_array_are_built_in_segments_too(shm_env):
               SHM.glob(f'reverb-{server.process.pid}-*.w{os.getpid()}-*')
               for p in d.iterdir() if p.stat().st_ino in stored]
       assert len(kept) == 1, kept
-    for step in steps[2:]:
+    client.insert(steps[2], priorities={'uniform': 1.0})
+    for step in steps[3:]:
+      ready_before, stored_before = ready_inodes(), server_inodes()
       client.insert(step, priorities={'uniform': 1.0})
-    samples = [s[0].data[0] for s in client.sample('uniform', num_samples=40)]
+      new = server_inodes() - stored_before
+      assert len(new) == 1 and new <= ready_before, (new, ready_before)
+    samples = [s[0].data[0] for s in client.sample('uniform', num_samples=60)]
     assert {bytes(s) for s in samples} == {bytes(s) for s in steps}
   finally:
     server.stop()

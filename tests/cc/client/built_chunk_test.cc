@@ -136,7 +136,8 @@ TEST_F(BuiltChunkServerTest, TheInProcessPathTakesABuiltChunkAsItsBytes) {
   ASSERT_TRUE(stream.ok()) << stream.status();
   InsertStreamRequest request;
   *request.add_items() = testing::MakePrioritizedItem(1, "t", 9);
-  ASSERT_TRUE((*stream)->Write(request, {Built(chunk)}));
+  ASSERT_TRUE((*stream)->Write(request, {Built(chunk)},
+                               InsertStream::Then::kMoreChunksFollow));
   ASSERT_TRUE((*stream)->Close().ok());
   EXPECT_EQ(table->info().num_local_inserts(), 1);
   const Table::CheckpointData data = table->Checkpoint();

@@ -96,7 +96,8 @@ class InsertStreamTest : public testing::ConnectedServerTest {
     InsertStreamRequest request;
     *request.add_items() = MakePrioritizedItem(1, "q", 100);
     *request.add_items() = MakePrioritizedItem(2, "q", 100);
-    ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
+    ASSERT_TRUE(stream->Write(request, {Chunk(100)},
+                              InsertStream::Then::kMoreChunksFollow));
     ASSERT_TRUE(seen_.WaitForKeys(1));
   }
 
@@ -113,11 +114,12 @@ TEST_F(InsertStreamTest, ConfirmsTheWrittenKeysInOrder) {
   for (uint64_t key : {11, 12, 13})
     *first.add_items() = MakePrioritizedItem(key, "t", 100);
   first.add_keep_chunk_keys(100);
-  ASSERT_TRUE(stream->Write(first, {Chunk(100)}));
+  ASSERT_TRUE(stream->Write(first, {Chunk(100)},
+                            InsertStream::Then::kMoreChunksFollow));
   InsertStreamRequest second;
   for (uint64_t key : {14, 15})
     *second.add_items() = MakePrioritizedItem(key, "t", 100, 2);
-  ASSERT_TRUE(stream->Write(second, {}));
+  ASSERT_TRUE(stream->Write(second, {}, InsertStream::Then::kMoreChunksFollow));
   ASSERT_TRUE(seen_.WaitForKeys(5));
   EXPECT_EQ(seen_.keys(), (std::vector<uint64_t>{11, 12, 13, 14, 15}));
   EXPECT_EQ(seen_.ended(), 0);
@@ -139,9 +141,11 @@ TEST_F(InsertStreamTest, AnUnknownTableEndsTheStreamWithNotFound) {
   ASSERT_NE(stream, nullptr);
   InsertStreamRequest request;
   *request.add_items() = MakePrioritizedItem(1, "nope", 100);
-  ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
+  ASSERT_TRUE(stream->Write(request, {Chunk(100)},
+                            InsertStream::Then::kMoreChunksFollow));
   ASSERT_TRUE(seen_.WaitForEnd());
-  EXPECT_FALSE(stream->Write(request, {Chunk(100)}));
+  EXPECT_FALSE(stream->Write(request, {Chunk(100)},
+                             InsertStream::Then::kMoreChunksFollow));
   absl::Status status = stream->Finish();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(status.message(), "Priority table nope was not found");
@@ -157,11 +161,13 @@ TEST_F(InsertStreamTest, AMissingChunkEndsTheStreamWithInternal) {
   // Item 1's chunk is not kept, so item 2 cannot find it.
   InsertStreamRequest first;
   *first.add_items() = MakePrioritizedItem(1, "t", 100);
-  ASSERT_TRUE(stream->Write(first, {Chunk(100)}));
+  ASSERT_TRUE(stream->Write(first, {Chunk(100)},
+                            InsertStream::Then::kMoreChunksFollow));
   ASSERT_TRUE(seen_.WaitForKeys(1));
   InsertStreamRequest second;
   *second.add_items() = MakePrioritizedItem(2, "t", 100);
-  stream->Write(second, {});  // May already fail.
+  stream->Write(second, {},
+                InsertStream::Then::kMoreChunksFollow);  // May already fail.
   ASSERT_TRUE(seen_.WaitForEnd());
   absl::Status status = stream->Finish();
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
@@ -223,7 +229,8 @@ TEST_F(InsertStreamTest, AStoppingServerEndsTheStreamWithATransientError) {
   ASSERT_NE(stream, nullptr);
   InsertStreamRequest request;
   *request.add_items() = MakePrioritizedItem(1, "t", 100);
-  ASSERT_TRUE(stream->Write(request, {Chunk(100)}));
+  ASSERT_TRUE(stream->Write(request, {Chunk(100)},
+                            InsertStream::Then::kMoreChunksFollow));
   ASSERT_TRUE(seen_.WaitForKeys(1));
   server_->Stop();
   ASSERT_TRUE(seen_.WaitForEnd());

@@ -170,7 +170,8 @@ TEST_F(LocalInsertStreamTest, AServerThatStopsEndsTheStream) {
   ChunkData chunk = testing::MakeChunkData(100);
   InsertStreamRequest request;
   *request.add_items() = testing::MakePrioritizedItem(1, "t", 100);
-  (*stream)->Write(request, {std::make_shared<const ChunkData>(chunk)});
+  (*stream)->Write(request, {std::make_shared<const ChunkData>(chunk)},
+                   InsertStream::Then::kMoreChunksFollow);
   // As a call to a server that has gone: writers reopen.
   EXPECT_EQ((*stream)->Finish().code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(ended);
