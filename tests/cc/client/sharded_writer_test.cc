@@ -317,6 +317,16 @@ TEST_F(ShardedWriterTest, SixTrajectoryWritersWriteTwoToAShardEachItemOnce) {
   // be done before the last one starts.
   Mutex mu;
   int placed = 0;
+  // Writers join shards that are up: wait until a refresh has reached every
+  // shard (under a loaded sanitizer run, one failed the client's first
+  // refresh, and the writers made meanwhile went to the other two).
+  client_->shards()->GetWeights(kTable);
+  ASSERT_TRUE(WaitFor([&] {
+    for (int s = 0; s < kShards; ++s) {
+      if (!client_->shards()->IsUp(s)) return false;
+    }
+    return true;
+  }));
   std::vector<absl::Status> statuses = RunWriters(kWriters, [&](int w) {
     auto writer = client_->NewTrajectoryWriter(ChunksOfTwo());
     if (!writer.ok()) return writer.status();
