@@ -100,12 +100,15 @@ bool GrpcInsertStream::Write(
   }
   const grpc::ByteBuffer bytes =
       EncodeInsertRequest(request, as_protos, as_segments, as_bytes);
-  if (shared_memory_ != nullptr && then == Then::kMoreChunksFollow) {
+  const bool ready_first = then == Then::kMoreChunksFollow;
+  if (shared_memory_ != nullptr && ready_first) {
     shared_memory_->MakeNextReady();
   }
   const bool written =
       stream_->Write(bytes, grpc::WriteOptions().set_no_compression());
-  if (shared_memory_ != nullptr) shared_memory_->MakeNextReady();
+  if (shared_memory_ != nullptr && !ready_first) {
+    shared_memory_->MakeNextReady();
+  }
   return written;
 }
 

@@ -292,10 +292,7 @@ def test_legacy_steps_of_one_array_are_built_in_segments_too(shm_env):
     steps = [np.random.default_rng(i).integers(0, 2**31, (1 << 18,), np.int32)
              for i in range(6)]
 
-    def server_inodes():
-      return {p.stat().st_ino for d in
-              SHM.glob(f'reverb-{server.process.pid}-*.chunks')
-              for p in d.iterdir()}
+    chunks = f'reverb-{server.process.pid}-*.chunks'
 
     def ready_inodes():  # Segments of this client's, linked nowhere else.
       return {p.stat().st_ino for d in
@@ -308,9 +305,7 @@ def test_legacy_steps_of_one_array_are_built_in_segments_too(shm_env):
         writer.append(step)
         writer.create_item('uniform', 1, 1.0)
         writer.flush()
-      stored = {p.stat().st_ino for d in
-                SHM.glob(f'reverb-{server.process.pid}-*.chunks')
-                for p in d.iterdir()}
+      stored = _inodes(chunks)
       assert len(stored) == 2, stored
       # The writer keeps its last step's chunk: linked, the same file.
       kept = [p for d in
@@ -319,9 +314,9 @@ def test_legacy_steps_of_one_array_are_built_in_segments_too(shm_env):
       assert len(kept) == 1, kept
     client.insert(steps[2], priorities={'uniform': 1.0})
     for step in steps[3:]:
-      ready_before, stored_before = ready_inodes(), server_inodes()
+      ready_before, stored_before = ready_inodes(), _inodes(chunks)
       client.insert(step, priorities={'uniform': 1.0})
-      new = server_inodes() - stored_before
+      new = _inodes(chunks) - stored_before
       assert len(new) == 1 and new <= ready_before, (new, ready_before)
     samples = [s[0].data[0] for s in client.sample('uniform', num_samples=60)]
     assert {bytes(s) for s in samples} == {bytes(s) for s in steps}
