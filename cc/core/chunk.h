@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,11 +66,18 @@ class REVERB_EXPORT Chunk {
 
   // The chunk whose serialized ChunkData is `wire`, kept as it is.
   // INVALID_ARGUMENT if `wire` does not parse as a ChunkData. Tensor contents
-  // are not parsed (they are bytes to the server); every other field is.
+  // are not parsed (they are bytes to the server); every other field is. A
+  // chunk of the form writers send (its key, range, sizes, and tensors of a
+  // dtype, a shape of sizes and a content) is read in place, without
+  // protobuf or allocations; any other by ParseChunkHeader.
   // `segment`: the shared-memory segment (cc/support/shm_segment.h) `wire`
   // is mapped from, if it is.
   static absl::StatusOr<std::shared_ptr<Chunk>> Parse(absl::Cord wire,
                                                       std::string segment = "");
+  // Whether Parse reads `wire` in place (it has the form writers send).
+  static bool ParsesInPlace(const absl::Cord& wire) {
+    return Scan(wire).has_value();
+  }
 
   uint64_t key() const { return key_; }
   // The serialized ChunkData; empty for a chunk kept as a proto.
@@ -95,10 +103,26 @@ class REVERB_EXPORT Chunk {
   int32_t num_columns() const { return num_columns_; }
 
  private:
-  // `header`: the chunk without its data; `num_tensors` in its data.
+  // What a chunk keeps of its header: its fields, and the tensors in its
+  // data (for num_columns() where data_tensors_len is not set).
+  struct Header {
+    uint64_t key = 0;
+    uint64_t episode_id = 0;
+    int32_t start = 0;
+    int32_t end = 0;
+    int32_t data_tensors_len = 0;
+    int64_t data_uncompressed_size = 0;
+    int num_tensors = 0;
+  };
+  // `header` as Chunk keeps it; `num_tensors` in its data.
+  static Header Summarize(const ChunkData& header, int num_tensors);
+  // The header of `wire` when it has the form writers send (and protobuf
+  // would parse it the same); nullopt for any other, valid or not.
+  static std::optional<Header> Scan(const absl::Cord& wire);
+
   // `wire` is the chunk serialized, or empty if `proto` holds it.
   Chunk(absl::Cord wire, std::shared_ptr<const ChunkData> proto,
-        const ChunkData& header, int num_tensors);
+        const Header& header);
 
   const absl::Cord wire_;
   std::string segment_;

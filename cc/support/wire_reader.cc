@@ -1,13 +1,31 @@
 #include "cc/support/wire_reader.h"
 
+#include "absl/types/optional.h"
+
 namespace deepmind::reverb {
 
-bool WireReader::ReadVarint(uint64_t* value) {
+WireReader::WireReader(const absl::Cord& input)
+    : input_(&input), remaining_(input.size()) {
+  if (absl::optional<absl::string_view> flat = input.TryFlat()) {
+    flat_ = flat_begin_ = flat->data();
+  } else {
+    it_ = input.char_begin();
+  }
+}
+
+void WireReader::Advance(size_t n) {
+  remaining_ -= n;
+  if (flat_ != nullptr) {
+    flat_ += n;
+  } else {
+    absl::Cord::Advance(&it_, n);
+  }
+}
+
+bool WireReader::ReadVarintSlow(uint64_t* value) {
   uint64_t result = 0;
   for (int shift = 0; shift < 64 && remaining_ > 0; shift += 7) {
-    const uint64_t byte = static_cast<unsigned char>(*it_);
-    ++it_;
-    --remaining_;
+    const uint64_t byte = NextByte();
     result |= (byte & 0x7f) << shift;
     if ((byte & 0x80) == 0) {
       *value = result;
@@ -17,20 +35,12 @@ bool WireReader::ReadVarint(uint64_t* value) {
   return false;
 }
 
-bool WireReader::ReadTag(int* field, WireType* type) {
+bool WireReader::ReadTagSlow(int* field, WireType* type) {
   uint64_t tag;
   const size_t before = remaining_;
-  if (!ReadVarint(&tag) || tag > UINT32_MAX || (tag >> 3) == 0) return false;
   // As protobuf: a tag takes at most 5 bytes (no padded encodings).
-  if (before - remaining_ > 5) return false;
-  const uint64_t wire_type = tag & 7;
-  if (wire_type != kVarint && wire_type != kFixed64 &&
-      wire_type != kLengthDelimited && wire_type != kFixed32) {
-    return false;
-  }
-  *field = static_cast<int>(tag >> 3);
-  *type = static_cast<WireType>(wire_type);
-  return true;
+  return ReadVarint(&tag) && tag <= UINT32_MAX && before - remaining_ <= 5 &&
+         SplitTag(tag, field, type);
 }
 
 bool WireReader::ReadLength(uint64_t* size) {
@@ -42,15 +52,34 @@ bool WireReader::ReadLength(uint64_t* size) {
 bool WireReader::ReadLengthDelimited(absl::Cord* value) {
   uint64_t size;
   if (!ReadLength(&size)) return false;
-  *value = absl::Cord::AdvanceAndRead(&it_, size);
-  remaining_ -= size;
+  if (flat_ != nullptr) {
+    *value = input_->Subcord(flat_ - flat_begin_, size);
+    Advance(size);
+  } else {
+    *value = absl::Cord::AdvanceAndRead(&it_, size);
+    remaining_ -= size;
+  }
+  return true;
+}
+
+bool WireReader::ReadLengthDelimited(WireReader* value) {
+  uint64_t size;
+  if (!ReadLength(&size)) return false;
+  if (flat_ != nullptr) {  // Not the iterator, unused (and large).
+    value->input_ = input_;
+    value->flat_ = flat_;
+    value->flat_begin_ = flat_begin_;
+  } else {
+    *value = *this;
+  }
+  value->remaining_ = size;
+  Advance(size);
   return true;
 }
 
 bool WireReader::SkipLengthDelimited(uint64_t* size) {
   if (!ReadLength(size)) return false;
-  absl::Cord::Advance(&it_, *size);
-  remaining_ -= *size;
+  Advance(*size);
   return true;
 }
 
@@ -69,13 +98,17 @@ bool WireReader::Skip(WireType type) {
       return SkipLengthDelimited(&size);
   }
   if (size > remaining_) return false;
-  absl::Cord::Advance(&it_, size);
-  remaining_ -= size;
+  Advance(size);
   return true;
 }
 
 bool WireReader::ReadBytes(size_t n, std::string* out) {
   if (n > remaining_) return false;
+  if (flat_ != nullptr) {
+    out->append(flat_, n);
+    Advance(n);
+    return true;
+  }
   remaining_ -= n;
   while (n > 0) {
     const absl::string_view piece =

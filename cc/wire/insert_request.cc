@@ -106,7 +106,10 @@ absl::Status DecodeInsertRequest(const grpc::ByteBuffer& bytes,
     }
     if (field == kRequestChunks) {
       if (value.size() < kMinBorrowedBytes) {
-        value = absl::Cord(std::string(value));
+        // A copy of its own, in one allocation where it is in one piece.
+        const absl::optional<absl::string_view> flat = value.TryFlat();
+        value = flat.has_value() ? absl::Cord(*flat)
+                                 : absl::Cord(std::string(value));
       }
       REVERB_ASSIGN_OR_RETURN(auto chunk, Chunk::Parse(std::move(value)));
       request->chunks.push_back(std::move(chunk));

@@ -1,10 +1,13 @@
 #include "cc/core/chunk.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/strings/cord.h"
 #include "cc/client/sample.h"
+#include "cc/support/varint.h"
 #include "cc/tensor/compression.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -115,6 +118,122 @@ TEST(ParseChunkHeaderTest, MalformedBytesAreInvalidArgument) {
   }
   EXPECT_TRUE(absl::IsInvalidArgument(
       ParseViews(absl::Cord("\xff\xff\xff"), &header, &contents)));
+}
+
+// The fields a Chunk keeps, as protobuf parses them from `bytes`.
+void ExpectParsedAsProtobufDoes(const absl::Cord& bytes) {
+  ChunkData proto;
+  ASSERT_TRUE(proto.ParseFromString(std::string(bytes)));
+  auto chunk = Chunk::Parse(bytes);
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  EXPECT_EQ((*chunk)->key(), proto.chunk_key());
+  EXPECT_EQ((*chunk)->episode_id(), proto.sequence_range().episode_id());
+  EXPECT_EQ((*chunk)->num_rows(),
+            proto.sequence_range().end() - proto.sequence_range().start() + 1);
+  EXPECT_EQ((*chunk)->num_columns(), proto.data_tensors_len() > 0
+                                         ? proto.data_tensors_len()
+                                         : proto.data().tensors_size());
+  EXPECT_EQ((*chunk)->uncompressed_data_size(),
+            std::max<int64_t>(1, proto.data_uncompressed_size()));
+  EXPECT_EQ((*chunk)->DataByteSizeLong(), bytes.size());
+}
+
+// `bytes` as a cord of pieces of 600 bytes (absl merges smaller ones).
+absl::Cord InPieces(const std::string& bytes) {
+  absl::Cord cord;
+  for (size_t offset = 0; offset < bytes.size(); offset += 600) {
+    cord.Append(absl::MakeCordFromExternal(
+        absl::string_view(bytes).substr(offset, 600), [] {}));
+  }
+  return cord;
+}
+
+// A chunk as the writers make it: a key, a range, sizes, delta encoding
+// and tensors of a dtype, a shape of sizes and a content.
+ChunkData WriterChunk() {
+  ChunkData chunk = MakeChunk(3, 400);
+  chunk.mutable_data()->mutable_tensors()->RemoveLast();  // The strings.
+  chunk.set_data_tensors_len(0);
+  chunk.mutable_sequence_range()->set_episode_id(uint64_t{1} << 63);
+  chunk.mutable_sequence_range()->set_start(-5);
+  chunk.mutable_sequence_range()->set_end(-3);
+  chunk.set_data_uncompressed_size(2400);
+  chunk.set_delta_encoded(true);
+  chunk.set_chunk_key(~uint64_t{0});
+  return chunk;
+}
+
+TEST(ChunkParseTest, TheWritersFormIsReadInPlaceAsProtobufReadsIt) {
+  const std::string bytes = WriterChunk().SerializeAsString();
+  ASSERT_GT(bytes.size(), 600);  // InPieces makes two pieces or more.
+  for (const absl::Cord& cord : {absl::Cord(bytes), InPieces(bytes)}) {
+    EXPECT_TRUE(Chunk::ParsesInPlace(cord));
+    ExpectParsedAsProtobufDoes(cord);
+  }
+  auto chunk = Chunk::Parse(absl::Cord(bytes));
+  ASSERT_TRUE(chunk.ok());
+  EXPECT_EQ((*chunk)->num_rows(), 3);
+  EXPECT_EQ((*chunk)->num_columns(), 2);  // Its tensors: no data_tensors_len.
+}
+
+// `bytes` and field `field` of `value`, length-delimited.
+std::string WithField(std::string bytes, int field, const std::string& value) {
+  PutTag(field, kLengthDelimited, &bytes);
+  PutVarint64(value.size(), &bytes);
+  return bytes + value;
+}
+
+TEST(ChunkParseTest, OtherFormsTakeProtobufsPathToTheSameFields) {
+  ChunkData named = WriterChunk();
+  named.mutable_data()
+      ->mutable_tensors(0)
+      ->mutable_tensor_shape()
+      ->mutable_dim(0)
+      ->set_name("time");
+  const std::string writers = WriterChunk().SerializeAsString();
+  const std::string others[] = {
+      MakeChunk(2, 50).SerializeAsString(),  // A tensor of string_val.
+      named.SerializeAsString(),
+      // Deprecated tensors (field 3).
+      WithField(writers, 3,
+                WriterChunk().data().tensors(0).SerializeAsString()),
+      // A second sequence range, which protobuf merges into the first: an
+      // end, and field 5, which SequenceRange does not have.
+      WithField(writers, 2, "\x18\x07\x28\x01"),
+      // An unknown field.
+      WithField(writers, 77, "x"),
+  };
+  for (const std::string& bytes : others) {
+    for (const absl::Cord& cord : {absl::Cord(bytes), InPieces(bytes)}) {
+      EXPECT_FALSE(Chunk::ParsesInPlace(cord));
+      ExpectParsedAsProtobufDoes(cord);
+    }
+  }
+}
+
+TEST(ChunkParseTest, WhatProtobufRefusesIsInvalidArgument) {
+  // A dim name of invalid UTF-8: protobuf refuses the string.
+  ChunkData named = WriterChunk();
+  named.mutable_data()
+      ->mutable_tensors(0)
+      ->mutable_tensor_shape()
+      ->mutable_dim(0)
+      ->set_name("\xff\xfe");
+  std::string bytes;
+  ASSERT_TRUE(named.SerializePartialToString(&bytes));
+  ChunkData proto;
+  ASSERT_FALSE(proto.ParseFromString(bytes));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(Chunk::Parse(absl::Cord(bytes)).status()));
+  // The writers' form cut short, anywhere.
+  const std::string whole = WriterChunk().SerializeAsString();
+  for (size_t cut = 1; cut < whole.size(); cut += 7) {
+    const std::string part = whole.substr(0, cut);
+    if (proto.ParseFromString(part)) continue;  // Cut between fields.
+    EXPECT_TRUE(
+        absl::IsInvalidArgument(Chunk::Parse(absl::Cord(part)).status()))
+        << "cut at " << cut;
+  }
 }
 
 }  // namespace

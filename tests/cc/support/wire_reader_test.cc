@@ -17,7 +17,9 @@ absl::Cord Fragmented(const std::string& bytes) {
   return cord;
 }
 
-TEST(WireReaderTest, ReadsFieldsAcrossPieces) {
+// A message of four fields: a varint, a length-delimited, a fixed64 and a
+// fixed32.
+std::string FourFields() {
   std::string bytes;
   PutTag(1, kVarint, &bytes);
   PutVarint64(UINT64_MAX, &bytes);        // Ten bytes.
@@ -28,7 +30,11 @@ TEST(WireReaderTest, ReadsFieldsAcrossPieces) {
   bytes.append(8, 'f');
   PutTag(4, kFixed32, &bytes);
   bytes.append(4, 'g');
-  const absl::Cord input = Fragmented(bytes);
+  return bytes;
+}
+
+// Reads FourFields() from `input`.
+void ExpectFourFields(const absl::Cord& input) {
   WireReader reader(input);
   int field;
   WireType type;
@@ -53,6 +59,67 @@ TEST(WireReaderTest, ReadsFieldsAcrossPieces) {
   ASSERT_TRUE(reader.CopyField(field, type, &copy));
   EXPECT_EQ(copy, "\x25gggg");
   EXPECT_TRUE(reader.done());
+}
+
+TEST(WireReaderTest, ReadsFieldsAcrossPieces) {
+  const absl::Cord input = Fragmented(FourFields());
+  ASSERT_FALSE(input.TryFlat().has_value());
+  ExpectFourFields(input);
+}
+
+TEST(WireReaderTest, ReadsAFlatInputAlike) {
+  const absl::Cord input(FourFields());
+  ASSERT_TRUE(input.TryFlat().has_value());
+  ExpectFourFields(input);
+}
+
+TEST(WireReaderTest, ReadsALengthDelimitedValueInPlace) {
+  // Field 1: a message of FourFields() and a nested value; then field 2.
+  std::string nested;
+  PutTag(9, kLengthDelimited, &nested);
+  PutVarint64(3, &nested);
+  nested += "abc";
+  const std::string inner = FourFields() + nested;
+  std::string bytes;
+  PutTag(1, kLengthDelimited, &bytes);
+  PutVarint64(inner.size(), &bytes);
+  bytes += inner;
+  PutTag(2, kVarint, &bytes);
+  PutVarint64(300, &bytes);
+  const absl::Cord inputs[] = {absl::Cord(bytes), Fragmented(bytes)};
+  ASSERT_FALSE(inputs[1].TryFlat().has_value());
+  for (const absl::Cord& input : inputs) {
+    WireReader reader(input);
+    int field;
+    WireType type;
+    WireReader value;
+    EXPECT_TRUE(value.done());  // Empty until assigned.
+    ASSERT_TRUE(reader.ReadTag(&field, &type));
+    ASSERT_TRUE(reader.ReadLengthDelimited(&value));
+    // The outer reader is past the value, the inner one reads just it.
+    uint64_t number;
+    ASSERT_TRUE(reader.ReadTag(&field, &type));
+    EXPECT_EQ(field, 2);
+    ASSERT_TRUE(reader.ReadVarint(&number));
+    EXPECT_EQ(number, 300);
+    EXPECT_TRUE(reader.done());
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(value.ReadTag(&field, &type));
+      ASSERT_TRUE(value.Skip(type));
+    }
+    // A value read from the inner reader is the input's bytes at its place.
+    absl::Cord abc;
+    ASSERT_TRUE(value.ReadTag(&field, &type));
+    EXPECT_EQ(field, 9);
+    ASSERT_TRUE(value.ReadLengthDelimited(&abc));
+    EXPECT_EQ(std::string(abc), "abc");
+    EXPECT_TRUE(value.done());
+  }
+  // A length past the end is refused.
+  WireReader value;
+  EXPECT_FALSE(WireReader(absl::Cord("\x05"
+                                     "ab"))
+                   .ReadLengthDelimited(&value));
 }
 
 TEST(WireReaderTest, LengthDelimitedValuesShareTheInput) {
