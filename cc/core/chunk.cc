@@ -132,6 +132,22 @@ bool ScanTensor(WireReader& reader) {
   return true;
 }
 
+// A ChunkData.Data of such tensors only, counted into `num_tensors`.
+bool ScanData(WireReader& reader, int* num_tensors) {
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    WireReader tensor;
+    if (!reader.ReadTag(&field, &type) || field != kDataTensorsField ||
+        type != kLengthDelimited || !reader.ReadLengthDelimited(&tensor) ||
+        !ScanTensor(tensor)) {
+      return false;
+    }
+    ++*num_tensors;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<Chunk::Header> Chunk::Scan(const absl::Cord& wire) {
@@ -147,32 +163,23 @@ std::optional<Chunk::Header> Chunk::Scan(const absl::Cord& wire) {
     uint64_t value = 0;
     WireReader message;
     if (!reader.ReadTag(&field, &type)) return std::nullopt;
-    if (field == kRange || field == kChunkDataField) {
-      if (type != kLengthDelimited || !reader.ReadLengthDelimited(&message)) {
-        return std::nullopt;
-      }
-      if (field == kRange) {
-        const bool ok = ScanVarints(message, 4, [&](int f, uint64_t v) {
+    const bool read =
+        field == kRange || field == kChunkDataField
+            ? type == kLengthDelimited && reader.ReadLengthDelimited(&message)
+            : type == kVarint && reader.ReadVarint(&value);
+    if (!read) return std::nullopt;
+    bool ok = true;
+    switch (field) {
+      case kRange:
+        ok = ScanVarints(message, 4, [&](int f, uint64_t v) {
           if (f == 1) header.episode_id = v;
           if (f == 2) header.start = static_cast<int32_t>(v);
           if (f == 3) header.end = static_cast<int32_t>(v);
         });
-        if (!ok) return std::nullopt;
-        continue;
-      }
-      while (!message.done()) {
-        WireReader tensor;
-        if (!message.ReadTag(&field, &type) || field != kDataTensorsField ||
-            type != kLengthDelimited || !message.ReadLengthDelimited(&tensor) ||
-            !ScanTensor(tensor)) {
-          return std::nullopt;
-        }
-        ++header.num_tensors;
-      }
-      continue;
-    }
-    if (type != kVarint || !reader.ReadVarint(&value)) return std::nullopt;
-    switch (field) {
+        break;
+      case kChunkDataField:
+        ok = ScanData(message, &header.num_tensors);
+        break;
       case kKey:
         header.key = value;
         break;
@@ -186,8 +193,9 @@ std::optional<Chunk::Header> Chunk::Scan(const absl::Cord& wire) {
       case kFirstRow:
         break;
       default:
-        return std::nullopt;
+        ok = false;
     }
+    if (!ok) return std::nullopt;
   }
   return header;
 }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cc/core/chunk.h"
@@ -20,6 +22,18 @@
 #include "reverb/cc/schema.pb.h"
 
 namespace deepmind::reverb::testing {
+
+// `bytes` as a cord of pieces of `piece` bytes that reference it (as gRPC
+// hands over what it received), so that readers meet piece boundaries; absl
+// copies pieces shorter than 512 bytes into their neighbours. `bytes` must
+// outlive the cord.
+inline absl::Cord InPieces(absl::string_view bytes, size_t piece) {
+  absl::Cord cord;
+  for (size_t at = 0; at < bytes.size(); at += piece) {
+    cord.Append(absl::MakeCordFromExternal(bytes.substr(at, piece), [] {}));
+  }
+  return cord;
+}
 
 // `size` pseudo-random (incompressible) bytes, the same for the same `seed`.
 inline std::string RandomBytes(size_t size, uint32_t seed) {

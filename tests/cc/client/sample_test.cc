@@ -456,11 +456,7 @@ TEST(SampleTest, ContentsReceivedInPiecesUnpackAsTheirChunks) {
   ChunkData headers[2];
   std::vector<const ChunkContents*> contents;
   for (int i = 0; i < 2; ++i) {
-    absl::Cord received;
-    for (size_t at = 0; at < wires[i].size(); at += 1000) {
-      received.Append(absl::MakeCordFromExternal(
-          absl::string_view(wires[i]).substr(at, 1000), [] {}));
-    }
+    const absl::Cord received = testing::InPieces(wires[i], 1000);
     std::vector<absl::Cord> pieces;
     ASSERT_TRUE(ParseChunkHeader(received, &headers[i], &pieces).ok());
     const ChunkContents& held_contents =

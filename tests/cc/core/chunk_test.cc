@@ -11,6 +11,7 @@
 #include "cc/tensor/compression.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/cc/test_util.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -138,16 +139,6 @@ void ExpectParsedAsProtobufDoes(const absl::Cord& bytes) {
   EXPECT_EQ((*chunk)->DataByteSizeLong(), bytes.size());
 }
 
-// `bytes` as a cord of pieces of 600 bytes (absl merges smaller ones).
-absl::Cord InPieces(const std::string& bytes) {
-  absl::Cord cord;
-  for (size_t offset = 0; offset < bytes.size(); offset += 600) {
-    cord.Append(absl::MakeCordFromExternal(
-        absl::string_view(bytes).substr(offset, 600), [] {}));
-  }
-  return cord;
-}
-
 // A chunk as the writers make it: a key, a range, sizes, delta encoding
 // and tensors of a dtype, a shape of sizes and a content.
 ChunkData WriterChunk() {
@@ -165,8 +156,9 @@ ChunkData WriterChunk() {
 
 TEST(ChunkParseTest, TheWritersFormIsReadInPlaceAsProtobufReadsIt) {
   const std::string bytes = WriterChunk().SerializeAsString();
-  ASSERT_GT(bytes.size(), 600);  // InPieces makes two pieces or more.
-  for (const absl::Cord& cord : {absl::Cord(bytes), InPieces(bytes)}) {
+  ASSERT_GT(bytes.size(), 600);  // Two pieces or more, below.
+  for (const absl::Cord& cord :
+       {absl::Cord(bytes), testing::InPieces(bytes, 600)}) {
     EXPECT_TRUE(Chunk::ParsesInPlace(cord));
     ExpectParsedAsProtobufDoes(cord);
   }
@@ -204,7 +196,8 @@ TEST(ChunkParseTest, OtherFormsTakeProtobufsPathToTheSameFields) {
       WithField(writers, 77, "x"),
   };
   for (const std::string& bytes : others) {
-    for (const absl::Cord& cord : {absl::Cord(bytes), InPieces(bytes)}) {
+    for (const absl::Cord& cord :
+         {absl::Cord(bytes), testing::InPieces(bytes, 600)}) {
       EXPECT_FALSE(Chunk::ParsesInPlace(cord));
       ExpectParsedAsProtobufDoes(cord);
     }

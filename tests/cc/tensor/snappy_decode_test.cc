@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "snappy.h"
+#include "tests/cc/test_util.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -158,11 +159,7 @@ TEST(SnappyDecodeTest, StoredOffsetFindsTheOneLiteralOfAStoredStream) {
     EXPECT_FALSE(SnappyStoredOffset(stream + "x", size, &offset));
     // The same in pieces (as gRPC receives them): only the head is read.
     for (size_t piece : {size_t{1}, size_t{3}, size_t{700}}) {
-      absl::Cord pieces;
-      for (size_t at = 0; at < stream.size(); at += piece) {
-        pieces.Append(absl::MakeCordFromExternal(
-            absl::string_view(stream).substr(at, piece), [] {}));
-      }
+      const absl::Cord pieces = testing::InPieces(stream, piece);
       size_t in_pieces = 0;
       ASSERT_TRUE(SnappyStoredOffset(pieces, size, &in_pieces));
       EXPECT_EQ(in_pieces, header);

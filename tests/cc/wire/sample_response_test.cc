@@ -10,6 +10,7 @@
 #include "cc/tensor/compression.h"
 #include "gtest/gtest.h"
 #include "reverb/cc/reverb_service.pb.h"
+#include "tests/cc/test_util.h"
 
 namespace deepmind::reverb {
 namespace {
@@ -180,11 +181,7 @@ TEST(SampleResponseTest, ChunkPiecesAreSentFromWhereTheChunkHoldsThem) {
   // one is copied.
   const std::string bytes =
       MakeChunk(7, 90 << 10)->ToProto().SerializeAsString();
-  absl::Cord wire;
-  for (size_t at = 0; at < bytes.size(); at += 40 << 10) {
-    wire.Append(absl::MakeCordFromExternal(
-        absl::string_view(bytes).substr(at, 40 << 10), [] {}));
-  }
+  const absl::Cord wire = testing::InPieces(bytes, 40 << 10);
   auto chunk = Chunk::Parse(wire);
   ASSERT_TRUE(chunk.ok()) << chunk.status();
   std::deque<SampleResponseBytes> responses;
