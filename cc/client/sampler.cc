@@ -109,6 +109,9 @@ absl::Status Sampler::error() const {
 
 bool Sampler::PopReadyLocked(Slot* slot) {
   if (queue_.empty() || !queue_.front().ready) return false;
+  if (2 * static_cast<int64_t>(queue_.size()) >= CapacityLocked()) {
+    backlogged_ = true;
+  }
   *slot = std::move(queue_.front());
   queue_.pop_front();
   return true;
@@ -141,6 +144,7 @@ absl::StatusOr<Sampler::Slot> Sampler::GetNextSlot(absl::Duration timeout) {
     if (!queue_.empty()) return queue_.front().ready;
     return !error_.ok() || workers_running_ == 0;
   };
+  if (queue_.empty()) starved_ = true;
   mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
   // Samples still queued are dropped.
   if (closed_) return absl::CancelledError("The sampler is closed.");
@@ -376,27 +380,40 @@ void Sampler::NoteReceivedLocked(int64_t samples, int64_t bytes) {
     received_samples_ /= 2;
     received_bytes_ /= 2;
   }
+  received_since_ += samples;
+  if (received_since_ >= window_.load(std::memory_order_relaxed)) {
+    if (!warmed_up_) {
+      warmed_up_ = true;
+    } else if (starved_) {
+      growth_ = std::min(2 * growth_, kMaxWindowGrowth);
+    } else if (backlogged_) {
+      growth_ = std::max(growth_ / 2, kWindowGrowth);
+    }
+    received_since_ = 0;
+    starved_ = false;
+    backlogged_ = false;
+  }
   const int64_t average =
       std::max<int64_t>(1, received_bytes_ / received_samples_);
   const int64_t least = options_.max_in_flight_samples_per_worker;
-  window_.store(std::clamp(budget / average, least, least * kMaxWindowGrowth),
+  window_.store(std::clamp(budget / average, least, least * growth_),
                 std::memory_order_relaxed);
+}
+
+int64_t Sampler::CapacityLocked() const {
+  return options_.num_workers * window_.load(std::memory_order_relaxed);
 }
 
 int64_t Sampler::Reserve(int64_t max, int64_t stream_left, bool wait) {
   MutexLock lock(&mu_);
-  // The queue holds what every worker's window may bring.
-  auto capacity = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return options_.num_workers * window_.load(std::memory_order_relaxed);
-  };
   auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return closed_ || AllRequested() ||
-           static_cast<int64_t>(queue_.size()) + reserved_ < capacity();
+           static_cast<int64_t>(queue_.size()) + reserved_ < CapacityLocked();
   };
   if (wait) mu_.Await(absl::Condition(&room));
   if (closed_ || AllRequested() || !room()) return 0;
   int64_t n = std::min(
-      max, capacity() - static_cast<int64_t>(queue_.size()) - reserved_);
+      max, CapacityLocked() - static_cast<int64_t>(queue_.size()) - reserved_);
   if (options_.max_samples >= 0)
     n = std::min(n, options_.max_samples - requested_);
   if (stream_left >= 0) n = std::min(n, stream_left);

@@ -75,9 +75,11 @@ struct SamplerOptions {
   // If > 0, a worker of small samples asks for more at once: as many as this
   // many bytes hold (by the average size of the samples received lately,
   // Sampler::kAverageHorizon: the uncompressed bytes of their chunks), from
-  // max_in_flight_samples_per_worker up to kMaxWindowGrowth times it. Each
-  // message and thread hand-over is then shared by more samples; the queue
-  // is bounded by bytes instead of by count.
+  // max_in_flight_samples_per_worker up to kWindowGrowth times it, or up to
+  // kMaxWindowGrowth times it while the consumer outruns the workers (see
+  // Sampler's window growth). Each message and thread hand-over is then
+  // shared by more samples; the queue is bounded by bytes instead of by
+  // count.
   int64_t max_in_flight_bytes_per_worker = 0;
   int num_workers = 1;
   // -1 means unlimited.
@@ -115,8 +117,19 @@ class REVERB_EXPORT Sampler {
   static constexpr int64_t kMinBytesToHandOff = 1024;
   // Small samples queued at once, at most.
   static constexpr int kMaxQueuedTogether = 64;
-  // How far max_in_flight_bytes_per_worker may grow a worker's window.
-  static constexpr int64_t kMaxWindowGrowth = 10;
+  // How far max_in_flight_bytes_per_worker may grow a worker's window: up
+  // to kWindowGrowth times max_in_flight_samples_per_worker, and further,
+  // up to kMaxWindowGrowth times, while the consumer outruns the workers.
+  // A window of small samples bounds the stream's throughput (its samples
+  // per round trip), so a consumer that waits for samples gets a larger
+  // one: after each window's worth of samples received (the first one
+  // aside, which a new stream and an empty table take), the growth doubles
+  // if the consumer found no sample queued meanwhile, and halves (to no
+  // less than kWindowGrowth) if it found instead half of the queue's
+  // capacity queued at some point: a consumer slower than the workers gets
+  // back the smaller window, and samples drawn ahead of it wait no longer.
+  static constexpr int64_t kWindowGrowth = 10;
+  static constexpr int64_t kMaxWindowGrowth = 80;
   // The average sample size that sets the window weighs the last
   // kAverageHorizon samples fully and older ones less: their weight halves
   // about every kAverageHorizon samples.
@@ -186,9 +199,11 @@ class REVERB_EXPORT Sampler {
       ABSL_LOCKS_EXCLUDED(mu_);
   void Unreserve(int64_t n) ABSL_LOCKS_EXCLUDED(mu_);
   bool AllRequested() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Samples the queue holds at most: every worker's window.
+  int64_t CapacityLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Counts `samples` received, of `bytes` in all, towards the average size
-  // that sets window_.
+  // and the growth that set window_.
   void NoteReceivedLocked(int64_t samples, int64_t bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -201,6 +216,16 @@ class REVERB_EXPORT Sampler {
   std::atomic<int64_t> window_;
   int64_t received_samples_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t received_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // The window's growth (kWindowGrowth to kMaxWindowGrowth), and what the
+  // consumer found since it was last reconsidered: samples received since,
+  // whether it waited for one (starved) and whether it found half of the
+  // queue's capacity queued (backlogged). `warmed_up_` once the first
+  // window's worth has been received.
+  int64_t growth_ ABSL_GUARDED_BY(mu_) = kWindowGrowth;
+  int64_t received_since_ ABSL_GUARDED_BY(mu_) = 0;
+  bool starved_ ABSL_GUARDED_BY(mu_) = false;
+  bool backlogged_ ABSL_GUARDED_BY(mu_) = false;
+  bool warmed_up_ ABSL_GUARDED_BY(mu_) = false;
   // A sample's place in the queue, filled in once it is unpacked (or, if
   // `packed` is set, queued as it arrived: unpack_ahead false).
   struct Slot {

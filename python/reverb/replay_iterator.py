@@ -35,8 +35,9 @@ class ReplayIterator:
     max_in_flight_samples_per_worker: Samples each stream asks for ahead,
       at least: small samples get more, as many as
       `max_in_flight_bytes_per_worker` hold (by the average size of the
-      last few hundred), up to 10 times this many, so that each message
-      carries more of them.
+      last few hundred), up to 10 times this many (80 times while the
+      consumer waits for samples), so that each message carries more of
+      them.
     max_in_flight_bytes_per_worker: See above; 0: exactly
       `max_in_flight_samples_per_worker`.
     num_workers: Parallel streams (and decompressing threads).

@@ -65,6 +65,15 @@ class SamplerTest : public testing::ConnectedServerTest {
     auto item = table.Get(key);
     return item.ok() ? item->times_sampled() : -1;
   }
+
+  // The window of a sampler whose consumer has taken `taken` samples of
+  // item `key` and now takes no more: what its worker draws ahead.
+  static int32_t WindowAfter(const Table& table, uint64_t key, int64_t taken) {
+    EXPECT_TRUE(WaitFor([&] { return TimesSampled(table, key) >= taken + 4; },
+                        kPatience));
+    absl::SleepFor(absl::Milliseconds(300));
+    return TimesSampled(table, key) - taken;
+  }
 };
 
 TEST_F(SamplerTest, CreateRejectsNonPositiveCounts) {
@@ -164,7 +173,7 @@ TEST_F(SamplerTest, SamplesInFlightAreBoundedByTheQueue) {
 
 TEST_F(SamplerTest, SmallSamplesWidenTheWindowWithinTheByteBudget) {
   // Samples of a few bytes: a budget of 1 MiB would hold thousands, so the
-  // window grows to kMaxWindowGrowth times max_in_flight_samples_per_worker;
+  // window grows to kWindowGrowth times max_in_flight_samples_per_worker;
   // a budget smaller than one sample leaves it as it is.
   for (const int64_t budget : {int64_t{1} << 20, int64_t{1}}) {
     SCOPED_TRACE(budget);
@@ -173,7 +182,7 @@ TEST_F(SamplerTest, SmallSamplesWidenTheWindowWithinTheByteBudget) {
     options.max_in_flight_samples_per_worker = 3;
     options.max_in_flight_bytes_per_worker = budget;
     auto sampler = NewSampler("fifo", options);
-    const int32_t window = budget > 1 ? 3 * Sampler::kMaxWindowGrowth : 3;
+    const int32_t window = budget > 1 ? 3 * Sampler::kWindowGrowth : 3;
     // Nothing is taken: the worker stops at its window.
     ASSERT_TRUE(
         WaitFor([&] { return TimesSampled(*table, 1) >= window; }, kPatience));
@@ -188,52 +197,74 @@ TEST_F(SamplerTest, SmallSamplesWidenTheWindowWithinTheByteBudget) {
 }
 
 TEST_F(SamplerTest, TheWindowFollowsTheSizeOfTheLatestSamples) {
-  // Under a 64 KiB budget samples of 16 KiB get a window of 4, samples of
-  // 4 bytes the most there is, 10 x 3. After many large samples, then
-  // many small ones, the window is the small ones': a mean over every
-  // sample received would still give 64 KiB / ~12 KiB = 5.
+  // Under an 82 KiB budget samples of 16 KiB get a window of 5, samples of
+  // 4 KiB one of 20. After many large samples, then many small ones, the
+  // window is the small ones': a mean over every sample received would
+  // still give 82 KiB / ~12.6 KiB = 6.
   auto table = FifoTable("fifo", *MinSizeRateLimiter(1), /*max_size=*/1);
   StartServer({table});
-  ChunkData large;
-  large.set_chunk_key(1'000'001);
-  large.mutable_sequence_range()->set_episode_id(1);
-  const Tensor step = MakeTensor<int32_t>(tensorflow::DT_INT32, {1, 4096},
-                                          std::vector<int32_t>(4096, 5));
-  ASSERT_TRUE(
-      CompressTensorAsProto(step, large.mutable_data()->add_tensors()).ok());
-  large.set_data_tensors_len(1);
-  large.set_data_uncompressed_size(4 * 4096);
-  ASSERT_TRUE(
-      table
-          ->InsertOrAssign(
-              testing::MakeItem(1, 1.0, {std::make_shared<Chunk>(large)}),
-              kPatience)
-          .ok());
+  auto insert = [&](uint64_t key, int64_t values) {
+    ChunkData chunk;
+    chunk.set_chunk_key(1'000'000 + key);
+    chunk.mutable_sequence_range()->set_episode_id(1);
+    const Tensor step = MakeTensor<int32_t>(tensorflow::DT_INT32, {1, values},
+                                            std::vector<int32_t>(values, 5));
+    ASSERT_TRUE(
+        CompressTensorAsProto(step, chunk.mutable_data()->add_tensors()).ok());
+    chunk.set_data_tensors_len(1);
+    chunk.set_data_uncompressed_size(4 * values);
+    ASSERT_TRUE(
+        table
+            ->InsertOrAssign(
+                testing::MakeItem(key, 1.0, {std::make_shared<Chunk>(chunk)}),
+                kPatience)
+            .ok());
+  };
+  insert(1, 4096);
   SamplerOptions options;
   options.max_in_flight_samples_per_worker = 3;
-  options.max_in_flight_bytes_per_worker = 64 << 10;
+  options.max_in_flight_bytes_per_worker = 82 << 10;
   auto sampler = NewSampler("fifo", options);
-  // Taken samples, then the window: what the worker keeps requested once
-  // nothing more is taken.
-  auto window_after = [&](uint64_t key, int64_t taken) {
-    EXPECT_TRUE(WaitFor([&] { return TimesSampled(*table, key) >= taken + 4; },
-                        kPatience));
-    absl::SleepFor(absl::Milliseconds(300));
-    return TimesSampled(*table, key) - taken;
-  };
   constexpr int64_t kLarge = 20 * Sampler::kAverageHorizon;
   for (int64_t i = 0; i < kLarge; ++i) {
     ASSERT_TRUE(sampler->GetNextSample(kPatience).ok());
   }
-  EXPECT_EQ(window_after(1, kLarge), 4);
-  Insert(*table, 2, 7);  // Takes item 1's place.
+  EXPECT_EQ(WindowAfter(*table, 1, kLarge), 5);
+  insert(2, 1024);  // Takes item 1's place.
   constexpr int64_t kSmall = 8 * Sampler::kAverageHorizon;
   for (int64_t small = 0; small < kSmall;) {
     auto sample = sampler->GetNextSample(kPatience);
     ASSERT_TRUE(sample.ok()) << sample.status();
     if (sample->info->item().key() == 2) ++small;
   }
-  EXPECT_EQ(window_after(2, kSmall), 3 * Sampler::kMaxWindowGrowth);
+  EXPECT_EQ(WindowAfter(*table, 2, kSmall), 20);
+  sampler->Close();
+}
+
+TEST_F(SamplerTest, AConsumerThatWaitsForSamplesWidensTheWindowFurther) {
+  // Samples of 4 bytes under a 1 MiB budget: a window of kWindowGrowth x 3
+  // at first. A consumer that takes them as fast as it can finds the queue
+  // empty, again and again: the window doubles after each window's worth
+  // of samples, up to kMaxWindowGrowth x 3. A consumer slower than the
+  // worker finds the queue full instead, and the window halves back.
+  auto table = StartOneItemFifo();
+  SamplerOptions options;
+  options.max_in_flight_samples_per_worker = 3;
+  options.max_in_flight_bytes_per_worker = 1 << 20;
+  auto sampler = NewSampler("fifo", options);
+  int64_t taken = 0;
+  for (; taken < 20 * 3 * Sampler::kMaxWindowGrowth; ++taken) {
+    auto sample = sampler->GetNextSample(kPatience);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+  }
+  EXPECT_EQ(WindowAfter(*table, 1, taken), 3 * Sampler::kMaxWindowGrowth);
+  for (const int64_t end = taken + 10 * 3 * Sampler::kMaxWindowGrowth;
+       taken < end; ++taken) {
+    auto sample = sampler->GetNextSample(kPatience);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(WindowAfter(*table, 1, taken), 3 * Sampler::kWindowGrowth);
   sampler->Close();
 }
 
