@@ -113,13 +113,23 @@ void AutoTunedChunkerOptions::MaybeTune() {
   for (const auto& chunk : chunks_) rows += chunk.second;
   const double average_length = rows / chunks_.size();
   const double cost = per_step(chunks_) + throughput_weight_ * per_step(items_);
+  const int scored_length = max_chunk_length_;
   if (!previous_cost_.has_value()) {
     last_change_grew_ = true;
     max_chunk_length_ = std::min(max_chunk_length_ + 2, num_keep_alive_refs_);
   } else if (std::abs(average_length - max_chunk_length_) <= kLengthTolerance) {
     // The windows describe the current length: keep going the same way if
-    // that lowered the cost, else turn back.
-    const bool grow = (cost < *previous_cost_) == last_change_grew_;
+    // that lowered the cost, else turn back. At a bound the last move was
+    // clamped away and this length is scored again: it stays there unless
+    // its cost rose by more than kBoundTolerance (the data changed).
+    // Turning back on a tie (or on a byte more, as chunk keys vary in
+    // size) left the best length every other time: items of one step of
+    // large, incompressible data, best sent in chunks of one step, went in
+    // chunks of 1, 3 and 2 steps in turn.
+    const bool lower = scored_length == previous_length_
+                           ? cost <= *previous_cost_ * (1 + kBoundTolerance)
+                           : cost < *previous_cost_;
+    const bool grow = lower == last_change_grew_;
     last_change_grew_ = grow;
     max_chunk_length_ = std::clamp(max_chunk_length_ + (grow ? 2 : -1), 1,
                                    num_keep_alive_refs_);
@@ -127,6 +137,7 @@ void AutoTunedChunkerOptions::MaybeTune() {
     return;  // Statistics of an older length; wait for fresh ones.
   }
   previous_cost_ = cost;
+  previous_length_ = scored_length;
   chunks_.clear();
   items_.clear();
 }

@@ -16,7 +16,8 @@
 // one; AutoTunedChunkerOptions tunes it from the chunks and items it sees
 // (a smaller average of bytes per step stored plus bytes per step sent for
 // items is better), as dm-reverb; it scores a length only with chunks and
-// items of that length. AutoTunedChunkerOptions is thread-safe.
+// items of that length, and at a bound (1, num_keep_alive_refs) stays put
+// while the cost does not rise much. AutoTunedChunkerOptions is thread-safe.
 #ifndef REVERB_CC_CLIENT_CHUNKER_H_
 #define REVERB_CC_CLIENT_CHUNKER_H_
 
@@ -85,6 +86,9 @@ class REVERB_EXPORT AutoTunedChunkerOptions : public ChunkerOptions {
   // Statistics are of the current length if their chunks average it within
   // this many rows.
   static constexpr double kLengthTolerance = 0.25;
+  // At a bound of the length, a cost at most this much (relative) above
+  // the last one scored there keeps it there.
+  static constexpr double kBoundTolerance = 0.05;
 
   explicit AutoTunedChunkerOptions(int num_keep_alive_refs,
                                    double throughput_weight = 1.0,
@@ -113,7 +117,9 @@ class REVERB_EXPORT AutoTunedChunkerOptions : public ChunkerOptions {
   // (bytes, steps) of the latest chunks and items.
   std::deque<std::pair<int64_t, int>> chunks_ ABSL_GUARDED_BY(mu_);
   std::deque<std::pair<int64_t, int>> items_ ABSL_GUARDED_BY(mu_);
+  // The cost of the length scored last, and that length.
   std::optional<double> previous_cost_ ABSL_GUARDED_BY(mu_);
+  int previous_length_ ABSL_GUARDED_BY(mu_) = 0;
   bool last_change_grew_ ABSL_GUARDED_BY(mu_) = true;
 };
 

@@ -317,6 +317,37 @@ TEST(AutoTunedChunkerOptionsTest, GrowsWhileItPaysAndStaysInRange) {
   EXPECT_GT(*std::max_element(lengths.begin(), lengths.end()), 1);
 }
 
+TEST(AutoTunedChunkerOptionsTest, AtABoundTheLengthStaysUntilTheCostRises) {
+  // Items of one step, every chunk of the same cost per step: length 1 is
+  // cheapest, and once there the length stays (it moved on to 3, 2 and 1
+  // again when a tie at the bound, or a byte more for a longer chunk key,
+  // turned it back). Much costlier chunks there (the data changed) move it
+  // again.
+  AutoTunedChunkerOptions options(/*num_keep_alive_refs=*/6);
+  auto score = [&](int64_t bytes_per_step) {
+    const int length = options.GetMaxChunkLength();
+    for (int i = 0; i < AutoTunedChunkerOptions::kNumChunksToScore; ++i) {
+      options.OnChunkFinalized(bytes_per_step * length, length);
+    }
+    auto chunker = MakeChunker(length, length);
+    std::vector<std::shared_ptr<CellRef>> refs;
+    for (int s = 0; s < length; ++s)
+      refs.push_back(*chunker->Append(Float(s), 1, s));
+    for (int i = 0; i < AutoTunedChunkerOptions::kNumItemsToScore; ++i) {
+      options.OnItemFinalized({refs.back()});
+    }
+    options.OnChunkFinalized(bytes_per_step * length, length);  // Scores.
+    return length;
+  };
+  std::vector<int> lengths;
+  for (int round = 0; round < 30; ++round) lengths.push_back(score(100));
+  EXPECT_EQ(lengths[1], 3);  // The first move grows.
+  EXPECT_EQ(std::vector<int>(lengths.end() - 20, lengths.end()),
+            std::vector<int>(20, 1));
+  score(200);
+  EXPECT_EQ(options.GetMaxChunkLength(), 3);
+}
+
 TEST(AutoTunedChunkerOptionsTest, ItemsSentAfterLaterChunksDoNotMoveTheLength) {
   // A writer appends a batch of 32 steps, then makes an item of each step;
   // its thread sends them while the next batch is appended, whose chunks
