@@ -112,7 +112,8 @@ void AutoTunedChunkerOptions::MaybeTune() {
   double rows = 0;
   for (const auto& chunk : chunks_) rows += chunk.second;
   const double average_length = rows / chunks_.size();
-  const double cost = per_step(chunks_) + throughput_weight_ * per_step(items_);
+  const double cost = per_step(chunks_) + kChunkCostBytes / average_length +
+                      throughput_weight_ * per_step(items_);
   const int scored_length = max_chunk_length_;
   if (!previous_cost_.has_value()) {
     last_change_grew_ = true;

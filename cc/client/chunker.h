@@ -15,9 +15,11 @@
 // ChunkerOptions decide the chunk length: ConstantChunkerOptions a fixed
 // one; AutoTunedChunkerOptions tunes it from the chunks and items it sees
 // (a smaller average of bytes per step stored plus bytes per step sent for
-// items is better), as dm-reverb; it scores a length only with chunks and
-// items of that length, and at a bound (1, num_keep_alive_refs) stays put
-// while the cost does not rise much. AutoTunedChunkerOptions is thread-safe.
+// items is better), as dm-reverb, with each chunk also charged
+// kChunkCostBytes (so steps of a few bytes get longer chunks); it scores a
+// length only with chunks and items of that length, and at a bound (1,
+// num_keep_alive_refs) stays put while the cost does not rise much.
+// AutoTunedChunkerOptions is thread-safe.
 #ifndef REVERB_CC_CLIENT_CHUNKER_H_
 #define REVERB_CC_CLIENT_CHUNKER_H_
 
@@ -89,6 +91,9 @@ class REVERB_EXPORT AutoTunedChunkerOptions : public ChunkerOptions {
   // At a bound of the length, a cost at most this much (relative) above
   // the last one scored there keeps it there.
   static constexpr double kBoundTolerance = 0.05;
+  // What handling a chunk costs the writer and the server besides its
+  // bytes (a message, a table entry), as bytes, per chunk.
+  static constexpr double kChunkCostBytes = 1024;
 
   explicit AutoTunedChunkerOptions(int num_keep_alive_refs,
                                    double throughput_weight = 1.0,

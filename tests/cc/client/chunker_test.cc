@@ -289,9 +289,9 @@ TEST(ChunkerTest, ConfigOnlyBetweenChunks) {
 }
 
 TEST(AutoTunedChunkerOptionsTest, GrowsWhileItPaysAndStaysInRange) {
-  // Items of one step: the bytes sent per item step fall as chunks grow only
-  // if chunks compress well; here every chunk costs the same per step, and
-  // items pay for whole chunks, so growth raises the cost and it turns back.
+  // Items of one step of a few bytes: the length grows from 1 (the fixed
+  // cost of each chunk outweighs the few bytes items send more) and never
+  // leaves [1, num_keep_alive_refs].
   AutoTunedChunkerOptions options(/*num_keep_alive_refs=*/6);
   EXPECT_EQ(options.GetMaxChunkLength(), 1);
   std::vector<int> lengths;
@@ -317,35 +317,62 @@ TEST(AutoTunedChunkerOptionsTest, GrowsWhileItPaysAndStaysInRange) {
   EXPECT_GT(*std::max_element(lengths.begin(), lengths.end()), 1);
 }
 
+// Scores the length `options` asks for once: chunks of `bytes_per_step`
+// bytes a step, and items of one step of a chunk of incompressible steps of
+// `step_bytes` each. Returns the length scored.
+int ScoreOnce(AutoTunedChunkerOptions& options, int64_t bytes_per_step,
+              int64_t step_bytes) {
+  const int length = options.GetMaxChunkLength();
+  for (int i = 0; i < AutoTunedChunkerOptions::kNumChunksToScore; ++i) {
+    options.OnChunkFinalized(bytes_per_step * length, length);
+  }
+  std::mt19937 random(length);
+  Tensor step;
+  step.dtype = tensorflow::DT_UINT8;
+  step.shape = {step_bytes};
+  auto chunker = MakeChunker(length, length);
+  std::vector<std::shared_ptr<CellRef>> refs;
+  for (int s = 0; s < length; ++s) {
+    step.bytes.resize(step_bytes);
+    for (char& byte : step.bytes) byte = static_cast<char>(random());
+    refs.push_back(*chunker->Append(step, 1, s));
+  }
+  for (int i = 0; i < AutoTunedChunkerOptions::kNumItemsToScore; ++i) {
+    options.OnItemFinalized({refs.back()});
+  }
+  options.OnChunkFinalized(bytes_per_step * length, length);  // Scores.
+  return length;
+}
+
 TEST(AutoTunedChunkerOptionsTest, AtABoundTheLengthStaysUntilTheCostRises) {
-  // Items of one step, every chunk of the same cost per step: length 1 is
-  // cheapest, and once there the length stays (it moved on to 3, 2 and 1
-  // again when a tie at the bound, or a byte more for a longer chunk key,
-  // turned it back). Much costlier chunks there (the data changed) move it
-  // again.
+  // Items of one step of 4 KiB, incompressible: length 1 is cheapest (each
+  // item sends its whole chunk), and once there the length stays (it moved
+  // on to 3, 2 and 1 again when a tie at the bound, or a byte more for a
+  // longer chunk key, turned it back). Much costlier chunks there (the
+  // data changed) move it again.
   AutoTunedChunkerOptions options(/*num_keep_alive_refs=*/6);
-  auto score = [&](int64_t bytes_per_step) {
-    const int length = options.GetMaxChunkLength();
-    for (int i = 0; i < AutoTunedChunkerOptions::kNumChunksToScore; ++i) {
-      options.OnChunkFinalized(bytes_per_step * length, length);
-    }
-    auto chunker = MakeChunker(length, length);
-    std::vector<std::shared_ptr<CellRef>> refs;
-    for (int s = 0; s < length; ++s)
-      refs.push_back(*chunker->Append(Float(s), 1, s));
-    for (int i = 0; i < AutoTunedChunkerOptions::kNumItemsToScore; ++i) {
-      options.OnItemFinalized({refs.back()});
-    }
-    options.OnChunkFinalized(bytes_per_step * length, length);  // Scores.
-    return length;
-  };
   std::vector<int> lengths;
-  for (int round = 0; round < 30; ++round) lengths.push_back(score(100));
+  for (int round = 0; round < 30; ++round) {
+    lengths.push_back(ScoreOnce(options, 4096, 4096));
+  }
   EXPECT_EQ(lengths[1], 3);  // The first move grows.
   EXPECT_EQ(std::vector<int>(lengths.end() - 20, lengths.end()),
             std::vector<int>(20, 1));
-  score(200);
+  ScoreOnce(options, 2 * 4096, 4096);
   EXPECT_EQ(options.GetMaxChunkLength(), 3);
+}
+
+TEST(AutoTunedChunkerOptionsTest, SmallStepsGetLongChunks) {
+  // Items of one step of 4 bytes: bytes alone make length 1 the cheapest,
+  // but each chunk costs kChunkCostBytes besides (writer and server handle
+  // each), so the length grows, here up to num_keep_alive_refs, and stays.
+  AutoTunedChunkerOptions options(/*num_keep_alive_refs=*/6);
+  std::vector<int> lengths;
+  for (int round = 0; round < 30; ++round) {
+    lengths.push_back(ScoreOnce(options, 4, 4));
+  }
+  EXPECT_EQ(std::vector<int>(lengths.end() - 20, lengths.end()),
+            std::vector<int>(20, 6));
 }
 
 TEST(AutoTunedChunkerOptionsTest, ItemsSentAfterLaterChunksDoNotMoveTheLength) {
