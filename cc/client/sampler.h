@@ -123,7 +123,7 @@ class REVERB_EXPORT Sampler {
   // A window of small samples bounds the stream's throughput (its samples
   // per round trip), so a consumer that waits for samples gets a larger
   // one: after each window's worth of samples received (the first one
-  // aside, which a new stream and an empty table take), the growth doubles
+  // aside, which a new sampler and an empty table take), the growth doubles
   // if the consumer found no sample queued meanwhile, and halves (to no
   // less than kWindowGrowth) if it found instead half of the queue's
   // capacity queued at some point: a consumer slower than the workers gets
