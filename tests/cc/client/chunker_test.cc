@@ -288,35 +288,6 @@ TEST(ChunkerTest, ConfigOnlyBetweenChunks) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(AutoTunedChunkerOptionsTest, GrowsWhileItPaysAndStaysInRange) {
-  // Items of one step of a few bytes: the length grows from 1 (the fixed
-  // cost of each chunk outweighs the few bytes items send more) and never
-  // leaves [1, num_keep_alive_refs].
-  AutoTunedChunkerOptions options(/*num_keep_alive_refs=*/6);
-  EXPECT_EQ(options.GetMaxChunkLength(), 1);
-  std::vector<int> lengths;
-  for (int round = 0; round < 40; ++round) {
-    const int length = options.GetMaxChunkLength();
-    lengths.push_back(length);
-    for (int i = 0; i < AutoTunedChunkerOptions::kNumChunksToScore; ++i) {
-      options.OnChunkFinalized(100 * length, length);
-    }
-    auto chunker = MakeChunker(length, length);
-    std::vector<std::shared_ptr<CellRef>> refs;
-    for (int s = 0; s < length; ++s)
-      refs.push_back(*chunker->Append(Float(s), 1, s));
-    for (int i = 0; i < AutoTunedChunkerOptions::kNumItemsToScore; ++i) {
-      options.OnItemFinalized({refs.back()});
-    }
-    options.OnChunkFinalized(100 * length, length);  // Triggers scoring.
-  }
-  for (int length : lengths) {
-    EXPECT_GE(length, 1);
-    EXPECT_LE(length, 6);
-  }
-  EXPECT_GT(*std::max_element(lengths.begin(), lengths.end()), 1);
-}
-
 // Scores the length `options` asks for once: chunks of `bytes_per_step`
 // bytes a step, and items of one step of a chunk of incompressible steps of
 // `step_bytes` each. Returns the length scored.
@@ -342,6 +313,23 @@ int ScoreOnce(AutoTunedChunkerOptions& options, int64_t bytes_per_step,
   }
   options.OnChunkFinalized(bytes_per_step * length, length);  // Scores.
   return length;
+}
+
+TEST(AutoTunedChunkerOptionsTest, GrowsWhileItPaysAndStaysInRange) {
+  // Items of one step of a few bytes: the length grows from 1 (the fixed
+  // cost of each chunk outweighs the few bytes items send more) and never
+  // leaves [1, num_keep_alive_refs].
+  AutoTunedChunkerOptions options(/*num_keep_alive_refs=*/6);
+  EXPECT_EQ(options.GetMaxChunkLength(), 1);
+  std::vector<int> lengths;
+  for (int round = 0; round < 40; ++round) {
+    lengths.push_back(ScoreOnce(options, 100, 8));
+  }
+  for (int length : lengths) {
+    EXPECT_GE(length, 1);
+    EXPECT_LE(length, 6);
+  }
+  EXPECT_GT(*std::max_element(lengths.begin(), lengths.end()), 1);
 }
 
 TEST(AutoTunedChunkerOptionsTest, AtABoundTheLengthStaysUntilTheCostRises) {
