@@ -101,6 +101,41 @@ bool HasLargeEntry(const absl::Cord& wire) {
   return false;
 }
 
+// The bytes of PrioritizedItem.priority and .times_sampled that follow the
+// item's own (of a scalar field given twice, a parser keeps the last).
+size_t OverridesSize(const SampledItem& sample) {
+  return 1 + 8 + 1 +
+         VarintSize(static_cast<uint64_t>(int64_t{sample.times_sampled}));
+}
+
+// The size of the SampleInfo PutSampleInfo writes.
+size_t SampleInfoSize(const SampledItem& sample) {
+  const size_t item = sample.ref->encoded_item.size() + OverridesSize(sample);
+  return 1 + VarintSize(item) + item + 1 + 8 + 1 +
+         VarintSize(static_cast<uint64_t>(sample.table_size)) +
+         (sample.rate_limited ? 2 : 0);
+}
+
+// Appends the SampleInfo of `sample` to `out` (EncodeSampleInfo's bytes).
+void PutSampleInfo(const SampledItem& sample, std::string* out) {
+  const std::string& item = sample.ref->encoded_item;
+  PutTag(1, kLengthDelimited, out);  // SampleInfo.item
+  PutVarint64(item.size() + OverridesSize(sample), out);
+  out->append(item);
+  PutTag(5, kFixed64, out);  // PrioritizedItem.priority
+  PutDouble(sample.priority, out);
+  PutTag(6, kVarint, out);  // PrioritizedItem.times_sampled
+  PutVarint64(static_cast<uint64_t>(int64_t{sample.times_sampled}), out);
+  PutTag(2, kFixed64, out);  // SampleInfo.probability
+  PutDouble(sample.probability, out);
+  PutTag(3, kVarint, out);  // SampleInfo.table_size
+  PutVarint64(static_cast<uint64_t>(sample.table_size), out);
+  if (sample.rate_limited) {
+    PutTag(4, kVarint, out);  // SampleInfo.rate_limited
+    out->push_back(1);
+  }
+}
+
 }  // namespace
 
 absl::Status DecodeSampleResponse(
@@ -132,28 +167,9 @@ absl::Status DecodeSampleResponse(
 }
 
 std::string EncodeSampleInfo(const SampledItem& sample) {
-  // The current priority and times_sampled, after the item's own bytes.
-  std::string overrides;
-  PutTag(5, kFixed64, &overrides);  // PrioritizedItem.priority
-  PutDouble(sample.priority, &overrides);
-  PutTag(6, kVarint, &overrides);  // PrioritizedItem.times_sampled
-  PutVarint64(static_cast<uint64_t>(int64_t{sample.times_sampled}), &overrides);
-
-  const std::string& item = sample.ref->encoded_item;
   std::string out;
-  out.reserve(item.size() + overrides.size() + 32);
-  PutTag(1, kLengthDelimited, &out);  // SampleInfo.item
-  PutVarint64(item.size() + overrides.size(), &out);
-  out.append(item);
-  out.append(overrides);
-  PutTag(2, kFixed64, &out);  // SampleInfo.probability
-  PutDouble(sample.probability, &out);
-  PutTag(3, kVarint, &out);  // SampleInfo.table_size
-  PutVarint64(static_cast<uint64_t>(sample.table_size), &out);
-  if (sample.rate_limited) {
-    PutTag(4, kVarint, &out);  // SampleInfo.rate_limited
-    out.push_back(1);
-  }
+  out.reserve(SampleInfoSize(sample));
+  PutSampleInfo(sample, &out);
   return out;
 }
 
@@ -161,14 +177,14 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
                   std::deque<SampleResponseBytes>* responses,
                   absl::FunctionRef<std::string(const Chunk&)> lend,
                   bool trim_chunks) {
-  const std::string info = EncodeSampleInfo(sample);
-  const size_t info_size = info.size();
+  const size_t info_size = SampleInfoSize(sample);
   const auto& chunks = sample.ref->chunks;
   size_t next = 0;  // The first chunk not yet written.
   bool with_info = true;
-  std::vector<std::string> lent;  // This entry's SharedMemoryChunks.
-  // Chunks sent as the rows the sample reads (chunk_rows.h).
-  std::vector<std::optional<absl::Cord>> trimmed(chunks.size());
+  // This entry's SharedMemoryChunks, and the chunks sent as the rows the
+  // sample reads (chunk_rows.h): a sample has a chunk or two, mostly.
+  absl::InlinedVector<std::string, 2> lent(chunks.size());
+  absl::InlinedVector<std::optional<absl::Cord>, 2> trimmed(chunks.size());
   do {
     if (responses->empty() || responses->back().size >= max_response_bytes) {
       responses->emplace_back();
@@ -179,7 +195,6 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     int64_t bytes = responses->back().size + (with_info ? info_size : 0);
     size_t end = next;
     size_t entry_size = with_info ? LengthDelimitedSize(info_size) : 0;
-    lent.assign(chunks.size(), std::string());
     while (end < chunks.size() && bytes < max_response_bytes) {
       const Chunk& chunk = *chunks[end];
       size_t chunk_size = chunk.DataByteSizeLong();
@@ -204,7 +219,7 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     wire.PutFieldHeader(kResponseEntries, entry_size);
     if (with_info) {
       wire.PutFieldHeader(kEntryInfo, info_size);
-      wire.pending()->append(info);
+      PutSampleInfo(sample, wire.pending());
     }
     for (; next < end; ++next) {
       const std::shared_ptr<Chunk>& chunk = chunks[next];

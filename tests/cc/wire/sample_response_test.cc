@@ -137,6 +137,37 @@ TEST(SampleResponseTest, InfoCarriesTheCurrentPriorityAndTimesSampled) {
   EXPECT_TRUE(info.rate_limited());
 }
 
+TEST(SampleResponseTest, InfoOfEverySizeIsWrittenWhole) {
+  // The info is written straight into the response after a length computed
+  // apart: counts of one to several varint bytes, with and without
+  // rate_limited, must come out as given.
+  for (int64_t times_sampled : {0, 127, 128, 1 << 20, 2147483647}) {
+    for (int64_t table_size : {int64_t{0}, int64_t{200}, int64_t{1} << 40}) {
+      for (bool rate_limited : {false, true}) {
+        SampledItem sample = MakeSample(9, {MakeChunk(1, 10)});
+        sample.times_sampled = static_cast<int32_t>(times_sampled);
+        sample.table_size = table_size;
+        sample.rate_limited = rate_limited;
+        SampleInfo encoded;
+        ASSERT_TRUE(encoded.ParseFromString(EncodeSampleInfo(sample)));
+        std::deque<SampleResponseBytes> responses;
+        AppendSample(sample, 4 << 20, &responses);
+        ASSERT_EQ(responses.size(), 1);
+        SampleStreamResponse response = Parse(responses[0]);
+        ASSERT_EQ(response.entries_size(), 1);
+        const SampleInfo& info = response.entries(0).info();
+        EXPECT_EQ(info.SerializeAsString(), encoded.SerializeAsString());
+        EXPECT_EQ(info.item().times_sampled(), times_sampled);
+        EXPECT_EQ(info.table_size(), table_size);
+        EXPECT_EQ(info.rate_limited(), rate_limited);
+        EXPECT_EQ(info.item().key(), 9);
+        EXPECT_EQ(response.entries(0).data_size(), 1);
+        EXPECT_TRUE(response.entries(0).end_of_sequence());
+      }
+    }
+  }
+}
+
 TEST(SampleResponseTest, SamplesBecomeEntriesAndSpanResponsesPastTheCap) {
   // Sample 1: two small chunks. Sample 2: a chunk large enough to be
   // borrowed, then a small one, with a cap that the large chunk passes.
