@@ -98,6 +98,25 @@ absl::StatusOr<Sample> SampleStream::Read() {
   return sample;
 }
 
+absl::Status SampleStream::DecodeSharedResponse(
+    absl::FunctionRef<void(const ChunkData*, std::vector<absl::Cord>)> hold) {
+  if (shared_memory_ == nullptr || response_->entries_size() > 0) {
+    return absl::InvalidArgumentError(
+        "The server sent a shared-memory response the stream did not ask "
+        "for, or with entries besides.");
+  }
+  const SharedMemoryResponse shared = response_->shared_response();
+  response_->clear_shared_response();
+  REVERB_ASSIGN_OR_RETURN(const absl::Cord bytes,
+                          shared_memory_->TakeResponse(shared));
+  REVERB_RETURN_IF_ERROR(DecodeSampleResponse(bytes, response_, hold));
+  if (response_->has_shared_response()) {
+    return absl::InvalidArgumentError(
+        "A shared-memory response names another one.");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PackedSample> SampleStream::ReadPacked(
     absl::FunctionRef<void(SampleInfo*)> edit_info) {
   if (!status_.ok()) return status_;
@@ -113,12 +132,16 @@ absl::StatusOr<PackedSample> SampleStream::ReadPacked(
       if (!ReadResponse()) {
         return Fail(read_timed_out_ ? ReadTimedOut() : absl::OkStatus());
       }
-      absl::Status decoded = DecodeSampleResponse(
-          response_bytes_, response_,
-          [this](const ChunkData* chunk, std::vector<absl::Cord> contents) {
-            taken_->Hold(chunk, std::move(contents));
-          });
+      auto hold = [this](const ChunkData* chunk,
+                         std::vector<absl::Cord> contents) {
+        taken_->Hold(chunk, std::move(contents));
+      };
+      absl::Status decoded =
+          DecodeSampleResponse(response_bytes_, response_, hold);
       response_bytes_.Clear();
+      if (decoded.ok() && response_->has_shared_response()) {
+        decoded = DecodeSharedResponse(hold);
+      }
       if (!decoded.ok()) return Fail(decoded);
       if (shared_memory_ != nullptr) {
         if (absl::Status taken = shared_memory_->TakeChunks(response_, taken_);

@@ -3,8 +3,9 @@
 //
 // Request(n) writes a request for n more samples; Read() gathers each
 // sample's entries (which may span responses) and unpacks its chunks. On
-// the server's host, large chunks may come as shared-memory segments
-// (Connection::SharedMemory), read when their response arrives. The
+// the server's host, large chunks, and large responses, may come as
+// shared-memory segments (Connection::SharedMemory), read when their
+// response arrives. The
 // Sampler runs one per worker thread; Client.sample keeps idle ones per
 // table to save the call setup. A ShardedSampleStream runs one per shard.
 //
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
@@ -76,6 +78,11 @@ class REVERB_EXPORT SampleStream final : public SampleStreamInterface {
   bool ReadResponse();
   // The status of a read that timed out.
   absl::Status ReadTimedOut() const;
+  // Decodes the response *response_ names (shared_response: its entries
+  // are in a segment, shared_memory_client.h) into *response_, with the
+  // contents that lie apart to `hold`.
+  absl::Status DecodeSharedResponse(
+      absl::FunctionRef<void(const ChunkData*, std::vector<absl::Cord>)> hold);
 
   const std::shared_ptr<const Connection> connection_;
   const std::string table_;

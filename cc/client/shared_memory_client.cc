@@ -267,25 +267,54 @@ std::shared_ptr<const ChunkData> SharedMemoryClient::BuildStoredChunk(
 
 SharedMemoryClient::OwnedDir::~OwnedDir() { RemoveSegmentTree(name); }
 
+absl::StatusOr<std::string> SharedMemoryClient::TakeLent(
+    absl::string_view lent, absl::string_view what) const {
+  if (!LentName(lent, prefix_)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("The server lent shared-memory ", what, " '", lent,
+                     "', a name it may not use."));
+  }
+  // Ours from now on: the server removes what it lent only while it is in
+  // the stream's directory. While our link is there, the server does not
+  // reuse the segment either; it goes with the mapping.
+  std::string name = absl::StrCat(reader_->name, "/", next_read_++);
+  if (rename(SegmentPath(lent).c_str(), SegmentPath(name).c_str()) != 0) {
+    return absl::CancelledError(
+        absl::StrCat("Shared-memory ", what, " ", lent,
+                     " was withdrawn before it was read (the call has "
+                     "ended)."));
+  }
+  return name;
+}
+
+absl::StatusOr<absl::Cord> SharedMemoryClient::TakeResponse(
+    const SharedMemoryResponse& shared) const {
+  REVERB_ASSIGN_OR_RETURN(std::string name,
+                          TakeLent(shared.segment(), "response"));
+  auto segment = OpenSegmentFile(name);
+  if (segment.ok() && segment->size < shared.size()) {
+    segment = absl::InvalidArgumentError(
+        absl::StrCat("Shared-memory response ", shared.segment(),
+                     " is shorter than its ", shared.size(), " bytes."));
+  }
+  if (!segment.ok()) {
+    unlink(SegmentPath(name).c_str());
+    return segment.status();
+  }
+  REVERB_ASSIGN_OR_RETURN(
+      absl::Cord bytes,
+      MapKeptSegment(*segment, read_mappings_, [name, dir = reader_]() {
+        unlink(SegmentPath(name).c_str());
+      }));
+  return bytes.Subcord(0, shared.size());
+}
+
 absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
                                             HeldChunkContents* held) const {
   for (auto& entry : *response->mutable_entries()) {
     for (const SharedMemoryChunk& shared : entry.shared_data()) {
-      if (!LentName(shared.segment(), prefix_)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("The server lent shared-memory chunk '",
-                         shared.segment(), "', a name it may not use."));
-      }
-      // Ours from now on: the server removes what it lent only while it is
-      // in the stream's directory. While our link is there, the server does
-      // not hand the segment to a writer either; it goes with the mapping.
-      std::string name = absl::StrCat(reader_->name, "/", next_read_++);
-      if (rename(SegmentPath(shared.segment()).c_str(),
-                 SegmentPath(name).c_str()) != 0) {
-        return absl::CancelledError(absl::StrCat(
-            "Shared-memory chunk ", shared.segment(),
-            " was withdrawn before it was read (the call has ended)."));
-      }
+      REVERB_ASSIGN_OR_RETURN(std::string name,
+                              TakeLent(shared.segment(), "chunk"));
       auto segment = OpenSegmentFile(name);
       if (!segment.ok()) {
         unlink(SegmentPath(name).c_str());

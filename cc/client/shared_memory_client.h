@@ -19,7 +19,10 @@
 //    Writer after it sends a built chunk, so that building one makes no
 //    system call on the writer's caller thread; the Writer sizes a
 //    segment to its chunk before it sends it;
-//  - a sample stream sends the secret with its requests, and TakeChunks()
+//  - a sample stream sends the secret with its requests; TakeResponse()
+//    takes a response the server wrote into a segment of the stream's in
+//    the same way (mapped to be kept: the server reuses its few segments),
+//    and TakeChunks()
 //    takes the chunks the server lent as segments into the session's own
 //    directory and maps them, for the sample to decompress its tensors
 //    from (no copy in between); each goes with the sample. A segment met
@@ -137,6 +140,14 @@ class REVERB_EXPORT SharedMemoryClient {
   absl::Status TakeChunks(SampleStreamResponse* response,
                           HeldChunkContents* held) const;
 
+  // The bytes of the response `shared` names (a segment the server lent,
+  // see shared_memory_host.h), for DecodeSampleResponse: the segment is
+  // moved into this session's directory, mapped, and removed once the
+  // bytes' last copy goes. The errors of TakeChunks; INVALID_ARGUMENT too
+  // if the segment is shorter than `shared.size()`.
+  absl::StatusOr<absl::Cord> TakeResponse(
+      const SharedMemoryResponse& shared) const;
+
  private:
   // A directory of the session's: removed once the session and every
   // mapping or chunk of its segments are gone.
@@ -152,6 +163,11 @@ class REVERB_EXPORT SharedMemoryClient {
     std::shared_ptr<char> mapping;
     size_t pages = 0;
   };
+
+  // Moves `lent` (a name the server lent, of a `what`) into the session's
+  // directory; its name there. Errors: see TakeChunks.
+  absl::StatusOr<std::string> TakeLent(absl::string_view lent,
+                                       absl::string_view what) const;
 
   // The build directory (made the first time; null if it cannot be) and
   // the next name in it.

@@ -1,7 +1,10 @@
 #include "cc/service/sample_reactor.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cc/service/service.h"
@@ -28,6 +31,25 @@ int64_t SampledBytes(const std::vector<SampledItem>& samples) {
     }
   }
   return bytes;
+}
+
+// Moves `bytes` (a response) into a segment `lender` lends, if they are
+// kMinResponseBytes or more and it has one to write, leaving the message
+// that names it.
+void LendResponse(SharedMemoryHost::Lender* lender, grpc::ByteBuffer* bytes) {
+  const size_t size = bytes->Length();
+  std::vector<grpc::Slice> slices;
+  if (size < SharedMemoryHost::kMinResponseBytes ||
+      !bytes->Dump(&slices).ok()) {
+    return;
+  }
+  std::string name = lender->LendResponse(size, [&slices](char* out) {
+    for (const grpc::Slice& slice : slices) {
+      std::memcpy(out, slice.begin(), slice.size());
+      out += slice.size();
+    }
+  });
+  if (!name.empty()) *bytes = SharedResponseBytes(std::move(name), size);
 }
 
 }  // namespace
@@ -196,6 +218,7 @@ void SampleReactor::MaybeWriteLocked() {
   if (write_in_flight() || finishing() || responses_.empty()) return;
   SampleResponseBytes& front = responses_.front();
   front.bytes = front.wire.Finish();
+  if (lender_ != nullptr) LendResponse(lender_.get(), &front.bytes);
   StartWriteOf(&front.bytes);
   if (stall_timeout_ == absl::InfiniteDuration()) return;
   write_started_ = absl::Now();

@@ -6,8 +6,9 @@
 // (cc/wire/sample_response.h), with the chunks of each sample in its
 // entries, every time it is sampled. A stream whose requests carry the
 // server's shared-memory secret gets the chunks kept in shared memory as
-// links to them instead (SharedMemoryHost::Lender); they are removed when
-// the call ends.
+// links to them instead, and responses of
+// SharedMemoryHost::kMinResponseBytes or more in segments of its own
+// (SharedMemoryHost::Lender); they are removed when the call ends.
 //  - A request is served with exactly `num_samples` samples of its table, or
 //    the call ends with an error; then the next request is read. A request
 //    that does not parse or has `num_samples` <= 0 or above the server's

@@ -1,5 +1,7 @@
 #include "cc/service/shared_memory_host.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -206,17 +208,81 @@ void SharedMemoryHost::ForgetStream(
 }
 
 SharedMemoryHost::Lender::~Lender() {
+  for (ResponseSegment& segment : responses_) {
+    if (segment.mapping != nullptr) munmap(segment.mapping, segment.size);
+    close(segment.fd);
+  }
   if (!dir_.empty()) host_->ForgetStream({dir_});
 }
 
-std::string SharedMemoryHost::Lender::Lend(const Chunk& chunk) {
+bool SharedMemoryHost::Lender::MakeDir() {
   if (dir_.empty()) {
     std::string dir = absl::StrCat(host_->prefix_, ".s", host_->next_lender_++);
-    if (mkdir(SegmentPath(dir).c_str(), 0700) != 0) return "";
+    if (mkdir(SegmentPath(dir).c_str(), 0700) != 0) return false;
     dir_ = std::move(dir);
   }
+  return true;
+}
+
+std::string SharedMemoryHost::Lender::Lend(const Chunk& chunk) {
+  if (!MakeDir()) return "";
   std::string name = absl::StrCat(dir_, "/", lent_++);
   if (link(SegmentPath(chunk.segment()).c_str(), SegmentPath(name).c_str()) !=
+      0) {
+    return "";
+  }
+  return name;
+}
+
+bool SharedMemoryHost::Lender::Resize(ResponseSegment* segment, size_t size) {
+  if (segment->mapping != nullptr) munmap(segment->mapping, segment->size);
+  segment->mapping = nullptr;
+  segment->size = 0;
+  // Pages allocated now, not at the first touch (where a full /dev/shm
+  // would be a SIGBUS); the client maps only files whose pages all are.
+  if (ftruncate(segment->fd, static_cast<off_t>(size)) != 0 ||
+      posix_fallocate(segment->fd, 0, static_cast<off_t>(size)) != 0) {
+    return false;
+  }
+  void* address =
+      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, segment->fd, 0);
+  if (address == MAP_FAILED) return false;
+  segment->mapping = static_cast<char*>(address);
+  segment->size = size;
+  return true;
+}
+
+std::string SharedMemoryHost::Lender::LendResponse(
+    size_t size, absl::FunctionRef<void(char*)> fill) {
+  if (size == 0 || !MakeDir()) return "";
+  // One the client is done with (only our link is left): the largest, so
+  // that sizes settle; else a new one while there is room.
+  ResponseSegment* segment = nullptr;
+  for (ResponseSegment& candidate : responses_) {
+    struct stat info;
+    if (fstat(candidate.fd, &info) == 0 && info.st_nlink == 1 &&
+        (segment == nullptr || candidate.size > segment->size)) {
+      segment = &candidate;
+    }
+  }
+  if (segment == nullptr) {
+    if (static_cast<int>(responses_.size()) >= kMaxResponseSegments) return "";
+    ResponseSegment made;
+    made.name = absl::StrCat(dir_, "/o", responses_.size());
+    made.fd = open(SegmentPath(made.name).c_str(),
+                   O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (made.fd < 0) return "";
+    responses_.push_back(std::move(made));
+    segment = &responses_.back();
+  }
+  if (segment->size < size) {
+    const size_t steps =
+        (size + kResponseSegmentStep - 1) / kResponseSegmentStep;
+    if (!Resize(segment, steps * kResponseSegmentStep)) return "";
+  }
+  fill(segment->mapping);
+  std::string name = absl::StrCat(dir_, "/", lent_++);
+  if (link(SegmentPath(segment->name).c_str(), SegmentPath(name).c_str()) !=
       0) {
     return "";
   }

@@ -18,7 +18,8 @@
 //                      kFreeSegmentIdleTime is removed);
 //   P.w<pid>-<token>/  a writer's segments (one directory per insert
 //                      stream, made by the client: <pid> is its own);
-//   P.s<n>/            segments lent to one sample stream;
+//   P.s<n>/            segments lent to one sample stream (P.s<n>/<m>),
+//                      and the stream's own response segments (o<k>);
 //   P.r<pid>-<token>/  links a client has taken out of P.s<n>/ (one
 //                      directory per session, made by the client), each
 //                      removed once it has read the chunk.
@@ -37,7 +38,13 @@
 // Samples: a Lender hard-links a chunk's file into its stream's directory
 // (no copy); the client moves the link into its own directory, maps it and
 // removes it once it has read the chunk. A file with a link besides its
-// chunk's is never reused (a reader may be reading it).
+// chunk's is never reused (a reader may be reading it). A response of
+// kMinResponseBytes or more (chunks kept in memory: frames, small samples)
+// is copied into a segment of the stream's own, P.s<n>/o<k>, lent the same
+// way instead of crossing the socket: one copy where the kernel makes two.
+// The Lender writes into one only while its own link is the file's only one
+// (the client has read the response), so a stream reuses its few segments
+// and their mappings, and writes bytes when all of them are out.
 //
 // Leaks: an insert stream's directory goes when the stream ends, a sample
 // stream's with its Lender, and then those of clients whose process is gone
@@ -57,6 +64,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -74,6 +82,12 @@ class REVERB_EXPORT SharedMemoryHost {
   // Chunks from this size on go as segments unless the environment
   // variable REVERB_SHARED_MEMORY_MIN_BYTES says otherwise.
   static constexpr int64_t kDefaultMinChunkBytes = 128 << 10;
+  // A sample response from this size on goes as a segment of its stream's.
+  static constexpr size_t kMinResponseBytes = 128 << 10;
+  // Segments each stream writes responses into, at most; each is sized to
+  // the largest response written into it, in steps of this.
+  static constexpr int kMaxResponseSegments = 8;
+  static constexpr size_t kResponseSegmentStep = size_t{1} << 20;
   // Free segments kept for writers to reuse, at most: files and bytes.
   static constexpr int kMaxFreeSegments = 32;
   static constexpr size_t kMaxFreeBytes = size_t{256} << 20;
@@ -120,10 +134,30 @@ class REVERB_EXPORT SharedMemoryHost {
     // empty if it could not be made (the chunk then goes as bytes).
     std::string Lend(const Chunk& chunk);
 
+    // The name of a new link to a segment of the stream's own whose first
+    // `size` bytes `fill` has written (a response: see above), or empty if
+    // there is none to write (the response then goes as bytes).
+    std::string LendResponse(size_t size, absl::FunctionRef<void(char*)> fill);
+
    private:
+    // A segment responses are written into: P.s<n>/o<k>, mapped.
+    struct ResponseSegment {
+      std::string name;
+      int fd = -1;
+      char* mapping = nullptr;
+      size_t size = 0;  // Of the file and of the mapping.
+    };
+
+    // Whether the stream's directory exists (made the first time).
+    bool MakeDir();
+    // Sizes `segment` to `size` bytes (a new one too), its pages allocated,
+    // and maps it; false if it could not (it is then unusable).
+    static bool Resize(ResponseSegment* segment, size_t size);
+
     SharedMemoryHost* const host_;
-    std::string dir_;  // Made on the first Lend().
+    std::string dir_;  // Made on the first Lend() or LendResponse().
     int64_t lent_ = 0;
+    std::vector<ResponseSegment> responses_;
   };
 
  private:

@@ -101,6 +101,27 @@ bool HasLargeEntry(const absl::Cord& wire) {
   return false;
 }
 
+// The entries of `wire` (a response with a large entry), as
+// DecodeSampleResponse decodes them.
+absl::Status DecodeEntries(
+    const absl::Cord& wire, SampleStreamResponse* response,
+    absl::FunctionRef<void(const ChunkData*, std::vector<absl::Cord>)> apart) {
+  WireReader reader(wire);
+  while (!reader.done()) {
+    int field;
+    WireType type;
+    if (!reader.ReadTag(&field, &type)) return Malformed();
+    if (field != kResponseEntries || type != kLengthDelimited) {
+      if (!reader.Skip(type)) return Malformed();
+      continue;
+    }
+    absl::Cord entry;
+    if (!reader.ReadLengthDelimited(&entry)) return Malformed();
+    REVERB_RETURN_IF_ERROR(DecodeEntry(entry, response->add_entries(), apart));
+  }
+  return absl::OkStatus();
+}
+
 // The bytes of PrioritizedItem.priority and .times_sampled that follow the
 // item's own (of a scalar field given twice, a parser keeps the last).
 size_t OverridesSize(const SampledItem& sample) {
@@ -150,20 +171,25 @@ absl::Status DecodeSampleResponse(
     return response->ParseFromZeroCopyStream(&stream) ? absl::OkStatus()
                                                       : Malformed();
   }
-  WireReader reader(wire);
-  while (!reader.done()) {
-    int field;
-    WireType type;
-    if (!reader.ReadTag(&field, &type)) return Malformed();
-    if (field != kResponseEntries || type != kLengthDelimited) {
-      if (!reader.Skip(type)) return Malformed();
-      continue;
-    }
-    absl::Cord entry;
-    if (!reader.ReadLengthDelimited(&entry)) return Malformed();
-    REVERB_RETURN_IF_ERROR(DecodeEntry(entry, response->add_entries(), apart));
+  return DecodeEntries(wire, response, apart);
+}
+
+absl::Status DecodeSampleResponse(
+    const absl::Cord& wire, SampleStreamResponse* response,
+    absl::FunctionRef<void(const ChunkData*, std::vector<absl::Cord>)> apart) {
+  if (!HasLargeEntry(wire)) {
+    return ParseQuietly(wire, response) ? absl::OkStatus() : Malformed();
   }
-  return absl::OkStatus();
+  return DecodeEntries(wire, response, apart);
+}
+
+grpc::ByteBuffer SharedResponseBytes(std::string segment, size_t size) {
+  SampleStreamResponse response;
+  response.mutable_shared_response()->set_segment(std::move(segment));
+  response.mutable_shared_response()->set_size(size);
+  const std::string bytes = response.SerializeAsString();
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 std::string EncodeSampleInfo(const SampledItem& sample) {

@@ -67,6 +67,12 @@ REVERB_EXPORT void AppendSample(
         [](const Chunk&) { return std::string(); },
     bool trim_chunks = false);
 
+// A SampleStreamResponse naming `segment`, whose first `size` bytes hold a
+// response's entries (`shared_response`: a segment the server lends,
+// docs/wire-protocol.md, "Shared memory").
+REVERB_EXPORT grpc::ByteBuffer SharedResponseBytes(std::string segment,
+                                                   size_t size);
+
 // Parses `bytes`, a SampleStreamResponse as gRPC received it, into
 // `response` (empty; it may live on an arena) as protobuf would (protobuf
 // parses a response without entries of kMinBorrowedBytes or more), but
@@ -77,6 +83,14 @@ REVERB_EXPORT void AppendSample(
 // "Malformed SampleStreamResponse." if the bytes do not parse.
 REVERB_EXPORT absl::Status DecodeSampleResponse(
     const grpc::ByteBuffer& bytes, SampleStreamResponse* response,
+    absl::FunctionRef<void(const ChunkData* chunk,
+                           std::vector<absl::Cord> contents)>
+        apart);
+
+// The same of a response's bytes in a cord (a segment's, mapped): the
+// contents `apart` gets share the cord's memory.
+REVERB_EXPORT absl::Status DecodeSampleResponse(
+    const absl::Cord& wire, SampleStreamResponse* response,
     absl::FunctionRef<void(const ChunkData* chunk,
                            std::vector<absl::Cord> contents)>
         apart);

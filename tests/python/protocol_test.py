@@ -656,6 +656,33 @@ def test_our_client_sends_update_arrays_only_where_they_are_read(pb):
     server.stop(None)
 
 
+def test_our_client_refuses_a_shared_response_it_did_not_ask_for(pb):
+  """A response in a shared-memory segment comes only on streams that asked
+  for shared memory (docs/wire-protocol.md, "Shared memory"): from a fake
+  server that offers no session, the sample fails, naming the cause, and
+  nothing under the name is opened."""
+
+  class Fake(pb.Servicer):
+
+    def SampleStream(self, requests, context):
+      next(requests)
+      yield pb.service.SampleStreamResponse(
+          shared_response=pb.service.SharedMemoryResponse(
+              segment='reverb-1-2-3.s0/0', size=100))
+
+  server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
+  pb.add_servicer(Fake(), server)
+  port = server.add_insecure_port('localhost:0')
+  server.start()
+  try:
+    client = reverb.Client(f'localhost:{port}')
+    with pytest.raises(ValueError, match='shared-memory response the stream '
+                       'did not ask for'):
+      list(client.sample('t', num_samples=1))
+  finally:
+    server.stop(None)
+
+
 def test_reset_empties_a_table_and_its_rate_limiter(proto, client, stored):
   del stored
   _, status = proto.call('Reset',

@@ -236,6 +236,76 @@ def test_large_steps_cross_processes_as_segments_or_bytes_alike(
   assert not server.names()
 
 
+FRAME_SHAPE = (84, 84, 4)  # 28 KB a step: a chunk the server keeps in memory.
+
+
+def _frame(i):
+  frame = np.random.default_rng(1000 + i).integers(0, 256, FRAME_SHAPE,
+                                                   np.uint8)
+  frame[0, 0, 0] = i
+  return frame
+
+
+def _write_frames(client, n):
+  with client.trajectory_writer(num_keep_alive_refs=2) as writer:
+    for i in range(n):
+      writer.append({'x': _frame(i)})
+      writer.create_item('uniform', 1.0, {'x': writer.history['x'][-1:]})
+
+
+def _iterate_frames(server):
+  """{item: times} of 50 ReplayIterator batches of 16 frames, each checked;
+  and the response segments its stream's directory held meanwhile."""
+  seen = collections.Counter()
+  with reverb.ReplayIterator(server.address, 'uniform',
+                             batch_size=16) as iterator:
+    for _ in range(50):
+      for trajectory in next(iterator).data[0]:
+        i = int(trajectory[0, 0, 0, 0])
+        np.testing.assert_array_equal(trajectory[0], _frame(i))
+        seen[i] += 1
+    used = list(SHM.glob(f'reverb-{server.process.pid}-*.s*/o*'))
+  return seen, used
+
+
+def _sample_frames(client, n):
+  for sample in client.sample('uniform', num_samples=n):
+    step = sample[0].data[0]
+    np.testing.assert_array_equal(step, _frame(int(step[0, 0, 0])))
+
+
+@pytest.mark.parametrize('mode', ['shared_memory', 'client_off'])
+def test_large_responses_of_small_chunks_come_as_segments_or_bytes_alike(
+    shm_env, monkeypatch, mode):
+  """Chunks below the segment threshold (kept in the server's memory) come
+  in responses the server writes into segments of the stream's own, which
+  it reuses once the client has read them."""
+  server = ServerProcess()
+  try:
+    if mode == 'client_off':
+      monkeypatch.setenv('REVERB_SHARED_MEMORY', '0')
+    client = reverb.Client(server.address)
+    _write_frames(client, 40)
+    assert not server.stored_segments()  # Frames are kept in memory.
+    seen, used = _iterate_frames(server)
+    assert sorted(seen) == list(range(40))  # 800 uniform draws of 40 items.
+    # A stream writes its responses into a few segments it reuses.
+    if mode == 'shared_memory':
+      assert 1 <= len(used) <= 8, used
+    else:
+      assert not used
+    _sample_frames(client, 200)
+    # Their directories go with their streams, and what the client took
+    # with the samples that held it.
+    del client
+    gc.collect()
+    _wait_for(lambda: not list(
+        SHM.glob(f'reverb-{server.process.pid}-*.[rs]*/*')), 'links lent')
+  finally:
+    server.stop()
+  assert not server.names()
+
+
 def test_steps_are_built_in_the_segments_the_server_keeps(shm_env):
   """A step that is a chunk of its own is written once, into a segment the
   server then keeps as it is (the same file, not a copy); the writer keeps

@@ -245,7 +245,9 @@ struct Decoded {
   std::vector<std::pair<const ChunkData*, std::vector<absl::Cord>>> apart;
 };
 
-Decoded Decode(const grpc::ByteBuffer& bytes) {
+// `bytes`: a grpc::ByteBuffer as received, or an absl::Cord (a segment's).
+template <typename Bytes>
+Decoded Decode(const Bytes& bytes) {
   Decoded decoded;
   decoded.status = DecodeSampleResponse(
       bytes, &decoded.response,
@@ -279,9 +281,14 @@ TEST(SampleResponseTest, DecodeLeavesLargeContentsWhereTheyWereReceived) {
   SampleStreamResponse expected;
   ASSERT_TRUE(expected.ParseFromString(wire));
 
-  for (size_t slice_bytes : {size_t{1} << 20, size_t{4096}, size_t{700}}) {
+  // Received in slices of these sizes; 0: in a cord over `wire` (a
+  // segment's bytes).
+  for (size_t slice_bytes :
+       {size_t{1} << 20, size_t{4096}, size_t{700}, size_t{0}}) {
     SCOPED_TRACE(slice_bytes);
-    Decoded decoded = Decode(Received(wire, slice_bytes));
+    Decoded decoded = slice_bytes == 0
+                          ? Decode(absl::MakeCordFromExternal(wire, [] {}))
+                          : Decode(Received(wire, slice_bytes));
     ASSERT_TRUE(decoded.status.ok()) << decoded.status;
     // Only the large chunk is apart: its tensor without its content, which
     // lies in the received bytes (in one piece when it came in one slice).
@@ -319,10 +326,32 @@ TEST(SampleResponseTest, DecodeParsesAResponseOfSmallSamplesAsProtobuf) {
   const std::string wire = Flat(responses[0]);
   SampleStreamResponse expected;
   ASSERT_TRUE(expected.ParseFromString(wire));
-  Decoded decoded = Decode(Received(wire, 700));
+  for (const Decoded& decoded :
+       {Decode(Received(wire, 700)), Decode(absl::Cord(wire))}) {
+    ASSERT_TRUE(decoded.status.ok()) << decoded.status;
+    EXPECT_TRUE(decoded.apart.empty());
+    EXPECT_EQ(decoded.response.SerializeAsString(),
+              expected.SerializeAsString());
+  }
+}
+
+TEST(SampleResponseTest, ASharedResponseIsAMessageNamingItsSegment) {
+  const grpc::ByteBuffer bytes = SharedResponseBytes("P.s3/17", 5 << 20);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(bytes.Dump(&slices).ok());
+  std::string flat;
+  for (const auto& slice : slices) {
+    flat.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  SampleStreamResponse proto;
+  ASSERT_TRUE(proto.ParseFromString(flat));
+  EXPECT_EQ(proto.entries_size(), 0);
+  EXPECT_EQ(proto.shared_response().segment(), "P.s3/17");
+  EXPECT_EQ(proto.shared_response().size(), 5 << 20);
+  // Our clients decode it as any small response.
+  Decoded decoded = Decode(bytes);
   ASSERT_TRUE(decoded.status.ok()) << decoded.status;
-  EXPECT_TRUE(decoded.apart.empty());
-  EXPECT_EQ(decoded.response.SerializeAsString(), expected.SerializeAsString());
+  EXPECT_EQ(decoded.response.SerializeAsString(), flat);
 }
 
 TEST(SampleResponseTest, DecodeKeepsEveryFieldOfAnEntryWithALargeChunk) {
