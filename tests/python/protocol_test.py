@@ -16,6 +16,7 @@ pool.
 """
 
 import concurrent.futures
+import contextlib
 import importlib
 import importlib.util
 import math
@@ -614,6 +615,20 @@ def test_mutate_priorities_takes_update_arrays_after_updates(proto, client):
   assert_sampled_priorities(proto, {1: 6.0, 2: 2.0})
 
 
+@contextlib.contextmanager
+def _fake_server(pb, servicer):
+  """A gRPC server of `servicer` (a pb.Servicer) on a free port, which it
+  yields."""
+  server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
+  pb.add_servicer(servicer, server)
+  port = server.add_insecure_port('localhost:0')
+  server.start()
+  try:
+    yield port
+  finally:
+    server.stop(None)
+
+
 def test_our_client_sends_update_arrays_only_where_they_are_read(pb):
   """Against a fake server that records requests and says it reads arrays
   while `reads` says so: the first call (nothing known yet) and every call
@@ -628,11 +643,7 @@ def test_our_client_sends_update_arrays_only_where_they_are_read(pb):
       got.append(request)
       return pb.service.MutatePrioritiesResponse(update_arrays_read=reads[0])
 
-  server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
-  pb.add_servicer(Fake(), server)
-  port = server.add_insecure_port('localhost:0')
-  server.start()
-  try:
+  with _fake_server(pb, Fake()) as port:
     client = reverb.Client(f'localhost:{port}')
     messages = lambda request: [(u.key, u.priority) for u in request.updates]
     arrays = lambda request: (list(request.update_keys),
@@ -652,8 +663,6 @@ def test_our_client_sends_update_arrays_only_where_they_are_read(pb):
     assert list(got[3].delete_keys) == list(got[4].delete_keys) == [9]
     client.mutate_priorities('t', {10: 1.0})
     assert len(got) == 6 and messages(got[5]) == [(10, 1.0)]
-  finally:
-    server.stop(None)
 
 
 def test_our_client_refuses_a_shared_response_it_did_not_ask_for(pb):
@@ -670,17 +679,11 @@ def test_our_client_refuses_a_shared_response_it_did_not_ask_for(pb):
           shared_response=pb.service.SharedMemoryResponse(
               segment='reverb-1-2-3.s0/0', size=100))
 
-  server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
-  pb.add_servicer(Fake(), server)
-  port = server.add_insecure_port('localhost:0')
-  server.start()
-  try:
+  with _fake_server(pb, Fake()) as port:
     client = reverb.Client(f'localhost:{port}')
     with pytest.raises(ValueError, match='shared-memory response the stream '
                        'did not ask for'):
       list(client.sample('t', num_samples=1))
-  finally:
-    server.stop(None)
 
 
 def test_reset_empties_a_table_and_its_rate_limiter(proto, client, stored):

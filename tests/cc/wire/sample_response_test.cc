@@ -55,9 +55,8 @@ SampledItem MakeSample(uint64_t key,
   return sample;
 }
 
-// The bytes of `response`, in one string.
-std::string Flat(SampleResponseBytes& response) {
-  grpc::ByteBuffer bytes = response.wire.Finish();
+// The bytes of `bytes`, in one string.
+std::string FlatBytes(const grpc::ByteBuffer& bytes) {
   std::vector<grpc::Slice> slices;
   EXPECT_TRUE(bytes.Dump(&slices).ok());
   std::string flat;
@@ -65,6 +64,11 @@ std::string Flat(SampleResponseBytes& response) {
     flat.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
   }
   return flat;
+}
+
+// The bytes of `response`, in one string.
+std::string Flat(SampleResponseBytes& response) {
+  return FlatBytes(response.wire.Finish());
 }
 
 SampleStreamResponse Parse(SampleResponseBytes& response) {
@@ -337,12 +341,7 @@ TEST(SampleResponseTest, DecodeParsesAResponseOfSmallSamplesAsProtobuf) {
 
 TEST(SampleResponseTest, ASharedResponseIsAMessageNamingItsSegment) {
   const grpc::ByteBuffer bytes = SharedResponseBytes("P.s3/17", 5 << 20);
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(bytes.Dump(&slices).ok());
-  std::string flat;
-  for (const auto& slice : slices) {
-    flat.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
+  const std::string flat = FlatBytes(bytes);
   SampleStreamResponse proto;
   ASSERT_TRUE(proto.ParseFromString(flat));
   EXPECT_EQ(proto.entries_size(), 0);
