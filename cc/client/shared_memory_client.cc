@@ -267,8 +267,10 @@ std::shared_ptr<const ChunkData> SharedMemoryClient::BuildStoredChunk(
 
 SharedMemoryClient::OwnedDir::~OwnedDir() { RemoveSegmentTree(name); }
 
-absl::StatusOr<std::string> SharedMemoryClient::TakeLent(
-    absl::string_view lent, absl::string_view what) const {
+absl::StatusOr<absl::Cord> SharedMemoryClient::TakeLent(absl::string_view lent,
+                                                        absl::string_view what,
+                                                        std::string* taken,
+                                                        bool* met) const {
   if (!LentName(lent, prefix_)) {
     return absl::InvalidArgumentError(
         absl::StrCat("The server lent shared-memory ", what, " '", lent,
@@ -284,28 +286,28 @@ absl::StatusOr<std::string> SharedMemoryClient::TakeLent(
                      " was withdrawn before it was read (the call has "
                      "ended)."));
   }
-  return name;
-}
-
-absl::StatusOr<absl::Cord> SharedMemoryClient::TakeResponse(
-    const SharedMemoryResponse& shared) const {
-  REVERB_ASSIGN_OR_RETURN(std::string name,
-                          TakeLent(shared.segment(), "response"));
   auto segment = OpenSegmentFile(name);
-  if (segment.ok() && segment->size < shared.size()) {
-    segment = absl::InvalidArgumentError(
-        absl::StrCat("Shared-memory response ", shared.segment(),
-                     " is shorter than its ", shared.size(), " bytes."));
-  }
   if (!segment.ok()) {
     unlink(SegmentPath(name).c_str());
     return segment.status();
   }
+  if (taken != nullptr) *taken = name;
+  return MapKeptSegment(
+      *segment, read_mappings_,
+      [name, dir = reader_]() { unlink(SegmentPath(name).c_str()); }, met);
+}
+
+absl::StatusOr<absl::Cord> SharedMemoryClient::TakeResponse(
+    const SharedMemoryResponse& shared) const {
   REVERB_ASSIGN_OR_RETURN(
       absl::Cord bytes,
-      MapKeptSegment(*segment, read_mappings_, [name, dir = reader_]() {
-        unlink(SegmentPath(name).c_str());
-      }));
+      TakeLent(shared.segment(), "response", /*taken=*/nullptr,
+               /*met=*/nullptr));
+  if (bytes.size() < shared.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Shared-memory response ", shared.segment(),
+                     " is shorter than its ", shared.size(), " bytes."));
+  }
   return bytes.Subcord(0, shared.size());
 }
 
@@ -313,24 +315,14 @@ absl::Status SharedMemoryClient::TakeChunks(SampleStreamResponse* response,
                                             HeldChunkContents* held) const {
   for (auto& entry : *response->mutable_entries()) {
     for (const SharedMemoryChunk& shared : entry.shared_data()) {
-      REVERB_ASSIGN_OR_RETURN(std::string name,
-                              TakeLent(shared.segment(), "chunk"));
-      auto segment = OpenSegmentFile(name);
-      if (!segment.ok()) {
-        unlink(SegmentPath(name).c_str());
-        return segment.status();
-      }
       // A segment met before is read from the mapping kept of it; one met
       // for the first time is mapped to be kept, and its stored tensors are
       // read with pread meanwhile (faulting their pages in for one read
       // costs more than the copy).
+      std::string name;
       bool met = false;
-      REVERB_ASSIGN_OR_RETURN(
-          absl::Cord bytes,
-          MapKeptSegment(
-              *segment, read_mappings_,
-              [name, dir = reader_]() { unlink(SegmentPath(name).c_str()); },
-              &met));
+      REVERB_ASSIGN_OR_RETURN(absl::Cord bytes,
+                              TakeLent(shared.segment(), "chunk", &name, &met));
       // The tensors' contents are pieces of the mapping, flat as it is.
       ChunkData* chunk = entry.add_data();
       std::vector<absl::Cord> pieces;

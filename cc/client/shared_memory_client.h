@@ -165,9 +165,12 @@ class REVERB_EXPORT SharedMemoryClient {
   };
 
   // Moves `lent` (a name the server lent, of a `what`) into the session's
-  // directory; its name there. Errors: see TakeChunks.
-  absl::StatusOr<std::string> TakeLent(absl::string_view lent,
-                                       absl::string_view what) const;
+  // directory (its name there into `taken`, if not null) and maps it
+  // (MapKeptSegment: `met` as its `kept`); the link is removed once the
+  // bytes' last copy goes. Errors: see TakeChunks.
+  absl::StatusOr<absl::Cord> TakeLent(absl::string_view lent,
+                                      absl::string_view what,
+                                      std::string* taken, bool* met) const;
 
   // The build directory (made the first time; null if it cannot be) and
   // the next name in it.
