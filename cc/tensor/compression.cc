@@ -122,29 +122,38 @@ size_t WriteStored(absl::string_view input, char* out) {
 // eighth saved. Less is not worth snappy's decoding over a copy.
 bool Shrinks(size_t compressed, size_t raw) { return compressed * 8 < raw * 7; }
 
-// Whether a large `input` looks compressible, from snappy's output for a
-// few blocks spread over it (kProbes of kProbeBytes): a 1 MiB step pays
-// about 3% of a full compression for the answer.
-bool ProbeShrinks(absl::string_view input) {
-  constexpr int kProbes = 4;
-  constexpr size_t kProbeBytes = 8 << 10;
-  // snappy::MaxCompressedLength(kProbeBytes) is 32 + n + n / 6.
-  thread_local char scratch[kProbeBytes + kProbeBytes / 6 + 64];
-  size_t raw = 0, compressed = 0;
-  const size_t stride = (input.size() - kProbeBytes) / (kProbes - 1);
-  for (int i = 0; i < kProbes; ++i) {
-    size_t length = 0;
-    snappy::RawCompress(input.data() + i * stride, kProbeBytes, scratch,
-                        &length);
-    raw += kProbeBytes;
-    compressed += length;
-  }
-  return Shrinks(compressed, raw);
-}
-
 // Whether `input` is large: compressed into a recycled buffer (below).
 bool IsLarge(absl::string_view input) {
   return snappy::MaxCompressedLength(input.size()) >= BufferPool::kMinBytes;
+}
+
+// Inputs from this size on are judged from probes (ProbeShrinks) before
+// snappy compresses them whole.
+constexpr size_t kMinProbedBytes = 16 << 10;
+
+// Whether `input` (kMinProbedBytes or more) looks compressible, from
+// snappy's output for a few blocks spread over it: 4 of 8 KiB of a large
+// input (a 1 MiB step pays about 3% of a full compression for the answer),
+// 2 of 4 KiB of a smaller one (a 28 KB frame: under a third of the bytes,
+// and snappy's hash table, which it clears per call and sizes to its input,
+// a quarter as large).
+bool ProbeShrinks(absl::string_view input) {
+  const bool large = IsLarge(input);
+  const int probes = large ? 4 : 2;
+  const size_t probe_bytes = large ? 8 << 10 : 4 << 10;
+  // snappy::MaxCompressedLength(n) is 32 + n + n / 6.
+  constexpr size_t kMaxProbeBytes = 8 << 10;
+  thread_local char scratch[kMaxProbeBytes + kMaxProbeBytes / 6 + 64];
+  size_t raw = 0, compressed = 0;
+  const size_t stride = (input.size() - probe_bytes) / (probes - 1);
+  for (int i = 0; i < probes; ++i) {
+    size_t length = 0;
+    snappy::RawCompress(input.data() + i * stride, probe_bytes, scratch,
+                        &length);
+    raw += probe_bytes;
+    compressed += length;
+  }
+  return Shrinks(compressed, raw);
 }
 
 // Whether `input` can be stored (a stored stream's length is a varint32: at
@@ -156,7 +165,9 @@ bool Storable(absl::string_view input) {
 // Compresses `input` into `output`, which may be the string `input` views:
 // snappy's stream, or the stored stream above when snappy does not shrink
 // the input (incompressible data: random bytes, encrypted or already
-// compressed data), so that reading it back is a copy, not a decode.
+// compressed data), so that reading it back is a copy, not a decode. An
+// input whose probes do not shrink (StoredWithoutTrying) is stored without a
+// try.
 //
 // snappy::Compress(std::string) zero-fills the string to the largest
 // possible output before compressing into it: for a 1 MB step that is a
@@ -167,9 +178,9 @@ bool Storable(absl::string_view input) {
 void SnappyCompress(absl::string_view input, std::string* output) {
   const size_t max_length = snappy::MaxCompressedLength(input.size());
   static_assert(kStoredOverhead <= 32);  // max_length >= size + 32.
+  const bool stored = StoredWithoutTrying(input);
   size_t length = 0;
   if (IsLarge(input)) {
-    const bool stored = StoredWithoutTrying(input);
     // Only as large as a stored stream needs: a recycled buffer that held
     // one (of a step of this size) is then not zero-filled up to
     // max_length again.
@@ -185,6 +196,14 @@ void SnappyCompress(absl::string_view input, std::string* output) {
     compressed.resize(length);
     output->swap(compressed);
     BufferPool::Default().Give(std::move(compressed));
+    return;
+  }
+  if (stored) {
+    // Written once, into a string of its own (`output` may hold `input`).
+    std::string content = StoredHeader(input.size());
+    content.reserve(content.size() + input.size());
+    content.append(input.data(), input.size());
+    output->swap(content);
     return;
   }
   thread_local char scratch[BufferPool::kMinBytes];
@@ -274,7 +293,8 @@ std::string StoredHeader(size_t length) {
 }
 
 bool StoredWithoutTrying(absl::string_view bytes) {
-  return IsLarge(bytes) && Storable(bytes) && !ProbeShrinks(bytes);
+  return bytes.size() >= kMinProbedBytes && Storable(bytes) &&
+         !ProbeShrinks(bytes);
 }
 
 absl::Status CompressTensorAsProto(Tensor&& tensor, size_t headroom,

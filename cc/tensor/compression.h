@@ -3,11 +3,11 @@
 //
 // Numeric tensors: dtype, shape, and the snappy-compressed row-major bytes in
 // `tensor_content`. Data that snappy does not shrink by an eighth (judged
-// from a few blocks of a large tensor) is stored instead: a snappy stream of
-// one literal, which any snappy decoder reads (dm-reverb's too), written and
-// read back with a copy. String tensors: uncompressed, in TensorFlow's
-// string-list encoding of `tensor_content` (all lengths as varint32, then all
-// bytes); `string_val` is accepted when decoding.
+// from a few blocks of a tensor of 16 KiB or more) is stored instead: a
+// snappy stream of one literal, which any snappy decoder reads (dm-reverb's
+// too), written and read back with a copy. String tensors: uncompressed, in
+// TensorFlow's string-list encoding of `tensor_content` (all lengths as
+// varint32, then all bytes); `string_val` is accepted when decoding.
 //
 // Delta encoding (optional, per chunk) stores integer tensors of rank >= 2 as
 // differences between consecutive rows (wrap-around arithmetic on the
@@ -48,8 +48,8 @@ REVERB_EXPORT absl::Status CompressTensorAsProto(
 REVERB_EXPORT std::string StoredHeader(size_t length);
 
 // Whether the elements `bytes` of a numeric tensor are stored without a try
-// at compressing them (large, and a few probes do not shrink): the content
-// CompressTensorAsProto makes of them is then StoredHeader + `bytes`.
+// at compressing them (16 KiB or more, and a few probes do not shrink): the
+// content CompressTensorAsProto makes of them is then StoredHeader + `bytes`.
 REVERB_EXPORT bool StoredWithoutTrying(absl::string_view bytes);
 
 // INVALID_ARGUMENT if the proto is malformed (bad shape, corrupt snappy data,

@@ -316,6 +316,34 @@ TEST(TensorCompressionTest, IncompressibleDataIsStoredAsOneSnappyLiteral) {
   }
 }
 
+TEST(TensorCompressionTest, FramesOfRandomBytesAreStoredWithoutATry) {
+  // From 16 KiB on, tensors below the large size are judged from two
+  // probes of 4 KiB too; random ones are then stored as they are, and
+  // compressible ones compressed whole.
+  std::vector<uint8_t> pattern(28224);
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = (i / 7) % 5;
+  const Tensor compressible =
+      MakeTensor<uint8_t>(tensorflow::DT_UINT8, {84, 84, 4}, pattern);
+  EXPECT_FALSE(StoredWithoutTrying(compressible.bytes));
+  tensorflow::TensorProto compressed;
+  ASSERT_TRUE(CompressTensorAsProto(compressible, &compressed).ok());
+  EXPECT_LT(compressed.tensor_content().size(), pattern.size() / 4);
+  for (size_t size :
+       {size_t{16383}, size_t{16384}, size_t{28224}, size_t{60000}}) {
+    SCOPED_TRACE(size);
+    const Tensor random =
+        RandomTensor(tensorflow::DT_UINT8, {static_cast<int64_t>(size)}, size);
+    EXPECT_EQ(StoredWithoutTrying(random.bytes), size >= 16384);
+    tensorflow::TensorProto proto;
+    ASSERT_TRUE(CompressTensorAsProto(random, &proto).ok());
+    EXPECT_EQ(proto.tensor_content(), StoredHeader(size) + random.bytes);
+    Tensor moved = random;
+    tensorflow::TensorProto moved_proto;
+    ASSERT_TRUE(CompressTensorAsProto(std::move(moved), &moved_proto).ok());
+    EXPECT_EQ(moved_proto.tensor_content(), proto.tensor_content());
+  }
+}
+
 TEST(TensorCompressionTest, HeadroomTakesTheStoredHeaderWithoutACopy) {
   for (size_t size : {size_t{70000}, size_t{1} << 20, size_t{17} << 20}) {
     SCOPED_TRACE(size);
