@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "cc/support/quiet_parse.h"
 #include "cc/support/status_macros.h"
@@ -237,25 +238,30 @@ Chunk::Chunk(absl::Cord wire, std::shared_ptr<const ChunkData> proto,
 absl::Status ParseChunkHeader(const absl::Cord& wire, ChunkData* header,
                               std::vector<absl::Cord>* contents) {
   contents->clear();
-  // Every field but `data`, copied and parsed by protobuf; then the tensors.
+  // Every field but `data`, copied and parsed by protobuf; then the tensors
+  // of each `data` (a message given twice merges, as protobuf's would),
+  // added to the header's own: parsed apart, they would be copied across
+  // when `header` lives on an arena.
   std::string head;
-  ChunkData tensors;
+  absl::InlinedVector<absl::Cord, 1> data;
   WireReader reader(wire);
   while (!reader.done()) {
     int field;
     WireType type;
     if (!reader.ReadTag(&field, &type)) return NotAChunk("bad field");
     if (field == kChunkDataField && type == kLengthDelimited) {
-      absl::Cord data;
-      if (!reader.ReadLengthDelimited(&data)) return NotAChunk("bad data");
-      REVERB_RETURN_IF_ERROR(SplitTensors(data, &tensors, contents));
+      if (!reader.ReadLengthDelimited(&data.emplace_back())) {
+        return NotAChunk("bad data");
+      }
     } else if (!reader.CopyField(field, type, &head)) {
       return NotAChunk("bad field");
     }
   }
   if (!ParseQuietly(head, header)) return NotAChunk("bad header");
-  header->mutable_data()->mutable_tensors()->Swap(
-      tensors.mutable_data()->mutable_tensors());
+  header->mutable_data();  // Present, as in a chunk protobuf parses.
+  for (const absl::Cord& tensors : data) {
+    REVERB_RETURN_IF_ERROR(SplitTensors(tensors, header, contents));
+  }
   return absl::OkStatus();
 }
 

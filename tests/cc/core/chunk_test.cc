@@ -9,6 +9,7 @@
 #include "cc/client/sample.h"
 #include "cc/support/varint.h"
 #include "cc/tensor/compression.h"
+#include "google/protobuf/arena.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/cc/test_util.h"
@@ -107,6 +108,50 @@ TEST(ParseChunkHeaderTest, SampleUnpackedFromViewsEqualsTheProtoPath) {
   }
   // Without its contents, the header alone holds no data.
   EXPECT_FALSE(UnpackSample(info, from_views).ok());
+}
+
+TEST(ParseChunkHeaderTest, DataGivenTwiceMergesIntoAHeaderOnAnArena) {
+  // The wire of two chunks' `data` (fields of a message given twice merge),
+  // with the key after them: protobuf's parse, contents apart, in order.
+  const ChunkData first = MakeChunk(4, 1000);
+  ChunkData second = MakeChunk(2, 30);
+  second.clear_sequence_range();
+  second.set_chunk_key(43);
+  const absl::Cord bytes(first.SerializeAsString() +
+                         second.SerializeAsString());
+  ChunkData expected;
+  ASSERT_TRUE(expected.ParseFromString(std::string(bytes)));
+  ASSERT_EQ(expected.data().tensors_size(), 6);
+  for (const bool on_arena : {false, true}) {
+    SCOPED_TRACE(on_arena);
+    google::protobuf::Arena arena;
+    ChunkData* header =
+        on_arena ? google::protobuf::Arena::CreateMessage<ChunkData>(&arena)
+                 : new ChunkData();
+    std::vector<absl::string_view> contents;
+    ASSERT_TRUE(ParseViews(bytes, header, &contents).ok());
+    ASSERT_EQ(contents.size(), 6);
+    ChunkData rebuilt = *header;
+    for (int t = 0; t < 6; ++t) {
+      rebuilt.mutable_data()->mutable_tensors(t)->set_tensor_content(
+          std::string(contents[t]));
+    }
+    EXPECT_TRUE(
+        google::protobuf::util::MessageDifferencer::Equals(rebuilt, expected));
+    EXPECT_EQ(header->chunk_key(), 43);
+    if (!on_arena) delete header;
+  }
+  // Without tensors, the header has its (empty) `data`, as protobuf's.
+  ChunkData bare;
+  bare.set_chunk_key(5);
+  bare.mutable_data();
+  ChunkData header;
+  std::vector<absl::string_view> contents;
+  ASSERT_TRUE(
+      ParseViews(absl::Cord(bare.SerializeAsString()), &header, &contents)
+          .ok());
+  EXPECT_TRUE(header.has_data());
+  EXPECT_TRUE(contents.empty());
 }
 
 TEST(ParseChunkHeaderTest, MalformedBytesAreInvalidArgument) {
