@@ -195,14 +195,12 @@ void SampleReactor::OnSampled(
   // flight.
   if (!samples->empty()) responses_.emplace_back();
   SharedMemoryHost::Lender* lender = lender_.get();
-  for (const SampledItem& sample : *samples) {
-    AppendSample(
-        sample, ReverbServiceImpl::kMaxSampleResponseBytes, &responses_,
-        [lender](const Chunk& chunk) {
-          return lender != nullptr ? lender->Lend(chunk) : std::string();
-        },
-        request_.trimmed_chunks());
-  }
+  AppendSamples(
+      *samples, ReverbServiceImpl::kMaxSampleResponseBytes, &responses_,
+      [lender](const Chunk& chunk) {
+        return lender != nullptr ? lender->Lend(chunk) : std::string();
+      },
+      request_.trimmed_chunks());
   remaining_ -= static_cast<int64_t>(samples->size());
   samples->clear();  // Chunks are released outside the table's worker.
   MaybeWriteLocked();

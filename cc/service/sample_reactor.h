@@ -2,7 +2,7 @@
 // "SampleStream").
 //
 // On the wire: reads SampleStreamRequests and writes SampleStreamResponses,
-// both as raw bytes; responses are encoded by AppendSample
+// both as raw bytes; responses are encoded by AppendSamples
 // (cc/wire/sample_response.h), with the chunks of each sample in its
 // entries, every time it is sampled. A stream whose requests carry the
 // server's shared-memory secret gets the chunks kept in shared memory as

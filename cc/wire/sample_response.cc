@@ -157,6 +157,12 @@ void PutSampleInfo(const SampledItem& sample, std::string* out) {
   }
 }
 
+// Asks for the cache lines of [begin, begin + size).
+void Prefetch(const void* begin, size_t size = 1) {
+  const char* p = static_cast<const char*>(begin);
+  for (size_t at = 0; at < size; at += 64) __builtin_prefetch(p + at);
+}
+
 }  // namespace
 
 absl::Status DecodeSampleResponse(
@@ -266,6 +272,33 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     responses->back().size = bytes;
     with_info = false;
   } while (next < chunks.size());
+}
+
+void AppendSamples(absl::Span<const SampledItem> samples,
+                   int64_t max_response_bytes,
+                   std::deque<SampleResponseBytes>* responses,
+                   absl::FunctionRef<std::string(const Chunk&)> lend,
+                   bool trim_chunks) {
+  // Each link is fetched two samples after the one it is read from.
+  constexpr size_t kItemAhead = 6, kPointeesAhead = 4, kChunkAhead = 2;
+  const size_t n = samples.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kItemAhead < n) {
+      const TableItem* item = samples[i + kItemAhead].ref.get();
+      Prefetch(&item->chunks);
+      Prefetch(&item->encoded_item);
+    }
+    if (i + kPointeesAhead < n) {
+      const TableItem& item = *samples[i + kPointeesAhead].ref;
+      Prefetch(item.encoded_item.data(), item.encoded_item.size());
+      Prefetch(item.chunks.data());
+    }
+    if (i + kChunkAhead < n) {
+      const auto& chunks = samples[i + kChunkAhead].ref->chunks;
+      if (!chunks.empty()) Prefetch(chunks.front().get(), sizeof(Chunk));
+    }
+    AppendSample(samples[i], max_response_bytes, responses, lend, trim_chunks);
+  }
 }
 
 }  // namespace deepmind::reverb

@@ -29,6 +29,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
+#include "absl/types/span.h"
 #include "cc/core/chunk.h"
 #include "cc/core/table_item.h"
 #include "cc/support/export.h"
@@ -66,6 +67,16 @@ REVERB_EXPORT void AppendSample(
     absl::FunctionRef<std::string(const Chunk&)> lend =
         [](const Chunk&) { return std::string(); },
     bool trim_chunks = false);
+
+// AppendSample of each of `samples`, in order. The items and chunks of a
+// large table's samples lie anywhere in memory, and each read of them
+// would wait for it: a few samples ahead of the one being written, each
+// sample's are fetched, link after link (its item, the item's encoded bytes
+// and chunk list, its first chunk).
+REVERB_EXPORT void AppendSamples(
+    absl::Span<const SampledItem> samples, int64_t max_response_bytes,
+    std::deque<SampleResponseBytes>* responses,
+    absl::FunctionRef<std::string(const Chunk&)> lend, bool trim_chunks);
 
 // A SampleStreamResponse naming `segment`, whose first `size` bytes hold a
 // response's entries (`shared_response`: a segment the server lends,

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "cc/tensor/compression.h"
 #include "gtest/gtest.h"
 #include "reverb/cc/reverb_service.pb.h"
@@ -209,6 +211,45 @@ TEST(SampleResponseTest, SamplesBecomeEntriesAndSpanResponsesPastTheCap) {
   ASSERT_EQ(second.entries(0).data_size(), 1);
   EXPECT_EQ(second.entries(0).data(0).chunk_key(), 4);
   EXPECT_TRUE(second.entries(0).end_of_sequence());
+}
+
+TEST(SampleResponseTest, SamplesOfABatchAreWrittenAsOneByOne) {
+  // Batches shorter and longer than the distance items are fetched ahead,
+  // samples of one or two chunks, a cap that splits them over responses;
+  // trimmed and lent chunks as AppendSample writes them.
+  std::vector<SampledItem> samples;
+  for (int i = 0; i < 40; ++i) {
+    std::shared_ptr<Chunk> first = MakeChunk(i, 100 + 997 * i);
+    if (i % 2 == 1) {  // Kept in a segment.
+      auto kept = Chunk::Parse(first->wire(), absl::StrCat("p.w1/", i));
+      ASSERT_TRUE(kept.ok()) << kept.status();
+      first = *std::move(kept);
+    }
+    std::vector<std::shared_ptr<Chunk>> chunks = {first};
+    if (i % 3 == 0) chunks.push_back(MakeChunk(1000 + i, 10));
+    samples.push_back(MakeSample(i + 1, std::move(chunks)));
+  }
+  // Every other segment is lent; the others go as bytes.
+  auto lend = [](const Chunk& chunk) {
+    return chunk.key() % 4 == 1 ? absl::StrCat("p.s1/", chunk.key())
+                                : std::string();
+  };
+  for (size_t n : {size_t{0}, size_t{1}, size_t{3}, size_t{7}, size_t{40}}) {
+    for (const bool trim : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(n, " samples, trim ", trim));
+      const auto batch = absl::MakeConstSpan(samples).subspan(0, n);
+      std::deque<SampleResponseBytes> one_by_one, together;
+      for (const SampledItem& sample : batch) {
+        AppendSample(sample, 64 << 10, &one_by_one, lend, trim);
+      }
+      AppendSamples(batch, 64 << 10, &together, lend, trim);
+      ASSERT_EQ(together.size(), one_by_one.size());
+      for (size_t r = 0; r < together.size(); ++r) {
+        EXPECT_EQ(together[r].size, one_by_one[r].size);
+        EXPECT_EQ(Flat(together[r]), Flat(one_by_one[r]));
+      }
+    }
+  }
 }
 
 TEST(SampleResponseTest, ChunkPiecesAreSentFromWhereTheChunkHoldsThem) {
