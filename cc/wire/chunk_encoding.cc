@@ -31,6 +31,9 @@ SplitTensor Split(const tensorflow::TensorProto& tensor) {
 // hold their bytes inline (in the grpc_slice itself).
 constexpr size_t kMinReferencedSlice = 512;
 
+// A tag and a varint32: 5 bytes each at most.
+constexpr size_t kMaxFieldHeaderBytes = 10;
+
 }  // namespace
 
 absl::Cord ReceivedCord(const grpc::ByteBuffer& buffer) {
@@ -89,18 +92,33 @@ std::string ChunkBytesBeforeContent(const ChunkData& header,
   return std::move(*wire.pending());
 }
 
+void WireBuffer::Reserve(size_t n) {
+  const size_t size = pending_.size();
+  if (size + n <= pending_.capacity()) return;
+  if (size >= kSliceBytes / 2) {
+    Flush();
+    pending_.reserve(std::max(n, kSliceBytes));
+    return;
+  }
+  pending_.reserve(
+      std::max(size + n, std::min(2 * pending_.capacity(), kSliceBytes)));
+}
+
 void WireBuffer::PutFieldHeader(int field, size_t size) {
+  Reserve(kMaxFieldHeaderBytes);
   PutTag(field, kLengthDelimited, &pending_);
   PutVarint32(static_cast<uint32_t>(size), &pending_);
 }
 
 void WireBuffer::PutVarintField(int field, uint32_t value) {
+  Reserve(kMaxFieldHeaderBytes);
   PutTag(field, kVarint, &pending_);
   PutVarint32(value, &pending_);
 }
 
 void WireBuffer::PutMessage(const google::protobuf::MessageLite& message,
                             size_t size) {
+  Reserve(size);
   const size_t at = pending_.size();
   pending_.resize(at + size);
   message.SerializeWithCachedSizesToArray(
@@ -154,6 +172,7 @@ void WireBuffer::PutBytes(
   PutFieldHeader(field, bytes.size());
   for (absl::string_view piece : bytes.Chunks()) {
     if (piece.size() < kMinBorrowedBytes) {
+      Reserve(piece.size());
       pending_.append(piece.data(), piece.size());
     } else {
       Borrow(piece, owner());

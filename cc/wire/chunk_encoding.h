@@ -66,9 +66,20 @@ REVERB_EXPORT std::string ChunkBytesBeforeContent(const ChunkData& header,
 
 class REVERB_EXPORT WireBuffer {
  public:
+  // Pending bytes become a slice of their own (moved, not copied) from
+  // about this size on, instead of growing further.
+  static constexpr size_t kSliceBytes = 64 << 10;
+
   // Serialized bytes go here; they become one slice (moved, not copied)
-  // when a borrowed tensor content or the end comes.
+  // when a borrowed tensor content or the end comes, or when Reserve makes
+  // room. A caller appending more than a few bytes reserves them first.
   std::string* pending() { return &pending_; }
+
+  // Makes room for `n` more bytes in pending(): once pending bytes would
+  // have to grow from kSliceBytes / 2 or more, they become a slice and a new
+  // buffer of kSliceBytes (or `n`) starts, so that a large message is not
+  // copied again and again to grow. Every Put* below reserves its bytes.
+  void Reserve(size_t n);
 
   // The tag and length of length-delimited field `field` (any number).
   void PutFieldHeader(int field, size_t size);

@@ -251,6 +251,7 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
     wire.PutFieldHeader(kResponseEntries, entry_size);
     if (with_info) {
       wire.PutFieldHeader(kEntryInfo, info_size);
+      wire.Reserve(info_size);
       PutSampleInfo(sample, wire.pending());
     }
     for (; next < end; ++next) {
@@ -260,6 +261,7 @@ void AppendSample(const SampledItem& sample, int64_t max_response_bytes,
         wire.PutBytes(kEntryData, *trimmed[next], owner);
       } else if (!lent[next].empty()) {
         wire.PutFieldHeader(kEntrySharedData, lent[next].size());
+        wire.Reserve(lent[next].size());
         wire.pending()->append(lent[next]);
       } else if (chunk->proto() != nullptr) {
         wire.PutChunk(kEntryData, *chunk->proto(), chunk->DataByteSizeLong(),

@@ -270,6 +270,33 @@ TEST(ChunkEncodingTest, PendingBytesKeepTheirPlace) {
   EXPECT_TRUE(parsed.end_of_sequence());
 }
 
+TEST(ChunkEncodingTest, LargeMessagesGoInSlicesInsteadOfGrowing) {
+  // 1 MiB of small entries (copied, not borrowed): the bytes are the same,
+  // in slices of about kSliceBytes (the first as the string's growth
+  // rounds it) rather than one string grown (and copied) up to 1 MiB.
+  const ChunkData chunk = MakeChunk(5, {TensorProto(1000, 1)});
+  const std::string serialized = chunk.SerializeAsString();
+  const absl::Cord cord(serialized);
+  WireBuffer wire;
+  std::string expected;
+  while (expected.size() < (1 << 20)) {
+    wire.PutBytes(kEntryDataField, cord, [] { return nullptr; });
+    wire.PutVarintField(kEntryEndField, 1);
+    PutTag(kEntryDataField, kLengthDelimited, &expected);
+    PutVarint32(static_cast<uint32_t>(serialized.size()), &expected);
+    expected += serialized;
+    expected += "\x18\x01";
+  }
+  const grpc::ByteBuffer buffer = wire.Finish();
+  EXPECT_EQ(Flatten(buffer), expected);
+  const std::vector<grpc::Slice> slices = SlicesOf(buffer);
+  ASSERT_GE(slices.size(), (1u << 20) / WireBuffer::kSliceBytes);
+  for (size_t i = 0; i + 1 < slices.size(); ++i) {
+    EXPECT_GE(slices[i].size(), WireBuffer::kSliceBytes / 2);
+    EXPECT_LT(slices[i].size(), 2 * WireBuffer::kSliceBytes);
+  }
+}
+
 TEST(ChunkEncodingTest, FinishLeavesTheBufferEmpty) {
   const ChunkData chunk = MakeChunk(5, {TensorProto(40 << 10, 1)});
   WireBuffer wire;
