@@ -146,7 +146,13 @@ void SharedMemoryHost::TrimIdleFreeSegments() {
       }
     }
     seen = std::move(fresh);
+    SweepDeadClients();
   }
+}
+
+void SharedMemoryHost::SweepDeadClients() const {
+  RemoveSegmentsOfDeadProcesses(
+      [this](absl::string_view name) { return ClientPid(name, prefix_); });
 }
 
 SharedMemorySessionResponse SharedMemoryHost::Offer(
@@ -203,8 +209,7 @@ absl::StatusOr<std::shared_ptr<Chunk>> SharedMemoryHost::Accept(
 void SharedMemoryHost::ForgetStream(
     const std::vector<std::string>& dirs) const {
   for (const std::string& dir : dirs) RemoveSegmentTree(dir);
-  RemoveSegmentsOfDeadProcesses(
-      [this](absl::string_view name) { return ClientPid(name, prefix_); });
+  SweepDeadClients();
 }
 
 SharedMemoryHost::Lender::~Lender() {

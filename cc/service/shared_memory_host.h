@@ -48,9 +48,10 @@
 //
 // Leaks: an insert stream's directory goes when the stream ends, a sample
 // stream's with its Lender, and then those of clients whose process is gone
-// (a client killed while writing or reading); everything goes with the
-// host; and what a killed server left is swept by the next host made on the
-// machine (SweepDeadServers).
+// (a client killed while writing or reading); the thread that trims P.free
+// removes those too (a stream's end may be seen before its killed process
+// is gone); everything goes with the host; and what a killed server left is
+// swept by the next host made on the machine (SweepDeadServers).
 //
 // Thread-safe.
 #ifndef REVERB_CC_SERVICE_SHARED_MEMORY_HOST_H_
@@ -166,6 +167,8 @@ class REVERB_EXPORT SharedMemoryHost {
 
   // The trimming thread's loop (see above), until stopping_.
   void TrimIdleFreeSegments();
+  // Removes the directories of clients whose process is gone.
+  void SweepDeadClients() const;
 
   const std::string prefix_;
   const std::string secret_;

@@ -1,6 +1,8 @@
 #include "cc/service/shared_memory_host.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -9,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cc/support/shm_segment.h"
 #include "gtest/gtest.h"
 
@@ -76,6 +80,36 @@ TEST(SharedMemoryHostTest, ResponsesAreLentFromAFewSegmentsReusedOnceRead) {
   EXPECT_TRUE(ListSegments(dir).empty());
   struct stat info;
   EXPECT_NE(stat(SegmentPath(dir).c_str(), &info), 0);
+}
+
+TEST(SharedMemoryHostTest, DeadClientsDirectoriesGoWithoutAStreamEnding) {
+  // A client killed while its stream's end is seen may still look alive
+  // then: the host's thread sweeps again, every kFreeSegmentIdleTime.
+  std::unique_ptr<SharedMemoryHost> host = SharedMemoryHost::Create();
+  if (host == nullptr) GTEST_SKIP() << "No shared memory here.";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  auto make = [&](int64_t pid) {
+    const std::string dir = absl::StrCat(host->prefix(), ".w", pid, "-test");
+    EXPECT_EQ(mkdir(SegmentPath(dir).c_str(), 0700), 0);
+    const int fd = open(SegmentPath(absl::StrCat(dir, "/0")).c_str(),
+                        O_CREAT | O_RDWR, 0600);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    return SegmentPath(dir);
+  };
+  const std::string dead = make(child);
+  const std::string alive = make(getpid());
+  struct stat info = {};
+  const absl::Time deadline =
+      absl::Now() + 3 * SharedMemoryHost::kFreeSegmentIdleTime;
+  while (stat(dead.c_str(), &info) == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_NE(stat(dead.c_str(), &info), 0) << "still there: " << dead;
+  EXPECT_EQ(stat(alive.c_str(), &info), 0);
 }
 
 }  // namespace
