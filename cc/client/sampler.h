@@ -236,9 +236,10 @@ class REVERB_EXPORT Sampler {
   // Takes the next sample once it is unpacked; false if the queue is empty
   // or its front is still being unpacked.
   bool PopReadyLocked(Slot* slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The next slot, ready, as GetNextSample waits for it: an OK `sample` or
-  // a `packed` one; errors as GetNextSample's.
-  absl::StatusOr<Slot> GetNextSlot(absl::Duration timeout)
+  // The next slot, ready, as GetNextSample waits for it (until `deadline`,
+  // which a batch's slots share: the clock is read only to wait): an OK
+  // `sample` or a `packed` one; errors as GetNextSample's.
+  absl::StatusOr<Slot> GetNextSlot(absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Up to `batch_size` slots, as GetNextBatch takes samples.
   absl::StatusOr<std::vector<Slot>> GetNextSlots(int batch_size,
