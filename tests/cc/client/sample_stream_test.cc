@@ -179,9 +179,16 @@ TEST_F(SampleStreamTest, SamplesLargerThanAResponseAreGathered) {
           .ok());
   SampleStream stream(connection_, "fifo");
   ASSERT_TRUE(stream.Request(2, kNever).ok());
-  for (int i = 0; i < 2; ++i) {
-    auto sample = stream.Read();
-    ASSERT_TRUE(sample.ok()) << sample.status();
+  // The first stays packed while the stream reads the second's responses:
+  // `owners` keeps the responses its chunks came in.
+  auto first = stream.ReadPacked();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_GE(first->owners.size(), 2);
+  auto second = stream.Read();
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto unpacked = UnpackSample(*std::move(first));
+  ASSERT_TRUE(unpacked.ok()) << unpacked.status();
+  for (const Sample* sample : {&*unpacked, &*second}) {
     ASSERT_EQ(sample->columns.size(), 1);
     EXPECT_EQ(sample->columns[0].shape, (std::vector<int64_t>{3, 1'500'000}));
     EXPECT_TRUE(sample->columns[0].bytes ==
