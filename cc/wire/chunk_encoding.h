@@ -78,7 +78,9 @@ class REVERB_EXPORT WireBuffer {
   // Makes room for `n` more bytes in pending(): once pending bytes would
   // have to grow from kSliceBytes / 2 or more, they become a slice and a new
   // buffer of kSliceBytes (or `n`) starts, so that a large message is not
-  // copied again and again to grow. Every Put* below reserves its bytes.
+  // copied again and again to grow. The Put* below reserve what they
+  // append, but for the few header bytes of a chunk whose contents are
+  // borrowed.
   void Reserve(size_t n);
 
   // The tag and length of length-delimited field `field` (any number).
