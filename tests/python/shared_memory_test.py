@@ -306,6 +306,38 @@ def test_large_responses_of_small_chunks_come_as_segments_or_bytes_alike(
   assert not server.names()
 
 
+def test_the_pool_holds_as_many_segments_as_a_writer_runs_ahead(shm_env):
+  """The segments of the chunks a table lets go of all go into the pool
+  (within its bytes), not only a few: a writer takes one per chunk before
+  the server frees the chunks its items evict, so a pool of a few files runs
+  dry under a writer some dozens of chunks ahead, and each chunk then costs
+  a new file. The writer reuses them all."""
+  server = ServerProcess()
+  try:
+    client = reverb.Client(server.address)
+    # 60 chunks of 256 KiB (the first few may go as bytes, before the
+    # client knows the server's shared memory).
+    _write(client, 60)
+    gc.collect()
+    stored = [d / n for d in SHM.glob(f'reverb-{server.process.pid}-*.chunks')
+              for n in os.listdir(d)]
+    assert len(stored) > 40, stored  # More than the 32 files pooled before.
+    # The writer's links go with it; a segment linked elsewhere when its
+    # chunk goes is removed instead of pooled.
+    _wait_for(lambda: all(p.stat().st_nlink == 1 for p in stored),
+              "the writer's links removed")
+    client.reset('uniform')
+    _wait_for(lambda: not server.stored_segments(), 'freed segments')
+    assert len(server.stored_segments('free')) == len(stored)
+    pooled = _inodes(f'reverb-{server.process.pid}-*.free')
+    _write(client, 40)
+    reused = _inodes(f'reverb-{server.process.pid}-*.chunks')
+    assert reused and reused <= pooled, (reused, pooled)
+    _assert_whole(_sampled_items(client, 50))
+  finally:
+    server.stop()
+
+
 def test_steps_are_built_in_the_segments_the_server_keeps(shm_env):
   """A step that is a chunk of its own is written once, into a segment the
   server then keeps as it is (the same file, not a copy); the writer keeps
