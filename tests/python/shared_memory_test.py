@@ -315,13 +315,13 @@ def test_the_pool_holds_as_many_segments_as_a_writer_runs_ahead(shm_env):
   server = ServerProcess()
   try:
     client = reverb.Client(server.address)
-    # 60 chunks of 256 KiB (the first few may go as bytes, before the
-    # client knows the server's shared memory).
-    _write(client, 60)
+    # 80 chunks of 256 KiB (some go as bytes: here 48-53 of 60 were
+    # segments).
+    _write(client, 80)
     gc.collect()
     stored = [d / n for d in SHM.glob(f'reverb-{server.process.pid}-*.chunks')
               for n in os.listdir(d)]
-    assert len(stored) > 40, stored  # More than the 32 files pooled before.
+    assert len(stored) > 32, stored  # More than the 32 files pooled before.
     # The writer's links go with it; a segment linked elsewhere when its
     # chunk goes is removed instead of pooled.
     _wait_for(lambda: all(p.stat().st_nlink == 1 for p in stored),
