@@ -166,8 +166,8 @@ bool Storable(absl::string_view input) {
 // snappy's stream, or the stored stream above when snappy does not shrink
 // the input (incompressible data: random bytes, encrypted or already
 // compressed data), so that reading it back is a copy, not a decode. An
-// input whose probes do not shrink (StoredWithoutTrying) is stored without a
-// try.
+// input whose probes do not shrink (`stored`: StoredWithoutTrying(input), as
+// the caller found it) is stored without a try.
 //
 // snappy::Compress(std::string) zero-fills the string to the largest
 // possible output before compressing into it: for a 1 MB step that is a
@@ -175,10 +175,9 @@ bool Storable(absl::string_view input) {
 // a recycled buffer instead, which `output` then takes over (its old buffer
 // goes back to the pool); small ones into a per-thread scratch buffer,
 // copied out.
-void SnappyCompress(absl::string_view input, std::string* output) {
+void SnappyCompress(absl::string_view input, bool stored, std::string* output) {
   const size_t max_length = snappy::MaxCompressedLength(input.size());
   static_assert(kStoredOverhead <= 32);  // max_length >= size + 32.
-  const bool stored = StoredWithoutTrying(input);
   size_t length = 0;
   if (IsLarge(input)) {
     // Only as large as a stored stream needs: a recycled buffer that held
@@ -220,12 +219,13 @@ void SetDtypeAndShape(tensorflow::DataType dtype,
 }
 
 // Dtype and shape of a numeric tensor into `proto`, its compressed `bytes`
-// into `content` (the proto's tensor_content, or a string to move there).
+// into `content` (the proto's tensor_content, or a string to move there);
+// `stored` as SnappyCompress's.
 void CompressNumeric(tensorflow::DataType dtype,
                      absl::Span<const int64_t> shape, absl::string_view bytes,
-                     std::string* content, TensorProto* proto) {
+                     bool stored, std::string* content, TensorProto* proto) {
   SetDtypeAndShape(dtype, shape, proto);
-  SnappyCompress(bytes, content);
+  SnappyCompress(bytes, stored, content);
 }
 
 }  // namespace
@@ -283,6 +283,7 @@ absl::Status CompressTensorAsProto(const TensorView& tensor,
   }
   REVERB_RETURN_IF_ERROR(CheckElements(tensor));
   CompressNumeric(tensor.dtype, tensor.shape, tensor.bytes,
+                  StoredWithoutTrying(tensor.bytes),
                   proto->mutable_tensor_content(), proto);
   return absl::OkStatus();
 }
@@ -307,14 +308,15 @@ absl::Status CompressTensorAsProto(Tensor&& tensor, size_t headroom,
   TensorView elements(tensor);
   elements.bytes = absl::string_view(buffer).substr(headroom);
   REVERB_RETURN_IF_ERROR(CheckElements(elements));
-  if (headroom == StoredHeader(elements.bytes.size()).size() &&
-      StoredWithoutTrying(elements.bytes)) {
+  // Probed once: a compressible tensor is not probed again to compress it.
+  const bool stored = StoredWithoutTrying(elements.bytes);
+  if (stored && headroom == StoredHeader(elements.bytes.size()).size()) {
     SetDtypeAndShape(tensor.dtype, tensor.shape, proto);
     WriteStoredHeader(elements.bytes.size(), buffer.data());
     proto->set_tensor_content(std::move(buffer));
     return absl::OkStatus();
   }
-  CompressNumeric(tensor.dtype, tensor.shape, elements.bytes,
+  CompressNumeric(tensor.dtype, tensor.shape, elements.bytes, stored,
                   proto->mutable_tensor_content(), proto);
   BufferPool::Default().Give(std::move(buffer));
   return absl::OkStatus();
@@ -328,7 +330,8 @@ absl::Status CompressTensorAsProto(Tensor&& tensor, TensorProto* proto) {
   // The proto takes the compressed bytes over without a copy; the tensor's
   // buffer holds them (small tensors) or is recycled (large ones).
   std::string content = std::move(tensor.bytes);
-  CompressNumeric(tensor.dtype, tensor.shape, content, &content, proto);
+  CompressNumeric(tensor.dtype, tensor.shape, content,
+                  StoredWithoutTrying(content), &content, proto);
   proto->set_tensor_content(std::move(content));
   return absl::OkStatus();
 }
